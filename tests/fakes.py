@@ -1,0 +1,109 @@
+"""Fakes we own, registered at real seams (the LLM protocol). Never used for the thing under test."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TypeVar
+
+from pydantic import BaseModel
+
+from memora.llm import ChatMessage, Completion, LLMError, Parsed, Usage
+
+T = TypeVar("T", bound=BaseModel)
+
+
+@dataclass
+class Call:
+    """One recorded call to the fake."""
+
+    kind: str  # "complete" | "parse" | "count"
+    instructions: str
+    messages: list[ChatMessage]
+    schema: str | None = None
+
+
+@dataclass
+class FakeLLM:
+    """A scripted LLM: queued answers per kind, or a default; exceptions in the queue are raised.
+
+    `replies` answer `complete` calls made with the reply prompt, `summaries` those made with the
+    summary prompt (told apart by `is_summary`), `parsed` answer `parse` calls (a dict, a JSON
+    string, a BaseModel or an exception).
+    """
+
+    replies: deque[str | Exception] = field(default_factory=deque)
+    summaries: deque[str | Exception] = field(default_factory=deque)
+    parsed: deque[object] = field(default_factory=deque)
+    calls: list[Call] = field(default_factory=list)
+    is_summary: Callable[[str], bool] = lambda instr: "summary" in instr.lower()
+    delay: float = 0.0
+    closed: bool = False
+
+    @staticmethod
+    def _usage(instructions: str, messages: list[ChatMessage], out: str) -> Usage:
+        text = instructions + "".join(m.content for m in messages)
+        return Usage(input_tokens=len(text) // 4 + 1, output_tokens=len(out) // 4 + 1)
+
+    async def complete(self, instructions: str, messages: list[ChatMessage]) -> Completion:
+        self.calls.append(Call("complete", instructions, list(messages)))
+        if self.delay:
+            await asyncio.sleep(self.delay)
+        summary = self.is_summary(instructions)
+        queue = self.summaries if summary else self.replies
+        if queue:
+            item = queue.popleft()
+            if isinstance(item, Exception):
+                raise item
+            text = item
+        elif summary:
+            text = "Summary: " + " | ".join(m.content[:60] for m in messages)[:400]
+        else:
+            last = next((m.content for m in reversed(messages) if m.role == "user"), "")
+            text = f"Echo: {last}"
+        return Completion(text=text, usage=self._usage(instructions, messages, text))
+
+    async def parse(
+        self, instructions: str, messages: list[ChatMessage], schema: type[T]
+    ) -> Parsed:
+        self.calls.append(Call("parse", instructions, list(messages), schema.__name__))
+        if self.delay:
+            await asyncio.sleep(self.delay)
+        item: object = self.parsed.popleft() if self.parsed else schema.model_validate({})
+        if isinstance(item, Exception):
+            raise item
+        if isinstance(item, BaseModel):
+            obj = schema.model_validate(item.model_dump())
+        elif isinstance(item, str):
+            obj = schema.model_validate_json(item)
+        else:
+            obj = schema.model_validate(item)
+        raw = obj.model_dump_json()
+        return Parsed(text=raw, usage=self._usage(instructions, messages, raw), parsed=obj)
+
+    async def count_input_tokens(self, instructions: str, messages: list[ChatMessage]) -> int:
+        self.calls.append(Call("count", instructions, list(messages)))
+        return sum(len(m.content) // 4 + 4 for m in messages) + len(instructions) // 4
+
+    async def aclose(self) -> None:
+        self.closed = True
+
+    def count(self, kind: str, summary: bool | None = None) -> int:
+        """How many calls of a kind were made (optionally only summary / reply ones)."""
+        return sum(
+            1
+            for c in self.calls
+            if c.kind == kind and (summary is None or self.is_summary(c.instructions) == summary)
+        )
+
+
+def outage() -> LLMError:
+    """The error the real client raises when the service is down."""
+    return LLMError("the model service answered HTTP 503")
+
+
+def as_json(obj: object) -> str:
+    return json.dumps(obj, ensure_ascii=False)
