@@ -1,0 +1,1 @@
+"""Adapters over the Memora core: the terminal chat and the Telegram bot."""

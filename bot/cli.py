@@ -1,0 +1,80 @@
+"""The `memora` command: run (Telegram), chat (terminal), export (admin)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import sys
+from pathlib import Path
+
+from memora.app import open_engine, setup_logging
+from memora.config import ConfigError, Settings, load_settings
+
+log = logging.getLogger("memora")
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="memora", description="Memora, the tutor that remembers.")
+    p.add_argument("--config", help="TOML config file (default: $MEMORA_CONFIG or ./config.toml)")
+    sub = p.add_subparsers(dest="command", required=True)
+    sub.add_parser("run", help="run the Telegram bot (long polling, or webhook per config)")
+    chat = sub.add_parser("chat", help="talk to the engine in this terminal")
+    chat.add_argument("--chat-id", type=int, default=0, help="conversation id (default 0)")
+    chat.add_argument("--user-id", type=int, default=0, help="learner id (default 0)")
+    chat.add_argument("--quiet", action="store_true", help="no memory status line per turn")
+    exp = sub.add_parser("export", help="write one chat's data as JSON")
+    exp.add_argument("--chat-id", type=int, required=True)
+    exp.add_argument("-o", "--output", default="-", help="file to write (default: stdout)")
+    return p
+
+
+async def _chat(settings: Settings, args: argparse.Namespace) -> None:
+    from bot.terminal import chat_loop
+
+    async with open_engine(settings) as engine:
+        await chat_loop(
+            engine, chat_id=args.chat_id, user_id=args.user_id, show_stats=not args.quiet
+        )
+
+
+async def _export(settings: Settings, args: argparse.Namespace) -> int:
+    from memora.commands import export_chat
+
+    async with open_engine(settings) as engine:
+        if args.chat_id not in await engine.db.chat_ids():
+            print(f"memora: no data for chat {args.chat_id}", file=sys.stderr)
+            return 1
+        data = await export_chat(engine, args.chat_id)
+    text = json.dumps(data, ensure_ascii=False, indent=2)
+    if args.output == "-":
+        print(text)
+    else:
+        Path(args.output).write_text(text + "\n", encoding="utf-8")
+        print(f"wrote {args.output}: {len(data['history'])} messages", file=sys.stderr)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        settings = load_settings(args.config)
+        setup_logging(settings)
+        if args.command == "chat":
+            asyncio.run(_chat(settings, args))
+            return 0
+        if args.command == "export":
+            return asyncio.run(_export(settings, args))
+        from bot.telegram import run_bot
+
+        return run_bot(settings)
+    except ConfigError as exc:
+        print(f"memora: config error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

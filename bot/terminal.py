@@ -1,0 +1,76 @@
+"""`memora chat`: the terminal REPL on the real engine and the real data dir."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from typing import TextIO
+
+from memora.commands import COMMANDS, CommandContext, run_command
+from memora.engine import ChatRef, Engine, UserRef
+
+BANNER = (
+    "Memora — terminal chat. Commands (with or without /): history, context, summary, status, "
+    "memories, remember <text>, search <q>, extraction, forget <n>, reset, help, exit"
+)
+
+
+async def _readline(stream: TextIO) -> str | None:
+    line = await asyncio.to_thread(stream.readline)
+    return None if line == "" else line
+
+
+def parse_command(line: str) -> tuple[str, str] | None:
+    """'status', '/status', 'remember I like tea' → (name, arg); None for a normal message."""
+    word, _, arg = line.strip().partition(" ")
+    name = word.removeprefix("/").lower()
+    if name in {"exit", "quit"} or name in COMMANDS:
+        return name, arg.strip()
+    if word.startswith("/"):
+        return name, arg.strip()
+    return None
+
+
+async def chat_loop(
+    engine: Engine,
+    *,
+    chat_id: int = 0,
+    user_id: int = 0,
+    user_name: str = "",
+    stdin: TextIO | None = None,
+    stdout: TextIO | None = None,
+    show_stats: bool = True,
+) -> None:
+    """Read lines, answer them, print a memory status line per turn; stop on exit or EOF."""
+    inp, out = stdin or sys.stdin, stdout or sys.stdout
+    chat, user = ChatRef(chat_id, "private", "terminal"), UserRef(user_id, user_name)
+    count = await engine.db.message_count(chat_id)
+    print(BANNER, file=out)
+    if count:
+        print(f"(continuing: {count} messages in this chat's history)", file=out)
+    while True:
+        print("\nYou: ", end="", file=out, flush=True)
+        line = await _readline(inp)
+        if line is None:
+            print("\nBye!", file=out)
+            break
+        line = line.strip()
+        if not line:
+            continue
+        cmd = parse_command(line)
+        if cmd and cmd[0] in {"exit", "quit"}:
+            print("Bye!", file=out)
+            break
+        if cmd:
+            ctx = CommandContext(chat, user, cmd[1], is_admin=True)
+            reply = await run_command(engine, cmd[0], ctx)
+            if reply.document is not None:
+                with open(reply.document.filename, "wb") as fh:
+                    fh.write(reply.document.content)
+                print(f"(wrote {reply.document.filename})", file=out)
+        else:
+            reply = await engine.handle_turn(chat, user, line)
+        print(f"\nMemora: {reply.text}" if not cmd else f"\n{reply.text}", file=out, flush=True)
+        if show_stats and reply.stats is not None:
+            print(reply.stats.render(), file=out, flush=True)
+    await engine.drain()

@@ -1,0 +1,142 @@
+"""The one composition function: settings in, a running engine out, closed on exit."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
+
+from memora.config import Settings, require_llm
+from memora.embeddings import Embedder, LocalUSE, OpenAIEmbedder
+from memora.engine import Engine, EngineConfig
+from memora.llm import LLM, OpenAILLM
+from memora.storage import Database
+from memora.tokens import LocalTokenCounter, ProviderTokenCounter, TokenCounter
+
+log = logging.getLogger(__name__)
+
+
+class _Redact(logging.Filter):
+    """Keeps tokens and keys out of every log line, whoever logs it."""
+
+    def __init__(self, secrets: list[str]) -> None:
+        super().__init__()
+        self.secrets = [s for s in secrets if s and len(s) >= 6]
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if self.secrets:
+            msg = record.getMessage()
+            if any(s in msg for s in self.secrets):
+                for s in self.secrets:
+                    msg = msg.replace(s, "[redacted]")
+                record.msg, record.args = msg, None
+        return True
+
+
+def setup_logging(settings: Settings) -> None:
+    logging.basicConfig(
+        level=settings.logging.level,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    redact = _Redact([settings.telegram.token, settings.llm.api_key])
+    for handler in logging.getLogger().handlers:
+        handler.addFilter(redact)
+    # httpx logs every request URL, and Telegram URLs contain the bot token.
+    logging.getLogger("httpx").setLevel(logging.WARNING)
+
+
+def _llm(settings: Settings, model: str) -> OpenAILLM:
+    cfg = settings.llm
+    return OpenAILLM(
+        model=model,
+        api_key=cfg.api_key or "not-needed",
+        base_url=cfg.base_url,
+        api=cfg.api,
+        timeout=cfg.timeout,
+        max_retries=cfg.max_retries,
+        reasoning_effort=cfg.reasoning_effort or None,
+    )
+
+
+def make_embedder(settings: Settings) -> Embedder:
+    if settings.embeddings.provider == "openai":
+        return OpenAIEmbedder(
+            model=settings.embeddings.model or "text-embedding-3-small",
+            api_key=settings.llm.api_key or "not-needed",
+            base_url=settings.llm.base_url,
+            timeout=settings.llm.timeout,
+            max_retries=settings.llm.max_retries,
+            dim=settings.embeddings.dimensions,
+        )
+    return LocalUSE()
+
+
+def default_min_score(settings: Settings) -> float:
+    if settings.retrieval.min_score is not None:
+        return settings.retrieval.min_score
+    from memora.ranking import DEFAULT_MIN_SCORE
+
+    return DEFAULT_MIN_SCORE
+
+
+@asynccontextmanager
+async def open_engine(settings: Settings, *, llm: LLM | None = None) -> AsyncIterator[Engine]:
+    """Open the database, the memory store and the model clients; close them all on exit."""
+    require_llm(settings)
+    async with AsyncExitStack() as stack:
+        db = Database(settings.db_path)
+        await db.open()
+        stack.push_async_callback(db.close)
+
+        main_llm: LLM = llm or _llm(settings, settings.llm.model)
+        stack.push_async_callback(main_llm.aclose)
+        summary_llm = extraction_llm = main_llm
+        if llm is None and settings.llm.summary_model:
+            summary_llm = _llm(settings, settings.llm.summary_model)
+            stack.push_async_callback(summary_llm.aclose)
+        if llm is None and settings.llm.extraction_model:
+            extraction_llm = _llm(settings, settings.llm.extraction_model)
+            stack.push_async_callback(extraction_llm.aclose)
+
+        counter: TokenCounter
+        if settings.memory.token_counting == "provider":
+            counter = ProviderTokenCounter(main_llm, settings.memory.safety_margin)
+        else:
+            counter = LocalTokenCounter(settings.memory.safety_margin)
+
+        from memora.longterm import MemoryStore
+
+        embedder = make_embedder(settings)
+        store = MemoryStore(settings.chroma_path, embedder)
+        await store.open()
+        stack.push_async_callback(store.close)
+        closer = getattr(embedder, "aclose", None)
+        if closer is not None:
+            stack.push_async_callback(closer)
+
+        engine = Engine(
+            db=db,
+            llm=main_llm,
+            summary_llm=summary_llm,
+            extraction_llm=extraction_llm,
+            counter=counter,
+            store=store,
+            config=EngineConfig(
+                max_input_tokens=settings.memory.max_input_tokens,
+                max_recent_turns=settings.memory.max_recent_turns,
+                max_message_chars=settings.memory.max_message_chars,
+                top_k=settings.retrieval.top_k,
+                min_score=default_min_score(settings),
+                use_last_turn=settings.retrieval.use_last_turn,
+                extraction_enabled=settings.extraction.enabled,
+            ),
+        )
+        stack.push_async_callback(engine.drain)
+        log.info(
+            "engine ready: model=%s api=%s data_dir=%s embeddings=%s",
+            settings.llm.model,
+            settings.llm.api,
+            settings.storage.data_dir,
+            embedder.name,
+        )
+        yield engine

@@ -1,0 +1,234 @@
+"""Typed configuration: defaults < TOML file < usual env names < MEMORA_<SECTION>__<KEY> env.
+
+The TOML file is picked by `--config PATH`, else `MEMORA_CONFIG`, else `./config.toml` if present.
+Every key is documented in `config.example.toml`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tomllib
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+)
+from pydantic_settings.exceptions import SettingsError
+
+# The usual names some deployments already have in their environment.
+USUAL_ENV = {
+    "OPENAI_API_KEY": ("llm", "api_key"),
+    "OPENAI_BASE_URL": ("llm", "base_url"),
+    "TELEGRAM_BOT_TOKEN": ("telegram", "token"),
+}
+
+
+class ConfigError(Exception):
+    """A configuration problem, phrased as one line that names the key."""
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class TelegramConfig(_Section):
+    token: str = ""
+    base_url: str = "https://api.telegram.org/bot"
+    base_file_url: str = "https://api.telegram.org/file/bot"
+    admin_ids: list[int] = Field(default_factory=list)
+    allowed_user_ids: list[int] = Field(default_factory=list)
+    mode: Literal["polling", "webhook"] = "polling"
+    webhook_url: str = ""
+    webhook_listen: str = "127.0.0.1"
+    webhook_port: int = Field(8443, ge=1, le=65535)
+    webhook_secret: str = ""
+    poll_timeout: int = Field(30, ge=0, le=120)
+    stream_replies: bool = False
+
+
+class LLMConfig(_Section):
+    base_url: str | None = None
+    api_key: str = ""
+    model: str = "gpt-5-mini"
+    api: Literal["responses", "chat_completions"] = "responses"
+    timeout: float = Field(60.0, gt=0)
+    max_retries: int = Field(2, ge=0, le=10)
+    reasoning_effort: Literal["", "minimal", "low", "medium", "high"] = ""
+    summary_model: str = ""
+    extraction_model: str = ""
+
+
+class MemoryConfig(_Section):
+    max_input_tokens: int = Field(1000, ge=100)
+    max_recent_turns: int = Field(3, ge=0, le=100)
+    max_message_chars: int = Field(4000, ge=1)
+    token_counting: Literal["local", "provider"] = "local"
+    safety_margin: float = Field(0.0, ge=0.0, le=1.0)
+
+
+class RetrievalConfig(_Section):
+    top_k: int = Field(3, ge=0, le=50)
+    min_score: float | None = Field(None, ge=0.0, le=1.0)
+    use_last_turn: bool = True
+
+
+class EmbeddingsConfig(_Section):
+    provider: Literal["local", "openai"] = "local"
+    model: str = ""
+    dimensions: int = Field(1536, ge=1)
+
+
+class ExtractionConfig(_Section):
+    enabled: bool = True
+
+
+class StorageConfig(_Section):
+    data_dir: Path = Path("./data")
+
+
+class LoggingConfig(_Section):
+    level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+
+
+class Settings(BaseSettings):
+    """All of Memora's settings."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="MEMORA_",
+        env_nested_delimiter="__",
+        extra="forbid",
+        case_sensitive=False,
+    )
+
+    telegram: TelegramConfig = Field(default_factory=TelegramConfig)
+    llm: LLMConfig = Field(default_factory=LLMConfig)
+    memory: MemoryConfig = Field(default_factory=MemoryConfig)
+    retrieval: RetrievalConfig = Field(default_factory=RetrievalConfig)
+    embeddings: EmbeddingsConfig = Field(default_factory=EmbeddingsConfig)
+    extraction: ExtractionConfig = Field(default_factory=ExtractionConfig)
+    storage: StorageConfig = Field(default_factory=StorageConfig)
+    logging: LoggingConfig = Field(default_factory=LoggingConfig)
+
+    @field_validator("llm")
+    @classmethod
+    def _llm_base_url(cls, v: LLMConfig) -> LLMConfig:
+        if v.base_url == "":
+            v.base_url = None
+        return v
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        # init_settings carries the merged TOML + usual names (see load_settings); MEMORA_* wins.
+        return (env_settings, init_settings)
+
+    @property
+    def db_path(self) -> Path:
+        return self.storage.data_dir / "memora.sqlite3"
+
+    @property
+    def chroma_path(self) -> Path:
+        return self.storage.data_dir / "chroma"
+
+
+def _deep_merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for key, value in extra.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = _deep_merge(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        with path.open("rb") as fh:
+            return tomllib.load(fh)
+    except FileNotFoundError:
+        raise ConfigError(f"config file not found: {path}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"config file {path} is not valid TOML: {exc}") from None
+    except OSError as exc:
+        raise ConfigError(f"config file {path} cannot be read: {exc.strerror}") from None
+
+
+def _describe(err: ValidationError) -> str:
+    first = err.errors()[0]
+    key = ".".join(str(p) for p in first["loc"]) or "(root)"
+    if first["type"] == "extra_forbidden":
+        return f"unknown config key '{key}' (see config.example.toml)"
+    got = first.get("input")
+    shown = "" if isinstance(got, dict) or got is None else f" (got {got!r})"
+    more = f" and {len(err.errors()) - 1} more" if len(err.errors()) > 1 else ""
+    return f"invalid config value for '{key}': {first['msg']}{shown}{more}"
+
+
+def _bad_env_value() -> str:
+    """Name the MEMORA_* variable pydantic-settings could not decode (lists/sections are JSON)."""
+    for name, value in os.environ.items():
+        parts = name.lower().split("__")
+        if not name.upper().startswith("MEMORA_") or len(parts) != 2:
+            continue
+        section, key = parts[0].removeprefix("memora_"), parts[1]
+        model = Settings.model_fields.get(section)
+        field = None
+        if model is not None and isinstance(model.annotation, type):
+            field = getattr(model.annotation, "model_fields", {}).get(key)
+        if field is not None and "list" in str(field.annotation):
+            try:
+                json.loads(value)
+            except ValueError:
+                return (
+                    f"invalid config value for '{section}.{key}' from {name}: "
+                    f"expected a JSON list such as [123, 456] (got {value!r})"
+                )
+    return "invalid value in a MEMORA_* environment variable (lists must be JSON)"
+
+
+def load_settings(config_path: str | Path | None = None) -> Settings:
+    """Load settings in documented precedence; raise ConfigError with one clear line."""
+    env = os.environ
+    path_text = str(config_path) if config_path else env.get("MEMORA_CONFIG", "")
+    data: dict[str, Any] = {}
+    if path_text:
+        data = _read_toml(Path(path_text).expanduser())
+    elif Path("config.toml").is_file():
+        data = _read_toml(Path("config.toml"))
+    for name, (section, key) in USUAL_ENV.items():
+        if env.get(name):
+            data = _deep_merge(data, {section: {key: env[name]}})
+    try:
+        return Settings(**data)
+    except ValidationError as exc:
+        raise ConfigError(_describe(exc)) from None
+    except SettingsError:
+        raise ConfigError(_bad_env_value()) from None
+
+
+def require_llm(settings: Settings) -> None:
+    """The model needs a key unless a self-hosted base_url is given."""
+    if not settings.llm.api_key and settings.llm.base_url is None:
+        raise ConfigError(
+            "missing config key 'llm.api_key' (set OPENAI_API_KEY, MEMORA_LLM__API_KEY "
+            "or [llm] api_key; or give llm.base_url for a local OpenAI-compatible server)"
+        )
+
+
+def require_telegram(settings: Settings) -> None:
+    if not settings.telegram.token:
+        raise ConfigError(
+            "missing config key 'telegram.token' (set TELEGRAM_BOT_TOKEN, "
+            "MEMORA_TELEGRAM__TOKEN or [telegram] token)"
+        )

@@ -1,0 +1,342 @@
+"""The turn engine: one entry point for every adapter, a lock per chat, work after the reply."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING
+
+from memora.llm import LLM, ChatMessage, LLMError
+from memora.prompts import TUTOR_INSTRUCTIONS
+from memora.shortterm import BuiltContext, OverBudget, Window, build_context, summarize
+from memora.storage import Database, ExtractionLog, NewTurn, TurnUsage, utcnow
+from memora.tokens import TokenCounter
+from memora.views import Reply, TurnStats
+
+if TYPE_CHECKING:
+    from memora.longterm import MemoryStore
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class ChatRef:
+    """Where a message came from: platform-neutral."""
+
+    id: int
+    kind: str = "private"  # "private" | "group"
+    title: str = ""
+
+    @property
+    def is_group(self) -> bool:
+        return self.kind != "private"
+
+
+@dataclass(frozen=True)
+class UserRef:
+    """Who sent it."""
+
+    id: int
+    name: str = ""
+
+
+@dataclass(frozen=True)
+class EngineConfig:
+    max_input_tokens: int = 1000
+    max_recent_turns: int = 3
+    max_message_chars: int = 4000
+    top_k: int = 3
+    min_score: float = 0.3
+    use_last_turn: bool = True
+    extraction_enabled: bool = True
+    instructions: str = TUTOR_INSTRUCTIONS
+
+
+LLM_FAILED = (
+    "Sorry — I couldn't reach my language model just now ({why}). Nothing was saved; "
+    "please send your message again in a moment."
+)
+TOO_LONG_CHARS = (
+    "That message is too long for me ({n} characters; the limit is {limit}). "
+    "Please send it in shorter parts. Nothing was saved."
+)
+OVER_BUDGET = (
+    "That message is too long to fit my memory budget ({counted} tokens; the limit is "
+    "{budget}). Please shorten it or split it into parts. Nothing was saved."
+)
+EMPTY = "I didn't get any text. Write a message, or /help for what I can do."
+
+
+class Engine:
+    """Runs turns: retrieve → build context in budget → reply → store → fold + extract later."""
+
+    def __init__(
+        self,
+        *,
+        db: Database,
+        llm: LLM,
+        counter: TokenCounter,
+        store: MemoryStore | None = None,
+        config: EngineConfig | None = None,
+        summary_llm: LLM | None = None,
+        extraction_llm: LLM | None = None,
+        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+    ) -> None:
+        self.db = db
+        self.llm = llm
+        self.summary_llm = summary_llm or llm
+        self.extraction_llm = extraction_llm or llm
+        self.counter = counter
+        self.store = store
+        self.config = config or EngineConfig()
+        self.clock = clock
+        self._locks: dict[int, asyncio.Lock] = {}
+        self._after: dict[int, asyncio.Task[None]] = {}
+
+    # -- ordering -------------------------------------------------------------------------------
+    def lock(self, chat_id: int) -> asyncio.Lock:
+        return self._locks.setdefault(chat_id, asyncio.Lock())
+
+    async def settle(self, chat_id: int) -> None:
+        """Wait for the chat's after-reply work (summary, extraction) to finish."""
+        task = self._after.get(chat_id)
+        if task is not None and not task.done():
+            await asyncio.shield(task)
+
+    async def drain(self) -> None:
+        """Wait for all after-reply work; used at shutdown and by tests."""
+        tasks = [t for t in self._after.values() if not t.done()]
+        if tasks:
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+    def _schedule(self, chat_id: int, job: Awaitable[None]) -> None:
+        async def run() -> None:
+            try:
+                await job
+            except Exception:
+                log.exception("after-reply work failed for chat %s", chat_id)
+
+        self._after[chat_id] = asyncio.create_task(run(), name=f"after-reply-{chat_id}")
+
+    # -- the turn -------------------------------------------------------------------------------
+    async def handle_turn(
+        self,
+        chat: ChatRef,
+        user: UserRef,
+        text: str,
+        *,
+        message_id: int | None = None,
+        extract: bool = True,
+        prefix: str = "",
+    ) -> Reply:
+        """Answer one learner message; the whole turn is stored only once the reply exists."""
+        text = text.strip()
+        if not text:
+            return Reply(EMPTY, ok=False)
+        if len(text) > self.config.max_message_chars:
+            return Reply(
+                TOO_LONG_CHARS.format(n=len(text), limit=self.config.max_message_chars), ok=False
+            )
+        async with self.lock(chat.id):
+            await self.settle(chat.id)
+            return await self._turn(chat, user, text, message_id, extract, prefix)
+
+    async def _turn(
+        self,
+        chat: ChatRef,
+        user: UserRef,
+        text: str,
+        message_id: int | None,
+        extract: bool,
+        prefix: str,
+    ) -> Reply:
+        await self.db.ensure_chat(chat.id, chat.kind, chat.title)
+        row = await self.db.chat(chat.id)
+        pending = await self.db.messages(chat.id, from_seq=row.summarized_count)
+        window = Window(row.summary, row.summarized_count, pending)
+
+        memory_lines, embed_tokens = await self._retrieve(user, text, pending)
+        shown = f"[{user.name}] {text}" if chat.is_group and user.name else text
+        current = ChatMessage("user", shown)
+        try:
+            built = await build_context(
+                window=window,
+                current=current,
+                memory_lines=memory_lines,
+                instructions=self.config.instructions,
+                counter=self.counter,
+                budget=self.config.max_input_tokens,
+                max_recent_turns=self.config.max_recent_turns,
+                llm=self.summary_llm,
+                group=chat.is_group,
+            )
+        except OverBudget as exc:
+            return Reply(OVER_BUDGET.format(counted=exc.counted, budget=exc.budget), ok=False)
+        except LLMError as exc:
+            return Reply(LLM_FAILED.format(why=exc), ok=False)
+        summary_tokens = await self._save_folds(chat.id, window, built)
+
+        try:
+            answer = await self.llm.complete(self.config.instructions, built.messages)
+        except LLMError as exc:
+            log.warning("reply failed for chat %s: %s", chat.id, exc)
+            return Reply(LLM_FAILED.format(why=exc), ok=False)
+
+        usage = TurnUsage(
+            counted_input=built.counted,
+            actual_input=answer.usage.input_tokens,
+            output_tokens=answer.usage.output_tokens,
+            summary_tokens=summary_tokens,
+            embedding_tokens=embed_tokens,
+            memories_used=len(memory_lines) - built.memories_dropped,
+        )
+        turn_id = await self.db.record_turn(
+            NewTurn(
+                chat_id=chat.id,
+                user_id=user.id,
+                user_name=user.name,
+                user_text=text,
+                reply_text=answer.text,
+                context=built.messages,
+                usage=usage,
+                external_id=message_id,
+            )
+        )
+        total = await self.db.total_usage(chat.id)
+        stats = TurnStats(
+            newly_summarized=(
+                built.folds[-1].summarized_count - window.summarized_count if built.folds else 0
+            ),
+            context_messages=len(built.messages),
+            counted_input=built.counted,
+            actual_input=usage.actual_input,
+            output_tokens=usage.output_tokens,
+            summary_tokens=summary_tokens,
+            memories_used=usage.memories_used,
+            session_total=total.total,
+        )
+        self._schedule(chat.id, self._after_reply(chat, user, text, answer.text, turn_id, extract))
+        return Reply(prefix + answer.text, stats=stats, stored=True)
+
+    async def _retrieve(
+        self, user: UserRef, text: str, pending: list[object]
+    ) -> tuple[list[str], int]:
+        if self.store is None or self.config.top_k == 0:
+            return [], 0
+        context = None
+        if self.config.use_last_turn and len(pending) >= 2:
+            last = pending[-2:]
+            context = " ".join(getattr(m, "content", "") for m in last)
+        try:
+            found = await self.store.search(
+                user.id,
+                text,
+                top_k=self.config.top_k,
+                min_score=self.config.min_score,
+                extra_context=context,
+            )
+        except Exception:
+            log.exception("memory retrieval failed for user %s; answering without it", user.id)
+            return [], 0
+        return [f"- {h.memory.text}" for h in found.hits], found.embedding_tokens
+
+    async def _save_folds(self, chat_id: int, window: Window, built: BuiltContext) -> int:
+        tokens = sum(f.tokens for f in built.folds)
+        if built.folds:
+            last = built.folds[-1]
+            await self.db.save_summary(
+                chat_id, last.summary, last.summarized_count, expected_from=window.summarized_count
+            )
+        return tokens
+
+    # -- after the reply ------------------------------------------------------------------------
+    async def _after_reply(
+        self,
+        chat: ChatRef,
+        user: UserRef,
+        text: str,
+        reply: str,
+        turn_id: int,
+        extract: bool,
+    ) -> None:
+        await self._fold_backlog(chat, turn_id)
+        if extract and self.store is not None and self.config.extraction_enabled:
+            await self._extract(chat, user, text, reply, turn_id)
+
+    async def _fold_backlog(self, chat: ChatRef, turn_id: int) -> None:
+        row = await self.db.chat(chat.id)
+        pending = await self.db.messages(chat.id, from_seq=row.summarized_count)
+        backlog = Window(row.summary, row.summarized_count, pending).backlog(
+            self.config.max_recent_turns
+        )
+        if not backlog:
+            return
+        try:
+            fold = await summarize(
+                self.summary_llm, row.summary, backlog, row.summarized_count + len(backlog)
+            )
+        except LLMError as exc:
+            log.warning("summary update failed for chat %s: %s", chat.id, exc)
+            await self.db.note_summary_error(chat.id, f"{utcnow()}: {exc}")
+            return
+        await self.db.save_summary(
+            chat.id, fold.summary, fold.summarized_count, expected_from=row.summarized_count
+        )
+        await self.db.add_turn_usage(turn_id, summary_tokens=fold.tokens)
+
+    async def _extract(
+        self, chat: ChatRef, user: UserRef, text: str, reply: str, turn_id: int
+    ) -> None:
+        from memora import extraction
+
+        assert self.store is not None
+        now = self.clock()
+        try:
+            existing = await self.store.similar(user.id, text, k=5)
+        except Exception as exc:
+            log.exception("memory lookup before extraction failed")
+            await self._log_extraction(user, chat, "failed", "", f"store: {exc}", 0)
+            return
+        outcome = await extraction.extract(
+            self.extraction_llm,
+            user_message=text,
+            assistant_reply=reply,
+            existing=existing,
+            now=now,
+        )
+        tokens = outcome.usage.total_tokens
+        raw = outcome.raw
+        for secret, _why in outcome.rejected:  # never keep a rejected secret, not even in the log
+            raw = raw.replace(secret, "[redacted]")
+        if outcome.error:
+            await self.db.add_turn_usage(turn_id, extraction_tokens=tokens)
+            await self._log_extraction(user, chat, "failed", raw, outcome.error, tokens)
+            return
+        results = await extraction.apply(
+            self.store,
+            user.id,
+            outcome,
+            existing,
+            chat_id=chat.id,
+            message_id=turn_id,
+            now=now,
+        )
+        embed = sum(r.embedding_tokens for r in results)
+        await self.db.add_turn_usage(turn_id, extraction_tokens=tokens, embedding_tokens=embed)
+        detail = "\n".join(f"{r.action}: {r.memory.text}" for r in results)
+        if outcome.rejected:
+            detail += "\n" + "\n".join(
+                f"rejected ({why}): [redacted]" for _, why in outcome.rejected
+            )
+        status = f"ok, {len(results)} memories" if results else "ok, nothing worth keeping"
+        await self._log_extraction(user, chat, status, raw, detail.strip(), tokens)
+
+    async def _log_extraction(
+        self, user: UserRef, chat: ChatRef, status: str, raw: str, detail: str, tokens: int
+    ) -> None:
+        await self.db.log_extraction(
+            ExtractionLog(user.id, chat.id, utcnow(), status, raw, detail, tokens)
+        )

@@ -1,0 +1,73 @@
+"""Key facts (numbers, dates, levels, exams, names) that a summary must not lose."""
+
+from __future__ import annotations
+
+import re
+
+_NUMBER_WORDS = (
+    r"one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|a few|several|half an?"
+)
+_UNITS = r"days?|weeks?|months?|years?|hours?|minutes?|times?|words?|points?|lessons?"
+_PATTERNS = [
+    r"\b\d{4}-\d{1,2}-\d{1,2}\b",  # 2026-03-01
+    r"\b\d{1,2}/\d{1,2}(?:/\d{2,4})?\b",  # 3/1, 03/01/2026
+    r"\b[ABC][12]\+?(?![\w])",  # CEFR levels
+    r"\b(?:TOEIC|TOEFL|IELTS|GEPT|SAT|GRE|GMAT|PTE|Cambridge)\b",
+    rf"\b(?:\d+(?:\.\d+)?|{_NUMBER_WORDS})\s+(?:{_UNITS})\b",  # three months, 20 minutes
+    r"[一二三四五六七八九十兩两半\d]+\s*(?:個|个)?(?:月|週|周|天|年|小時|小时|分鐘|分钟|次)",
+    r"(?:雅思|托福|多益|全民英檢|全民英检|四級|四级|六級|六级)",
+    r"\b\d+(?:[.,]\d+)?%?",  # 850, 6.5, 90%
+    r"(?<=[a-z,] )(?:[A-Z][a-z]+)(?:\s[A-Z][a-z]+)*",  # capitalised names inside a sentence
+]
+_FACT = re.compile("|".join(f"(?:{p})" for p in _PATTERNS))
+_IGNORED_NAMES = {"I", "English", "Chinese", "Memora", "OK", "Hi", "Hello", "Thanks"}
+
+
+def key_facts(text: str) -> list[str]:
+    """The fact tokens in a text, in order, without repeats."""
+    seen: dict[str, None] = {}
+    for m in _FACT.finditer(text):
+        token = m.group(0).strip()
+        if token and token not in _IGNORED_NAMES and len(token) > 0:
+            seen.setdefault(token, None)
+    return list(seen)
+
+
+def _present(token: str, summary: str) -> bool:
+    return token.casefold() in summary.casefold()
+
+
+def _clause(token: str, text: str, width: int = 60) -> str:
+    """The part of `text` around `token`, trimmed to sentence-ish boundaries."""
+    i = text.find(token)
+    start = max(0, i - width)
+    end = min(len(text), i + len(token) + width)
+    for sep in ".!?。！？\n":
+        j = text.rfind(sep, start, i)
+        if j != -1:
+            start = max(start, j + 1)
+        k = text.find(sep, i + len(token), end)
+        if k != -1:
+            end = min(end, k + 1)
+    return text[start:end].strip()
+
+
+PINNED_HEADER = "Pinned facts (quoted from earlier messages):"
+
+
+def pin_missing(summary: str, sources: list[str]) -> tuple[str, list[str]]:
+    """Append quotes for fact tokens from `sources` that the summary lost; return both."""
+    missing: list[str] = []
+    quotes: list[str] = []
+    for text in sources:
+        for token in key_facts(text):
+            if _present(token, summary) or any(token in q for q in quotes):
+                continue
+            missing.append(token)
+            quotes.append(_clause(token, text))
+    if not quotes:
+        return summary, []
+    body, _, old_pins = summary.partition(PINNED_HEADER)
+    lines = [ln for ln in old_pins.splitlines() if ln.strip()]
+    lines += [f'- "{q}"' for q in dict.fromkeys(quotes)]
+    return f"{body.rstrip()}\n{PINNED_HEADER}\n" + "\n".join(lines), missing

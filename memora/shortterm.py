@@ -1,0 +1,142 @@
+"""Short-term memory: summary + recent-turn window + budget, and folding turns into the summary."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from memora.keyfacts import pin_missing
+from memora.llm import LLM, ChatMessage
+from memora.prompts import MEMORY_BLOCK, SUMMARY_BLOCK, SUMMARY_INSTRUCTIONS
+from memora.storage import StoredMessage
+from memora.tokens import TokenCounter
+
+
+class OverBudget(Exception):
+    """The current message (with memories and summary) cannot fit the input budget."""
+
+    def __init__(self, counted: int, budget: int) -> None:
+        super().__init__(f"{counted} tokens counted, budget {budget}")
+        self.counted = counted
+        self.budget = budget
+
+
+@dataclass(frozen=True)
+class Fold:
+    """A new summary covering history[0:summarized_count]."""
+
+    summary: str
+    summarized_count: int
+    tokens: int
+    pinned: list[str] = field(default_factory=list)
+
+
+def label(m: StoredMessage, group: bool) -> ChatMessage:
+    """A stored message as the model sees it; in groups user messages carry the speaker."""
+    if m.role == "user" and group and m.user_name:
+        return ChatMessage("user", f"[{m.user_name}] {m.content}")
+    return ChatMessage("assistant" if m.role == "assistant" else "user", m.content)
+
+
+def transcript(messages: list[StoredMessage]) -> str:
+    lines = []
+    for m in messages:
+        who = (m.user_name or "learner") if m.role == "user" else "Memora"
+        lines.append(f"{who}: {m.content}")
+    return "\n".join(lines)
+
+
+async def summarize(
+    llm: LLM, old_summary: str, messages: list[StoredMessage], covered_until: int
+) -> Fold:
+    """Fold `messages` into the summary with one LLM call; pin key facts the model dropped."""
+    prompt = (
+        f"Existing summary:\n{old_summary or '(empty)'}\n\nNew messages:\n{transcript(messages)}"
+    )
+    done = await llm.complete(SUMMARY_INSTRUCTIONS, [ChatMessage("user", prompt)])
+    new_summary = done.text.strip()
+    sources = [m.content for m in messages if m.role == "user"]
+    # Facts pinned by an earlier fold must not vanish either.
+    _, _, old_pins = old_summary.partition("Pinned facts")
+    if old_pins:
+        sources.append(old_pins)
+    pinned_summary, missing = pin_missing(new_summary, sources)
+    return Fold(pinned_summary, covered_until, done.usage.total_tokens, missing)
+
+
+@dataclass
+class Window:
+    """What the context builder works on: summary state and the not-yet-summarized messages."""
+
+    summary: str
+    summarized_count: int
+    pending: list[StoredMessage]  # history[summarized_count:], complete user/assistant pairs
+
+    def recent(self, max_turns: int) -> list[StoredMessage]:
+        keep = max_turns * 2
+        return self.pending[-keep:] if keep else []
+
+    def backlog(self, max_turns: int) -> list[StoredMessage]:
+        """Messages that left the window but are not yet in the summary."""
+        keep = max_turns * 2
+        return self.pending[: len(self.pending) - keep] if keep else list(self.pending)
+
+
+@dataclass(frozen=True)
+class BuiltContext:
+    messages: list[ChatMessage]
+    counted: int
+    folds: list[Fold]
+    memories_dropped: int
+
+
+def assemble(
+    memory_lines: list[str], summary: str, recent: list[ChatMessage], current: ChatMessage
+) -> list[ChatMessage]:
+    out: list[ChatMessage] = []
+    if memory_lines:
+        out.append(ChatMessage("developer", MEMORY_BLOCK + "\n".join(memory_lines)))
+    if summary:
+        out.append(ChatMessage("developer", SUMMARY_BLOCK + summary))
+    out.extend(recent)
+    out.append(current)
+    return out
+
+
+async def build_context(
+    *,
+    window: Window,
+    current: ChatMessage,
+    memory_lines: list[str],
+    instructions: str,
+    counter: TokenCounter,
+    budget: int,
+    max_recent_turns: int,
+    llm: LLM,
+    group: bool,
+) -> BuiltContext:
+    """Memories + summary + last turns + message, inside the budget.
+
+    While over budget the oldest turn in the window is folded into the summary (together with
+    any backlog before it, so the summary always covers a prefix of the history). When nothing
+    is left to fold, the lowest-ranked memories are dropped; then OverBudget is raised.
+    """
+    folds: list[Fold] = []
+    summary, offset = window.summary, window.summarized_count
+    recent = window.recent(max_recent_turns)
+    backlog = window.backlog(max_recent_turns)
+    lines = list(memory_lines)
+    while True:
+        msgs = assemble(lines, summary, [label(m, group) for m in recent], current)
+        counted = await counter.count(instructions, msgs)
+        if counted <= budget:
+            return BuiltContext(msgs, counted, folds, len(memory_lines) - len(lines))
+        if len(recent) >= 2:
+            to_fold = backlog + recent[:2]
+            fold = await summarize(llm, summary, to_fold, offset + len(to_fold))
+            folds.append(fold)
+            summary, offset = fold.summary, fold.summarized_count
+            backlog, recent = [], recent[2:]
+        elif lines:
+            lines.pop()
+        else:
+            raise OverBudget(counted, budget)

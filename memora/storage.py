@@ -1,0 +1,445 @@
+"""SQLite persistence for short-term memory (aiosqlite, WAL, ordered named migrations)."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import aiosqlite
+
+from memora.llm import ChatMessage
+
+
+def utcnow() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+# -- migrations: ordered, named, each runs once; PRAGMA user_version records how many ran --------
+async def _m001_initial(db: aiosqlite.Connection) -> None:
+    await db.executescript(
+        """
+        CREATE TABLE chats (
+            chat_id INTEGER PRIMARY KEY,
+            kind TEXT NOT NULL DEFAULT 'private',
+            title TEXT NOT NULL DEFAULT '',
+            summary TEXT NOT NULL DEFAULT '',
+            summarized_count INTEGER NOT NULL DEFAULT 0,
+            last_context TEXT NOT NULL DEFAULT '[]',
+            last_summary_error TEXT NOT NULL DEFAULT '',
+            created_at TEXT NOT NULL,
+            updated_at TEXT NOT NULL
+        );
+        CREATE TABLE messages (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            chat_id INTEGER NOT NULL REFERENCES chats(chat_id) ON DELETE CASCADE,
+            seq INTEGER NOT NULL,
+            role TEXT NOT NULL CHECK (role IN ('user', 'assistant')),
+            content TEXT NOT NULL,
+            user_id INTEGER,
+            user_name TEXT NOT NULL DEFAULT '',
+            turn_id INTEGER NOT NULL,
+            external_id INTEGER,
+            created_at TEXT NOT NULL,
+            UNIQUE (chat_id, seq)
+        );
+        CREATE INDEX messages_user ON messages(user_id);
+        CREATE TABLE turns (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            chat_id INTEGER NOT NULL REFERENCES chats(chat_id) ON DELETE CASCADE,
+            user_id INTEGER,
+            created_at TEXT NOT NULL,
+            counted_input INTEGER NOT NULL DEFAULT 0,
+            actual_input INTEGER NOT NULL DEFAULT 0,
+            output_tokens INTEGER NOT NULL DEFAULT 0,
+            summary_tokens INTEGER NOT NULL DEFAULT 0,
+            extraction_tokens INTEGER NOT NULL DEFAULT 0,
+            embedding_tokens INTEGER NOT NULL DEFAULT 0,
+            memories_used INTEGER NOT NULL DEFAULT 0
+        );
+        CREATE INDEX turns_chat ON turns(chat_id);
+        CREATE TABLE extraction_log (
+            user_id INTEGER PRIMARY KEY,
+            chat_id INTEGER,
+            at TEXT NOT NULL,
+            status TEXT NOT NULL,
+            raw TEXT NOT NULL DEFAULT '',
+            detail TEXT NOT NULL DEFAULT '',
+            tokens INTEGER NOT NULL DEFAULT 0
+        );
+        """
+    )
+
+
+Migration = Callable[[aiosqlite.Connection], Awaitable[None]]
+MIGRATIONS: list[tuple[str, Migration]] = [("initial", _m001_initial)]
+
+
+@dataclass(frozen=True)
+class StoredMessage:
+    seq: int
+    role: str
+    content: str
+    user_id: int | None
+    user_name: str
+    created_at: str
+
+
+@dataclass(frozen=True)
+class ChatRow:
+    chat_id: int
+    kind: str
+    title: str
+    summary: str
+    summarized_count: int
+    last_context: list[ChatMessage]
+    last_summary_error: str
+
+
+@dataclass(frozen=True)
+class TurnUsage:
+    counted_input: int = 0
+    actual_input: int = 0
+    output_tokens: int = 0
+    summary_tokens: int = 0
+    extraction_tokens: int = 0
+    embedding_tokens: int = 0
+    memories_used: int = 0
+
+    @property
+    def total(self) -> int:
+        return (
+            self.actual_input
+            + self.output_tokens
+            + self.summary_tokens
+            + self.extraction_tokens
+            + self.embedding_tokens
+        )
+
+
+@dataclass(frozen=True)
+class NewTurn:
+    """Everything one answered turn writes, in one transaction."""
+
+    chat_id: int
+    user_id: int | None
+    user_name: str
+    user_text: str
+    reply_text: str
+    context: list[ChatMessage]
+    usage: TurnUsage
+    external_id: int | None = None
+    at: str = field(default_factory=utcnow)
+
+
+@dataclass(frozen=True)
+class ExtractionLog:
+    user_id: int
+    chat_id: int | None
+    at: str
+    status: str
+    raw: str
+    detail: str
+    tokens: int
+
+
+_USAGE_COLS = (
+    "counted_input",
+    "actual_input",
+    "output_tokens",
+    "summary_tokens",
+    "extraction_tokens",
+    "embedding_tokens",
+    "memories_used",
+)
+
+
+class Database:
+    """One aiosqlite connection; every write is one transaction."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._db: aiosqlite.Connection | None = None
+
+    @property
+    def db(self) -> aiosqlite.Connection:
+        if self._db is None:
+            raise RuntimeError("Database is not open")
+        return self._db
+
+    async def open(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._db = await aiosqlite.connect(self.path, isolation_level=None)
+        self._db.row_factory = sqlite3.Row
+        await self._db.execute("PRAGMA journal_mode=WAL")
+        await self._db.execute("PRAGMA synchronous=FULL")
+        await self._db.execute("PRAGMA foreign_keys=ON")
+        await self._db.execute("PRAGMA busy_timeout=5000")
+        await self._migrate()
+
+    async def close(self) -> None:
+        if self._db is not None:
+            await self._db.close()
+            self._db = None
+
+    async def _migrate(self) -> None:
+        async with self.db.execute("PRAGMA user_version") as cur:
+            row = await cur.fetchone()
+        done = int(row[0]) if row else 0
+        for index, (_name, migration) in enumerate(MIGRATIONS[done:], start=done + 1):
+            await self.db.execute("BEGIN IMMEDIATE")
+            try:
+                await migration(self.db)
+                await self.db.execute(f"PRAGMA user_version = {index}")
+                await self.db.execute("COMMIT")
+            except BaseException:
+                await self.db.execute("ROLLBACK")
+                raise
+
+    async def schema_version(self) -> int:
+        async with self.db.execute("PRAGMA user_version") as cur:
+            row = await cur.fetchone()
+        return int(row[0]) if row else 0
+
+    async def _tx(self, statements: list[tuple[str, tuple[Any, ...]]]) -> None:
+        await self.db.execute("BEGIN IMMEDIATE")
+        try:
+            for sql, params in statements:
+                await self.db.execute(sql, params)
+            await self.db.execute("COMMIT")
+        except BaseException:
+            await self.db.execute("ROLLBACK")
+            raise
+
+    # -- chats ----------------------------------------------------------------------------------
+    async def ensure_chat(self, chat_id: int, kind: str = "private", title: str = "") -> None:
+        now = utcnow()
+        await self.db.execute(
+            "INSERT INTO chats(chat_id, kind, title, created_at, updated_at) VALUES (?,?,?,?,?) "
+            "ON CONFLICT(chat_id) DO UPDATE SET kind=excluded.kind, "
+            "title=CASE WHEN excluded.title='' THEN chats.title ELSE excluded.title END",
+            (chat_id, kind, title, now, now),
+        )
+
+    async def chat(self, chat_id: int) -> ChatRow:
+        async with self.db.execute("SELECT * FROM chats WHERE chat_id=?", (chat_id,)) as cur:
+            row = await cur.fetchone()
+        if row is None:
+            return ChatRow(chat_id, "private", "", "", 0, [], "")
+        ctx = [ChatMessage(m["role"], m["content"]) for m in json.loads(row["last_context"])]
+        return ChatRow(
+            chat_id,
+            row["kind"],
+            row["title"],
+            row["summary"],
+            row["summarized_count"],
+            ctx,
+            row["last_summary_error"],
+        )
+
+    async def chat_ids(self) -> list[int]:
+        async with self.db.execute("SELECT chat_id FROM chats ORDER BY chat_id") as cur:
+            return [int(r[0]) for r in await cur.fetchall()]
+
+    # -- history --------------------------------------------------------------------------------
+    async def messages(self, chat_id: int, from_seq: int = 0) -> list[StoredMessage]:
+        async with self.db.execute(
+            "SELECT seq, role, content, user_id, user_name, created_at FROM messages "
+            "WHERE chat_id=? AND seq>=? ORDER BY seq",
+            (chat_id, from_seq),
+        ) as cur:
+            rows = await cur.fetchall()
+        return [StoredMessage(r[0], r[1], r[2], r[3], r[4], r[5]) for r in rows]
+
+    async def message_count(self, chat_id: int) -> int:
+        async with self.db.execute(
+            "SELECT COUNT(*) FROM messages WHERE chat_id=?", (chat_id,)
+        ) as cur:
+            row = await cur.fetchone()
+        return int(row[0]) if row else 0
+
+    async def record_turn(self, turn: NewTurn) -> int:
+        """Write user message, reply, usage and last context atomically; return the turn id."""
+        await self.ensure_chat(turn.chat_id)
+        await self.db.execute("BEGIN IMMEDIATE")
+        try:
+            async with self.db.execute(
+                "SELECT COALESCE(MAX(seq), -1) FROM messages WHERE chat_id=?", (turn.chat_id,)
+            ) as cur:
+                row = await cur.fetchone()
+            seq = int(row[0]) + 1 if row else 0
+            cols = ", ".join(_USAGE_COLS)
+            cur2 = await self.db.execute(
+                f"INSERT INTO turns(chat_id, user_id, created_at, {cols}) "
+                f"VALUES (?,?,?,{','.join('?' * len(_USAGE_COLS))})",
+                (
+                    turn.chat_id,
+                    turn.user_id,
+                    turn.at,
+                    *(getattr(turn.usage, c) for c in _USAGE_COLS),
+                ),
+            )
+            turn_id = int(cur2.lastrowid or 0)
+            for offset, (role, text, uid, name, ext) in enumerate(
+                [
+                    ("user", turn.user_text, turn.user_id, turn.user_name, turn.external_id),
+                    ("assistant", turn.reply_text, None, "", None),
+                ]
+            ):
+                await self.db.execute(
+                    "INSERT INTO messages(chat_id, seq, role, content, user_id, user_name, "
+                    "turn_id, external_id, created_at) VALUES (?,?,?,?,?,?,?,?,?)",
+                    (turn.chat_id, seq + offset, role, text, uid, name, turn_id, ext, turn.at),
+                )
+            ctx = json.dumps([m.as_dict() for m in turn.context], ensure_ascii=False)
+            await self.db.execute(
+                "UPDATE chats SET last_context=?, updated_at=? WHERE chat_id=?",
+                (ctx, turn.at, turn.chat_id),
+            )
+            await self.db.execute("COMMIT")
+        except BaseException:
+            await self.db.execute("ROLLBACK")
+            raise
+        return turn_id
+
+    async def save_summary(
+        self, chat_id: int, summary: str, summarized_count: int, *, expected_from: int
+    ) -> bool:
+        """Advance the summary; refuses (False) if another writer moved the offset meanwhile."""
+        cur = await self.db.execute(
+            "UPDATE chats SET summary=?, summarized_count=?, last_summary_error='', updated_at=? "
+            "WHERE chat_id=? AND summarized_count=? "
+            "AND ? <= (SELECT COUNT(*) FROM messages WHERE chat_id=?)",
+            (
+                summary,
+                summarized_count,
+                utcnow(),
+                chat_id,
+                expected_from,
+                summarized_count,
+                chat_id,
+            ),
+        )
+        return (cur.rowcount or 0) > 0
+
+    async def note_summary_error(self, chat_id: int, error: str) -> None:
+        await self.db.execute(
+            "UPDATE chats SET last_summary_error=? WHERE chat_id=?", (error, chat_id)
+        )
+
+    async def add_turn_usage(self, turn_id: int, **tokens: int) -> None:
+        sets = ", ".join(f"{k} = {k} + ?" for k in tokens if k in _USAGE_COLS)
+        if sets:
+            await self.db.execute(
+                f"UPDATE turns SET {sets} WHERE id=?",
+                (*(v for k, v in tokens.items() if k in _USAGE_COLS), turn_id),
+            )
+
+    async def last_usage(self, chat_id: int) -> TurnUsage:
+        async with self.db.execute(
+            f"SELECT {', '.join(_USAGE_COLS)} FROM turns WHERE chat_id=? ORDER BY id DESC LIMIT 1",
+            (chat_id,),
+        ) as cur:
+            row = await cur.fetchone()
+        return TurnUsage(*row) if row else TurnUsage()
+
+    async def total_usage(self, chat_id: int) -> TurnUsage:
+        sums = ", ".join(f"COALESCE(SUM({c}), 0)" for c in _USAGE_COLS)
+        async with self.db.execute(f"SELECT {sums} FROM turns WHERE chat_id=?", (chat_id,)) as cur:
+            row = await cur.fetchone()
+        return TurnUsage(*row) if row else TurnUsage()
+
+    async def turn_rows(self, chat_id: int) -> list[dict[str, Any]]:
+        async with self.db.execute(
+            "SELECT * FROM turns WHERE chat_id=? ORDER BY id", (chat_id,)
+        ) as cur:
+            return [dict(r) for r in await cur.fetchall()]
+
+    async def reset_chat(self, chat_id: int) -> int:
+        """Forget this chat's short-term memory; return how many messages were deleted."""
+        n = await self.message_count(chat_id)
+        await self._tx(
+            [
+                ("DELETE FROM messages WHERE chat_id=?", (chat_id,)),
+                ("DELETE FROM turns WHERE chat_id=?", (chat_id,)),
+                (
+                    "UPDATE chats SET summary='', summarized_count=0, last_context='[]', "
+                    "last_summary_error='' WHERE chat_id=?",
+                    (chat_id,),
+                ),
+            ]
+        )
+        return n
+
+    async def forget_user(self, user_id: int, private_chat_id: int | None) -> dict[str, int]:
+        """Delete the user's private chat, their messages in groups, and their extraction log."""
+        counts: dict[str, int] = {}
+        async with self.db.execute(
+            "SELECT COUNT(*) FROM messages WHERE chat_id=?", (private_chat_id,)
+        ) as cur:
+            counts["private_messages"] = int((await cur.fetchone() or [0])[0])
+        async with self.db.execute(
+            "SELECT COUNT(*) FROM messages WHERE user_id=? AND chat_id IS NOT ?",
+            (user_id, private_chat_id),
+        ) as cur:
+            counts["group_messages"] = int((await cur.fetchone() or [0])[0])
+        # In groups a user's message is removed together with the reply to it (same turn) so
+        # the history stays user/assistant pairs; the group's summary is left as it is.
+        await self._tx(
+            [
+                ("DELETE FROM chats WHERE chat_id=?", (private_chat_id,)),
+                ("DELETE FROM messages WHERE chat_id=?", (private_chat_id,)),
+                ("DELETE FROM turns WHERE chat_id=?", (private_chat_id,)),
+                (
+                    "DELETE FROM messages WHERE turn_id IN "
+                    "(SELECT turn_id FROM messages WHERE user_id=?)",
+                    (user_id,),
+                ),
+                ("DELETE FROM extraction_log WHERE user_id=?", (user_id,)),
+            ]
+        )
+        return counts
+
+    # -- extraction log -------------------------------------------------------------------------
+    async def log_extraction(self, log: ExtractionLog) -> None:
+        await self.db.execute(
+            "INSERT INTO extraction_log(user_id, chat_id, at, status, raw, detail, tokens) "
+            "VALUES (?,?,?,?,?,?,?) ON CONFLICT(user_id) DO UPDATE SET chat_id=excluded.chat_id, "
+            "at=excluded.at, status=excluded.status, raw=excluded.raw, detail=excluded.detail, "
+            "tokens=excluded.tokens",
+            (log.user_id, log.chat_id, log.at, log.status, log.raw, log.detail, log.tokens),
+        )
+
+    async def log_extraction_manual(self, user_id: int, chat_id: int, text: str) -> None:
+        await self.log_extraction(
+            ExtractionLog(
+                user_id,
+                chat_id,
+                utcnow(),
+                "manual memory (automatic extraction skipped)",
+                "",
+                text,
+                0,
+            )
+        )
+
+    async def extraction(self, user_id: int) -> ExtractionLog | None:
+        async with self.db.execute(
+            "SELECT user_id, chat_id, at, status, raw, detail, tokens FROM extraction_log "
+            "WHERE user_id=?",
+            (user_id,),
+        ) as cur:
+            row = await cur.fetchone()
+        return ExtractionLog(*row) if row else None
+
+    async def participants(self, chat_id: int) -> list[tuple[int, str]]:
+        async with self.db.execute(
+            "SELECT user_id, MAX(user_name) FROM messages WHERE chat_id=? AND user_id IS NOT NULL "
+            "GROUP BY user_id ORDER BY user_id",
+            (chat_id,),
+        ) as cur:
+            return [(int(r[0]), str(r[1])) for r in await cur.fetchall()]

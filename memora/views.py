@@ -1,0 +1,111 @@
+"""Debug views as data, with one plain-text rendering shared by every adapter."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from memora.llm import ChatMessage
+from memora.storage import StoredMessage, TurnUsage
+
+
+@dataclass(frozen=True)
+class Document:
+    """A file to send instead of (or with) text: exports and very long views."""
+
+    filename: str
+    content: bytes
+    caption: str = ""
+
+
+@dataclass(frozen=True)
+class TurnStats:
+    """The per-turn memory status line (the seed's figures)."""
+
+    newly_summarized: int
+    context_messages: int
+    counted_input: int
+    actual_input: int
+    output_tokens: int
+    summary_tokens: int
+    memories_used: int
+    session_total: int
+
+    def render(self) -> str:
+        return (
+            f"[memory] summarized +{self.newly_summarized} msgs · context {self.context_messages} "
+            f"msgs · input counted {self.counted_input} / actual {self.actual_input} · output "
+            f"{self.output_tokens} · summary {self.summary_tokens} · memories used "
+            f"{self.memories_used} · session total {self.session_total}"
+        )
+
+
+@dataclass(frozen=True)
+class Reply:
+    """What the engine answers: text for the user, plus optional figures or a document."""
+
+    text: str
+    ok: bool = True
+    stats: TurnStats | None = None
+    document: Document | None = None
+    stored: bool = False
+
+
+def render_messages(title: str, messages: list[ChatMessage]) -> str:
+    if not messages:
+        return f"{title}\n(empty)"
+    body = "\n\n".join(f"[{i}] {m.role}: {m.content}" for i, m in enumerate(messages, 1))
+    return f"{title} ({len(messages)} messages)\n\n{body}"
+
+
+def render_history(messages: list[StoredMessage], summarized: int) -> str:
+    if not messages:
+        return "History\n(empty — say something!)"
+    lines = []
+    for m in messages:
+        who = (m.user_name or "you") if m.role == "user" else "Memora"
+        mark = "·" if m.seq < summarized else " "
+        lines.append(f"{mark}{m.seq + 1}. {who}: {m.content}")
+    head = f"History ({len(messages)} messages; · = folded into the summary)"
+    return head + "\n\n" + "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class Status:
+    history_messages: int
+    summarized_messages: int
+    last_context_messages: int
+    summary_available: bool
+    memory_count: int | None
+    last: TurnUsage
+    session: TurnUsage
+    extraction_status: str
+    summary_error: str
+    embedding_model: str
+    extra: dict[str, str] = field(default_factory=dict)
+
+    def render(self) -> str:
+        rows = [
+            ("History messages", str(self.history_messages)),
+            ("Summarized messages", str(self.summarized_messages)),
+            ("Last context messages", str(self.last_context_messages)),
+            ("Summary available", "yes" if self.summary_available else "no"),
+            (
+                "Long-term memories",
+                "off" if self.memory_count is None else str(self.memory_count),
+            ),
+            ("Last turn: counted input tokens", str(self.last.counted_input)),
+            ("Last turn: actual input tokens", str(self.last.actual_input)),
+            ("Last turn: output tokens", str(self.last.output_tokens)),
+            ("Last turn: summary tokens", str(self.last.summary_tokens)),
+            ("Last turn: extraction tokens", str(self.last.extraction_tokens)),
+            ("Last turn: embedding tokens", str(self.last.embedding_tokens)),
+            ("Last turn: memories used", str(self.last.memories_used)),
+            ("Last extraction", self.extraction_status),
+            ("Embedding model", self.embedding_model),
+            ("Session total tokens", str(self.session.total)),
+        ]
+        if self.summary_error:
+            rows.append(("Last summary error", self.summary_error + " (retried next turn)"))
+        rows += list(self.extra.items())
+        width = max(len(k) for k, _ in rows)
+        return "Status\n" + "\n".join(f"{k.ljust(width)} : {v}" for k, v in rows)
