@@ -1,0 +1,212 @@
+"""Hybrid ranking of one user's long-term memories: dense cosine fused with BM25.
+
+How the score is formed (the number ``/search`` shows and ``min_score`` is compared with)::
+
+    dense    = cosine(query, memory)                         (vectors are L2-normalised)
+    dense01  = clip((dense - scale.floor) / (scale.ceiling - scale.floor), 0, 1)
+    lexical  = BM25 coverage of the query by the memory, in [0, 1]
+               (IDF-weighted share of the query's terms that the memory holds, see
+               memora.lexical.BM25.coverage)
+    agree    = min(1, dense01 / lexical_gate)
+    score    = dense_weight * dense01 + (1 - dense_weight) * lexical * agree     in [0, 1]
+
+Hits are ordered by ``score`` (ties: higher cosine, then lower index) and kept while
+``score >= min_score``, at most ``top_k`` of them.
+
+Why this form (``benchmarks/retrieval.py`` prints the figures):
+
+* On long English conversations (LoCoMo) BM25 beats every local dense model and USE in
+  particular; on short cross-lingual learner memories USE wins and BM25 finds nothing. A weighted
+  sum lets whichever signal has evidence decide: when no word is shared (a Chinese memory, an
+  English message) ``lexical`` is 0 for every memory and the order is USE's; when words are
+  shared, they weigh more than USE's noisy cosine. Reciprocal-rank fusion was measured too and
+  loses on both sets: it throws away how strong each signal is.
+* The no-result rule is the same threshold on the fused score, so it does not rest on one
+  model's absolute cosine alone: a memory that shares the message's words needs less cosine to
+  pass, and a cosine in the range where USE puts unrelated top hits (≈ .1–.2) is not enough on
+  its own. Both parts are absolute, not relative to the best candidate, so a user with one
+  memory and a user with 1,000 get comparable scores, and a message unrelated to everything
+  returns nothing rather than "the best of a bad lot".
+* ``agree`` makes the lexical evidence count in full only where the meaning roughly agrees
+  (``dense01 >= lexical_gate``, a USE cosine of 0.3 by default) and proportionally less below.
+  Without it, a short message that shares one ordinary word with an unrelated memory ("hi, good
+  morning" / "got good advice", "tell me a joke" / "told me about the trip") passes the
+  threshold as soon as the user has enough memories for such a word to turn up: with 361
+  memories per user (the learner set plus LoCoMo observations), unrelated messages returned
+  nothing 50 % of the time without the gate and 79 % with it, at the same threshold.
+
+The function is pure (numpy in, hits out): the store passes the candidates it holds (the user's
+memory vectors and texts, or a dense top-N from Chroma plus their texts) and may pass a BM25
+index it built once over the same texts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from memora.lexical import BM25, tokenize
+
+__all__ = [
+    "DEFAULT_DENSE_WEIGHT",
+    "DEFAULT_LEXICAL_GATE",
+    "DEFAULT_MIN_SCORE",
+    "DENSE_SCALES",
+    "E5_SCALE",
+    "USE_SCALE",
+    "DenseScale",
+    "Hit",
+    "Scores",
+    "dense_scale_for",
+    "hybrid_rank",
+    "hybrid_scores",
+]
+
+
+@dataclass(frozen=True)
+class DenseScale:
+    """Maps one embedding model's cosine onto [0, 1]: ``floor`` → 0, ``ceiling`` → 1.
+
+    Models spread cosines very differently (USE: unrelated ≈ .0–.2, related ≈ .2–.7;
+    multilingual-e5: everything ≈ .75–.9), so the dense evidence is put on a common scale before
+    it is fused with the lexical one.
+    """
+
+    floor: float
+    ceiling: float
+
+    def __post_init__(self) -> None:
+        if not self.ceiling > self.floor:
+            raise ValueError("DenseScale needs ceiling > floor")
+
+
+# Measured with `.venv/bin/python benchmarks/retrieval.py` (learner set: relevant memories'
+# cosine vs the top cosine for unrelated messages).
+USE_SCALE = DenseScale(floor=0.0, ceiling=0.6)
+E5_SCALE = DenseScale(floor=0.75, ceiling=0.95)
+
+DENSE_SCALES: dict[str, DenseScale] = {
+    "use-multilingual-v3": USE_SCALE,
+    "multilingual-e5-small": E5_SCALE,
+}
+
+# Weight of the dense evidence; the lexical evidence gets the rest. 0.4 keeps USE's order on
+# cross-lingual memories (where lexical is 0) and lets shared words lead on English ones.
+DEFAULT_DENSE_WEIGHT = 0.4
+
+# dense01 at and above which the lexical evidence counts in full (0.5 on USE_SCALE = cosine 0.3).
+DEFAULT_LEXICAL_GATE = 0.5
+
+# No-result threshold on the fused score, calibrated for LocalUSE with DEFAULT_DENSE_WEIGHT and
+# USE_SCALE by `.venv/bin/python benchmarks/retrieval.py` (learner set, "no-result rule" table):
+# at 0.14, 86 % of unrelated messages return nothing while the relevant memory of 92 % of the
+# answerable ones survives. Without a shared word it means a USE cosine >= 0.21.
+DEFAULT_MIN_SCORE = 0.14
+
+
+def dense_scale_for(model_name: str) -> DenseScale:
+    """The measured scale of a known model; other models (e.g. OpenAI's) get USE's, unmeasured."""
+    return DENSE_SCALES.get(model_name, USE_SCALE)
+
+
+@dataclass(frozen=True)
+class Hit:
+    """One ranked memory: its position in the caller's lists and how it scored."""
+
+    index: int
+    score: float  # fused relevance in [0, 1]: what is shown to the user and compared to min_score
+    dense: float  # raw cosine similarity
+    lexical: float  # BM25 coverage in [0, 1]
+
+
+@dataclass(frozen=True)
+class Scores:
+    """Per-document signals (one entry per candidate, in the caller's order)."""
+
+    score: npt.NDArray[np.float64]
+    dense: npt.NDArray[np.float64]
+    lexical: npt.NDArray[np.float64]
+
+
+def hybrid_scores(
+    query_vec: npt.ArrayLike,
+    doc_vecs: npt.ArrayLike,
+    query_text: str,
+    doc_texts: Sequence[str],
+    *,
+    dense_weight: float = DEFAULT_DENSE_WEIGHT,
+    scale: DenseScale = USE_SCALE,
+    lexical_gate: float = DEFAULT_LEXICAL_GATE,
+    index: BM25 | None = None,
+) -> Scores:
+    """Fused score, cosine and lexical coverage of every candidate (see the module docstring)."""
+    n = len(doc_texts)
+    if not 0.0 <= dense_weight <= 1.0:
+        raise ValueError("dense_weight must be in [0, 1]")
+    if not 0.0 <= lexical_gate <= 1.0:
+        raise ValueError("lexical_gate must be in [0, 1]")
+    if n == 0:
+        empty = np.zeros(0, dtype=np.float64)
+        return Scores(empty, empty, empty)
+    docs = np.asarray(doc_vecs, dtype=np.float64)
+    query = np.asarray(query_vec, dtype=np.float64).reshape(-1)
+    if docs.ndim != 2 or docs.shape[0] != n:
+        raise ValueError(f"doc_vecs must have one row per text: {docs.shape} vs {n} texts")
+    if docs.shape[1] != query.shape[0]:
+        raise ValueError(f"dimension mismatch: query {query.shape[0]}, docs {docs.shape[1]}")
+    if index is None:
+        index = BM25.from_texts(doc_texts)
+    elif len(index) != n:
+        raise ValueError("the BM25 index must cover exactly doc_texts")
+    dense = docs @ query
+    dense01 = np.clip((dense - scale.floor) / (scale.ceiling - scale.floor), 0.0, 1.0)
+    lexical = index.coverage(tokenize(query_text))
+    agree = np.minimum(1.0, dense01 / lexical_gate) if lexical_gate > 0.0 else 1.0
+    score = np.clip(dense_weight * dense01 + (1.0 - dense_weight) * lexical * agree, 0.0, 1.0)
+    return Scores(score=score, dense=dense, lexical=lexical)
+
+
+def hybrid_rank(
+    query_vec: npt.ArrayLike,
+    doc_vecs: npt.ArrayLike,
+    query_text: str,
+    doc_texts: Sequence[str],
+    top_k: int = 5,
+    min_score: float = DEFAULT_MIN_SCORE,
+    *,
+    dense_weight: float = DEFAULT_DENSE_WEIGHT,
+    scale: DenseScale = USE_SCALE,
+    lexical_gate: float = DEFAULT_LEXICAL_GATE,
+    index: BM25 | None = None,
+) -> list[Hit]:
+    """Rank candidate memories for a message; at most ``top_k`` hits with ``score >= min_score``.
+
+    ``query_vec`` is the message's vector (d,), ``doc_vecs`` the candidates' vectors (n, d), both
+    L2-normalised by the same model; ``doc_texts`` the candidates' texts in the same order.
+    ``index`` is an optional BM25 over exactly ``doc_texts`` (built here when omitted).
+    An empty candidate list, ``top_k <= 0`` or nothing above ``min_score`` gives ``[]``.
+    """
+    if top_k <= 0 or not doc_texts:
+        return []
+    s = hybrid_scores(
+        query_vec,
+        doc_vecs,
+        query_text,
+        doc_texts,
+        dense_weight=dense_weight,
+        scale=scale,
+        lexical_gate=lexical_gate,
+        index=index,
+    )
+    # Sort by score, then cosine, then position (np.lexsort: last key is the primary one).
+    order = np.lexsort((np.arange(len(doc_texts)), -s.dense, -s.score))
+    hits: list[Hit] = []
+    for i in order:
+        score = float(s.score[i])
+        if score < min_score or len(hits) >= top_k:
+            break
+        hits.append(Hit(int(i), score, float(s.dense[i]), float(s.lexical[i])))
+    return hits

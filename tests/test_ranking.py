@@ -1,0 +1,241 @@
+"""Unit tests for the tokenizer, BM25 and the hybrid ranking (hand-made vectors, no model)."""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+import pytest
+
+from memora.lexical import BM25, tokenize
+from memora.ranking import (
+    DEFAULT_MIN_SCORE,
+    USE_SCALE,
+    DenseScale,
+    Hit,
+    dense_scale_for,
+    hybrid_rank,
+    hybrid_scores,
+)
+
+# ----------------------------------------------------------------------------- tokenizer
+
+
+def test_tokenize_mixed_chinese_english() -> None:
+    toks = tokenize("我想準備雅思，目標 IELTS 6.5, TOEIC 850, level B1")
+    for term in ("ielts", "6.5", "toeic", "850", "b1", "level"):
+        assert term in toks
+    # Han runs: unigrams and bigrams; traditional folded to simplified
+    for term in ("雅思", "准备", "雅", "思", "目标"):
+        assert term in toks
+    assert "準備" not in toks
+
+
+def test_tokenize_drops_stop_words_and_function_characters() -> None:
+    toks = tokenize("I am the one who does it, 我的")
+    assert "the" not in toks and "i" not in toks and "am" not in toks
+    assert "的" not in toks and "我" not in toks
+    assert "我的" in toks  # the bigram stays
+
+
+def test_tokenize_traditional_and_simplified_meet() -> None:
+    assert set(tokenize("考試程度")) == set(tokenize("考试程度"))
+    assert "程度" in tokenize("英文程度")
+
+
+def test_tokenize_exam_aliases_and_full_width() -> None:
+    assert "toeic" in tokenize("多益 850 分")
+    assert tokenize("ＩＥＬＴＳ")[0] == tokenize("ielts")[0]
+    assert set(tokenize("雅思")) & set(tokenize("IELTS"))
+
+
+def test_tokenize_light_stemming_and_contractions() -> None:
+    assert tokenize("exams") == tokenize("exam")
+    assert tokenize("studying painting") == tokenize("study paint")
+    assert tokenize("Caroline's") == ["caroline"]
+    assert tokenize("don't") == []
+
+
+def test_tokenize_empty() -> None:
+    assert tokenize("") == []
+    assert tokenize("  ，。!?  ") == []
+
+
+# ----------------------------------------------------------------------------- BM25
+
+
+def test_bm25_orders_by_term_rarity_and_match() -> None:
+    docs = [
+        "goal is toeic 850 next march",
+        "likes watching movies",
+        "studies every morning before work",
+        "watching movies every weekend with friends",
+    ]
+    bm = BM25.from_texts(docs)
+    s = bm.scores(tokenize("what toeic score?"))
+    assert int(np.argmax(s)) == 0
+    assert s[1] == s[2] == s[3] == 0.0
+    s = bm.scores(tokenize("movies"))
+    assert s[1] > s[3] > 0  # same term, shorter document first
+    assert s[0] == 0.0
+
+
+def test_bm25_chinese_bigrams_match() -> None:
+    bm = BM25.from_texts(["正在準備雅思考試", "喜歡看電影", "對花生過敏"])
+    assert int(np.argmax(bm.scores(tokenize("雅思要考幾分")))) == 0
+
+
+def test_bm25_coverage_bounded_and_independent_of_pool_size() -> None:
+    target = "目標是多益 850 分"
+    query = tokenize("what toeic score do I need")
+    alone = BM25.from_texts([target]).coverage(query)
+    fillers = [f"filler memory number {i} about cooking" for i in range(500)]
+    crowd = BM25.from_texts([target, *fillers]).coverage(query)
+    assert 0.0 < alone[0] <= 1.0 and 0.0 < crowd[0] <= 1.0
+    assert abs(alone[0] - crowd[0]) < 0.2
+    assert np.all(crowd[1:] == 0.0)
+    full = BM25.from_texts(["toeic score need"]).coverage(query)
+    assert full[0] == pytest.approx(1.0)
+
+
+def test_bm25_empty_corpus_and_query() -> None:
+    bm = BM25.from_texts([])
+    assert len(bm) == 0
+    assert bm.scores(["x"]).shape == (0,)
+    bm = BM25.from_texts(["a memory"])
+    assert bm.scores([]).tolist() == [0.0]
+    assert bm.coverage([]).tolist() == [0.0]
+
+
+# ----------------------------------------------------------------------------- hybrid
+
+
+def _unit(*rows: list[float]) -> npt.NDArray[np.float32]:
+    a = np.asarray(rows, dtype=np.float32)
+    out: npt.NDArray[np.float32] = (a / np.linalg.norm(a, axis=1, keepdims=True)).astype(np.float32)
+    return out
+
+
+def _vec_with_cosine(query: npt.NDArray[np.float32], cos: float, axis: int) -> list[float]:
+    """A unit vector whose cosine with ``query`` (a unit basis vector) is ``cos``."""
+    v = np.zeros_like(query)
+    v += cos * query
+    v[axis] = np.sqrt(1.0 - cos * cos)
+    return [float(x) for x in v]
+
+
+Q = np.array([1.0, 0.0, 0.0, 0.0], dtype=np.float32)
+
+
+def test_hybrid_orders_by_dense_when_no_word_is_shared() -> None:
+    texts = ["目前英文程度大約是 B1", "養了一隻柴犬", "下個月要去東京出差"]
+    vecs = _unit(
+        _vec_with_cosine(Q, 0.2, 1), _vec_with_cosine(Q, 0.5, 2), _vec_with_cosine(Q, 0.35, 3)
+    )
+    hits = hybrid_rank(Q, vecs, "do you remember my dog?", texts, top_k=3, min_score=0.0)
+    assert [h.index for h in hits] == [1, 2, 0]
+    assert all(isinstance(h, Hit) and h.lexical == 0.0 for h in hits)
+    assert hits[0].dense == pytest.approx(0.5, abs=1e-5)
+
+
+def test_hybrid_shared_rare_words_lift_a_memory() -> None:
+    texts = ["target is TOEIC 850 by March", "likes spicy food", "works as a nurse"]
+    vecs = _unit(
+        _vec_with_cosine(Q, 0.35, 1), _vec_with_cosine(Q, 0.4, 2), _vec_with_cosine(Q, 0.38, 3)
+    )
+    hits = hybrid_rank(Q, vecs, "what TOEIC score am I aiming for?", texts, top_k=3, min_score=0)
+    assert hits[0].index == 0
+    assert hits[0].lexical > 0.0
+    assert hits[0].score > hits[1].score
+
+
+def test_scores_are_in_unit_interval_and_sorted() -> None:
+    rng = np.random.default_rng(0)
+    vecs = rng.normal(size=(50, 8)).astype(np.float32)
+    vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+    q = vecs[7] * 0.9 + vecs[3] * 0.1
+    texts = [f"memory {i} word{i % 5}" for i in range(50)]
+    hits = hybrid_rank(q, vecs, "word3 memory", texts, top_k=50, min_score=0.0)
+    assert len(hits) == 50
+    scores = [h.score for h in hits]
+    assert scores == sorted(scores, reverse=True)
+    assert all(0.0 <= s <= 1.0 for s in scores)
+    assert sorted(h.index for h in hits) == list(range(50))
+
+
+def test_no_result_rule_returns_nothing_for_unrelated_message() -> None:
+    texts = ["正在準備雅思考試", "對花生過敏", "喜歡看英劇"]
+    vecs = _unit(
+        _vec_with_cosine(Q, 0.12, 1), _vec_with_cosine(Q, 0.08, 2), _vec_with_cosine(Q, 0.15, 3)
+    )
+    assert hybrid_rank(Q, vecs, "what's the capital of Australia?", texts) == []
+    # the same memories with one clearly related one: only that one passes the default threshold
+    vecs2 = _unit(
+        _vec_with_cosine(Q, 0.45, 1), _vec_with_cosine(Q, 0.08, 2), _vec_with_cosine(Q, 0.15, 3)
+    )
+    hits = hybrid_rank(Q, vecs2, "IELTS 要考幾分", texts)
+    assert [h.index for h in hits] == [0]
+    assert hits[0].score >= DEFAULT_MIN_SCORE
+
+
+def test_a_shared_ordinary_word_alone_does_not_pass() -> None:
+    texts = ["Gina got good advice from investors"]
+    vecs = _unit(_vec_with_cosine(Q, 0.05, 1))
+    s = hybrid_scores(Q, vecs, "hi, good morning!", texts)
+    assert s.lexical[0] > 0.3  # half of the message's words are in the memory...
+    assert hybrid_rank(Q, vecs, "hi, good morning!", texts) == []  # ...but the meaning is not
+
+
+def test_single_memory_user() -> None:
+    texts = ["目標是多益 850 分"]
+    vecs = _unit(_vec_with_cosine(Q, 0.42, 1))
+    hits = hybrid_rank(Q, vecs, "what TOEIC score do I need?", texts)
+    assert len(hits) == 1 and hits[0].index == 0
+    assert hybrid_rank(Q, vecs, "tell me a joke", texts, min_score=0.9) == []
+
+
+def test_top_k_and_ties() -> None:
+    texts = ["a cat", "a dog", "a bird", "a fish"]
+    vecs = _unit(*([_vec_with_cosine(Q, 0.5, 1)] * 4))
+    hits = hybrid_rank(Q, vecs, "pets", texts, top_k=2, min_score=0.0)
+    assert [h.index for h in hits] == [0, 1]  # ties keep the caller's order
+    assert hybrid_rank(Q, vecs, "pets", texts, top_k=0, min_score=0.0) == []
+
+
+def test_empty_inputs() -> None:
+    empty = np.zeros((0, 4), dtype=np.float32)
+    assert hybrid_rank(Q, empty, "anything", []) == []
+    s = hybrid_scores(Q, empty, "anything", [])
+    assert s.score.shape == s.dense.shape == s.lexical.shape == (0,)
+    vecs = _unit(_vec_with_cosine(Q, 0.9, 1))
+    hits = hybrid_rank(Q, vecs, "", ["some memory"], min_score=0.0)
+    assert len(hits) == 1 and hits[0].lexical == 0.0
+
+
+def test_bad_shapes_and_parameters_raise() -> None:
+    vecs = _unit(_vec_with_cosine(Q, 0.5, 1), _vec_with_cosine(Q, 0.5, 2))
+    with pytest.raises(ValueError):
+        hybrid_rank(Q, vecs, "x", ["only one text"], min_score=0.0)
+    with pytest.raises(ValueError):
+        hybrid_rank(np.ones(3, dtype=np.float32), vecs, "x", ["a", "b"], min_score=0.0)
+    with pytest.raises(ValueError):
+        hybrid_rank(Q, vecs, "x", ["a", "b"], index=BM25.from_texts(["a"]))
+    with pytest.raises(ValueError):
+        hybrid_rank(Q, vecs, "x", ["a", "b"], dense_weight=1.5)
+    with pytest.raises(ValueError):
+        DenseScale(0.5, 0.5)
+
+
+def test_prebuilt_index_gives_the_same_result() -> None:
+    texts = ["likes jazz music", "plays basketball", "jazz piano lessons on sunday"]
+    vecs = _unit(
+        _vec_with_cosine(Q, 0.3, 1), _vec_with_cosine(Q, 0.1, 2), _vec_with_cosine(Q, 0.3, 3)
+    )
+    a = hybrid_rank(Q, vecs, "jazz", texts, min_score=0.0)
+    b = hybrid_rank(Q, vecs, "jazz", texts, min_score=0.0, index=BM25.from_texts(texts))
+    assert a == b
+
+
+def test_dense_scale_lookup() -> None:
+    assert dense_scale_for("use-multilingual-v3") == USE_SCALE
+    assert dense_scale_for("text-embedding-3-small") == USE_SCALE
+    assert dense_scale_for("multilingual-e5-small").floor > USE_SCALE.floor
