@@ -1,0 +1,145 @@
+"""The Telegram bot: python-telegram-bot v22 on top of the Memora engine.
+
+`build_application` is the one place the Application is composed; `run_bot` runs it with long
+polling (or a webhook when configured) until SIGINT/SIGTERM and returns the exit status.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from contextlib import AsyncExitStack
+from typing import Any, TypeAlias
+from urllib.parse import urlsplit
+
+from telegram import BotCommand, Update
+from telegram.error import TelegramError
+from telegram.ext import AIORateLimiter, Application, BaseRateLimiter
+from telegram.request import BaseRequest
+
+from memora.app import open_engine
+from memora.commands import COMMANDS
+from memora.config import ConfigError, Settings, require_llm, require_telegram
+from memora.engine import Engine
+
+from .handlers import STATE_KEY, BotState, register
+from .processor import PerChatUpdateProcessor
+
+__all__ = ["ALLOWED_UPDATES", "STATE_KEY", "BotState", "build_application", "run_bot"]
+
+log = logging.getLogger(__name__)
+
+App: TypeAlias = Application[Any, Any, Any, Any, Any, Any]
+
+# What the handlers use; channel posts and the rest are not even fetched.
+ALLOWED_UPDATES = [Update.MESSAGE, Update.EDITED_MESSAGE, Update.MY_CHAT_MEMBER]
+MAX_CONCURRENT_UPDATES = 256
+_SECRET = re.compile(r"[A-Za-z0-9_-]{1,256}")
+
+
+def check_config(settings: Settings, *, need_llm: bool = True) -> None:
+    """Every configuration problem as one ConfigError line, before anything starts."""
+    require_telegram(settings)
+    if need_llm:
+        require_llm(settings)
+    cfg = settings.telegram
+    if cfg.mode == "webhook":
+        if not cfg.webhook_url:
+            raise ConfigError("telegram.mode is 'webhook' but 'telegram.webhook_url' is empty")
+        if urlsplit(cfg.webhook_url).scheme not in ("http", "https"):
+            raise ConfigError(
+                f"invalid config value for 'telegram.webhook_url': not an http(s) URL "
+                f"(got {cfg.webhook_url!r})"
+            )
+        if cfg.webhook_secret and not _SECRET.fullmatch(cfg.webhook_secret):
+            raise ConfigError(
+                "invalid config value for 'telegram.webhook_secret': 1-256 characters of "
+                "A-Z, a-z, 0-9, _ and - only"
+            )
+
+
+async def _post_init(app: App) -> None:
+    """Open the engine (unless one was given) and publish the command list."""
+    state: BotState = app.bot_data[STATE_KEY]
+    if state.engine is None:
+        stack = AsyncExitStack()
+        try:
+            state.engine = await stack.enter_async_context(open_engine(state.settings))
+        except BaseException:
+            await stack.aclose()
+            raise
+        state.exit_stack = stack
+    try:
+        await app.bot.set_my_commands(
+            [BotCommand(name, desc[:256]) for name, desc in COMMANDS.items()]
+        )
+    except TelegramError as exc:  # the menu is a convenience; the bot works without it
+        log.warning("could not set the command menu: %s", exc)
+    log.info("bot @%s ready", app.bot.username)
+
+
+async def _post_shutdown(app: App) -> None:
+    """Wait for after-reply work, then close whatever post_init opened."""
+    state: BotState = app.bot_data[STATE_KEY]
+    stack, state.exit_stack = state.exit_stack, None
+    if stack is not None:
+        state.engine = None
+        await stack.aclose()  # drains the engine, then closes store, database and clients
+    elif state.engine is not None:
+        await state.engine.drain()
+
+
+def build_application(
+    settings: Settings,
+    engine: Engine | None = None,
+    *,
+    request: BaseRequest | None = None,
+    rate_limiter: BaseRateLimiter[Any] | None = None,
+) -> App:
+    """The one composition function. With `engine` the caller owns it; without, it is opened in
+    post_init from `settings` and closed in post_shutdown. `request` replaces the HTTP layer
+    (tests)."""
+    check_config(settings, need_llm=engine is None)
+    cfg = settings.telegram
+    builder = (
+        Application.builder()
+        .token(cfg.token)
+        .base_url(cfg.base_url)
+        .base_file_url(cfg.base_file_url)
+        .rate_limiter(rate_limiter or AIORateLimiter(max_retries=3))
+        .concurrent_updates(PerChatUpdateProcessor(MAX_CONCURRENT_UPDATES))
+        .post_init(_post_init)
+        .post_shutdown(_post_shutdown)
+    )
+    if request is not None:
+        builder = builder.request(request).get_updates_request(request)
+    app: App = builder.build()
+    app.bot_data[STATE_KEY] = BotState(settings=settings, engine=engine)
+    register(app)
+    return app
+
+
+def run_bot(settings: Settings) -> int:
+    """Run until SIGINT/SIGTERM; the exit status for the CLI."""
+    app = build_application(settings)
+    cfg = settings.telegram
+    if cfg.mode == "webhook":
+        log.info("starting webhook on %s:%s", cfg.webhook_listen, cfg.webhook_port)
+        app.run_webhook(
+            listen=cfg.webhook_listen,
+            port=cfg.webhook_port,
+            url_path=urlsplit(cfg.webhook_url).path.lstrip("/"),
+            webhook_url=cfg.webhook_url,
+            secret_token=cfg.webhook_secret or None,
+            allowed_updates=ALLOWED_UPDATES,
+            drop_pending_updates=False,
+        )
+    else:
+        log.info("starting long polling (timeout %ss)", cfg.poll_timeout)
+        app.run_polling(
+            timeout=cfg.poll_timeout,
+            allowed_updates=ALLOWED_UPDATES,
+            drop_pending_updates=False,
+        )
+    log.info("bot stopped")
+    return 0

@@ -1,0 +1,304 @@
+"""Thin handlers: translate an update, call the core, render the result. No memory logic here."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+import traceback
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, nullcontext
+from dataclasses import dataclass
+from typing import Any
+
+from telegram import Chat, Message, MessageEntity, Update
+from telegram.constants import ChatAction, ChatMemberStatus, ChatType
+from telegram.error import Forbidden, TelegramError
+from telegram.ext import (
+    Application,
+    ChatMemberHandler,
+    CommandHandler,
+    ContextTypes,
+    MessageHandler,
+    filters,
+)
+
+from memora.commands import COMMANDS, CommandContext, run_command
+from memora.config import Settings, TelegramConfig
+from memora.engine import ChatRef, Engine, UserRef
+from memora.views import Reply
+
+from .render import send_reply
+
+log = logging.getLogger(__name__)
+
+STATE_KEY = "memora"
+TYPING_EVERY = 4.0  # Telegram shows "typing…" for ~5 s per chat action
+
+Runner = Callable[[Engine, str, CommandContext], Awaitable[Reply]]
+
+NOT_ALLOWED = (
+    "Sorry, this bot is private and you are not on its list of learners. "
+    "Ask its operator to add your user id ({user_id})."
+)
+NOT_TEXT = "I can only read text for now — please type your message."
+EDITED = (
+    "I only read new messages, so I didn't see your edit. "
+    "Send it again as a new message if you'd like me to answer it."
+)
+BARE_MENTION = "Yes? Write your question after my name, or reply to one of my messages. /help"
+ERROR = "Sorry — something went wrong on my side and I couldn't finish that. Please try again."
+JOINED = (
+    "Hi, I'm Memora, an English tutor that remembers. In this group I answer when you mention "
+    "me (@{username}), reply to one of my messages, or use a command — /help lists them. "
+    "I keep one conversation for the group and each person's long-term memories separately."
+)
+
+
+@dataclass
+class BotState:
+    """What the handlers need, kept in application.bot_data[STATE_KEY]."""
+
+    settings: Settings
+    engine: Engine | None = None
+    runner: Runner = run_command
+    exit_stack: Any = None  # the AsyncExitStack that owns an engine opened in post_init
+
+    @property
+    def telegram(self) -> TelegramConfig:
+        return self.settings.telegram
+
+    def need_engine(self) -> Engine:
+        if self.engine is None:
+            raise RuntimeError("the engine is not open (post_init has not run)")
+        return self.engine
+
+
+def get_state(context: ContextTypes.DEFAULT_TYPE) -> BotState:
+    state = context.bot_data[STATE_KEY]
+    assert isinstance(state, BotState)
+    return state
+
+
+# -- translation ------------------------------------------------------------------------------
+def refs(message: Message) -> tuple[ChatRef, UserRef] | None:
+    """The platform-neutral chat and speaker of a message (None without a human sender)."""
+    user = message.from_user
+    if user is None or user.is_bot:
+        return None
+    chat = message.chat
+    if chat.type == ChatType.PRIVATE:
+        return ChatRef(chat.id, "private", chat.full_name or ""), UserRef(user.id, user.first_name)
+    return ChatRef(chat.id, "group", chat.title or ""), UserRef(user.id, user.first_name)
+
+
+def is_group(chat: Chat) -> bool:
+    return chat.type in (ChatType.GROUP, ChatType.SUPERGROUP)
+
+
+def parse_command(text: str) -> tuple[str, str, str]:
+    """'/remember@bot I like tea' → ('remember', 'bot', 'I like tea')."""
+    head, _, arg = text.strip().partition(" ")
+    if "\n" in head:  # "/remember\nsome text"
+        head, _, more = head.partition("\n")
+        arg = f"{more} {arg}".strip()
+    name, _, target = head.removeprefix("/").partition("@")
+    return name.lower(), target, arg.strip()
+
+
+def addressed_text(message: Message, username: str, bot_id: int) -> str | None:
+    """In a group: the text meant for the bot with the @mention stripped, or None when the
+    message is not for the bot (no mention of it and not a reply to one of its messages)."""
+    text = message.text or message.caption or ""
+    mentioned = False
+    entities = message.parse_entities() if message.text else message.parse_caption_entities()
+    for entity, value in entities.items():
+        if entity.type == MessageEntity.MENTION and value.lower() == f"@{username}".lower():
+            mentioned = True
+        elif entity.type == MessageEntity.TEXT_MENTION and entity.user and entity.user.id == bot_id:
+            mentioned = True
+            text = text.replace(value, " ")
+    replied = message.reply_to_message
+    to_bot = bool(replied and replied.from_user and replied.from_user.id == bot_id)
+    if not (mentioned or to_bot):
+        return None
+    if username:
+        text = re.sub(rf"(?<![\w@])@{re.escape(username)}\b", " ", text, flags=re.IGNORECASE)
+    text = re.sub(r"[ \t]{2,}", " ", text).strip().lstrip(",:;").strip()
+    return text
+
+
+def allowed(state: BotState, user_id: int) -> bool:
+    ids = state.telegram.allowed_user_ids
+    return not ids or user_id in ids or user_id in state.telegram.admin_ids
+
+
+@asynccontextmanager
+async def typing(message: Message, every: float = TYPING_EVERY) -> AsyncIterator[None]:
+    """Show "typing…" in the message's chat until the block ends (re-sent every few seconds)."""
+    thread = message.message_thread_id if message.is_topic_message else None
+
+    async def keep_typing() -> None:
+        while True:
+            try:
+                await message.get_bot().send_chat_action(
+                    message.chat_id, ChatAction.TYPING, message_thread_id=thread
+                )
+            except TelegramError as exc:
+                log.debug("chat action failed in chat %s: %s", message.chat_id, exc)
+            await asyncio.sleep(every)
+
+    task = asyncio.create_task(keep_typing(), name=f"typing-{message.chat_id}")
+    try:
+        yield
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+
+
+def _maybe_typing(message: Message, on: bool) -> AbstractAsyncContextManager[None]:
+    return typing(message) if on else nullcontext()
+
+
+async def _deny(message: Message, user_id: int) -> None:
+    log.info("user %s is not allowed; ignored their message", user_id)
+    await message.reply_text(NOT_ALLOWED.format(user_id=user_id))
+
+
+# -- handlers ----------------------------------------------------------------------------------
+async def on_command(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
+    """A known command → run_command in the core → the rendered answer."""
+    message = update.message
+    who = refs(message) if message and message.text else None
+    if message is None or message.text is None or who is None:
+        return
+    chat, user = who
+    state = get_state(context)
+    if not allowed(state, user.id):
+        await _deny(message, user.id)
+        return
+    name, _, arg = parse_command(message.text)
+    ctx = CommandContext(
+        chat,
+        user,
+        arg,
+        is_admin=user.id in state.telegram.admin_ids,
+        message_id=message.message_id,
+    )
+    async with _maybe_typing(message, name == "remember" and bool(arg)):
+        reply = await state.runner(state.need_engine(), name, ctx)
+    await send_reply(message, reply, markdown=reply.stored, name=name, quote=chat.is_group)
+
+
+async def on_unknown_command(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
+    """A /foo the bot doesn't have: a short pointer to /help (in groups only when addressed)."""
+    message = update.message
+    who = refs(message) if message and message.text else None
+    if message is None or message.text is None or who is None:
+        return
+    name, target, _ = parse_command(message.text)
+    if is_group(message.chat) and target.lower() != context.bot.username.lower():
+        return  # "/foo" or "/foo@otherbot" in a group may be meant for another bot
+    if not allowed(get_state(context), who[1].id):
+        await _deny(message, who[1].id)
+        return
+    await message.reply_text(f"I don't know /{name}. Try /help for the list of commands.")
+
+
+async def on_text(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
+    """A learner's message → one engine turn, with "typing…" shown while it runs."""
+    message = update.message
+    who = refs(message) if message and message.text else None
+    if message is None or message.text is None or who is None:
+        return
+    chat, user = who
+    text: str | None = message.text
+    if chat.is_group:
+        text = addressed_text(message, context.bot.username, context.bot.id)
+        if text is None:
+            return  # not for us: stay quiet, store nothing
+    state = get_state(context)
+    if not allowed(state, user.id):
+        await _deny(message, user.id)
+        return
+    if not text:
+        await message.reply_text(BARE_MENTION)
+        return
+    async with typing(message):
+        reply = await state.need_engine().handle_turn(
+            chat, user, text, message_id=message.message_id
+        )
+    await send_reply(message, reply, markdown=reply.stored, quote=chat.is_group)
+
+
+async def on_not_text(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
+    """Stickers, photos, voice, files…: one short line (in groups only when addressed)."""
+    message = update.message
+    who = refs(message) if message else None
+    if message is None or who is None:
+        return
+    if who[0].is_group and addressed_text(message, context.bot.username, context.bot.id) is None:
+        return
+    if not allowed(get_state(context), who[1].id):
+        await _deny(message, who[1].id)
+        return
+    await message.reply_text(NOT_TEXT)
+
+
+async def on_edited(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
+    """An edited message changes nothing stored; say so in private chats, stay quiet in groups."""
+    message = update.edited_message
+    if message is None or message.chat.type != ChatType.PRIVATE or message.text is None:
+        return
+    if message.from_user is None or not allowed(get_state(context), message.from_user.id):
+        return
+    await message.reply_text(EDITED)
+
+
+async def on_my_chat_member(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
+    """Added to a group: introduce myself once. Removed or anything else: nothing."""
+    change = update.my_chat_member
+    if change is None or not is_group(change.chat):
+        return
+    joined = (ChatMemberStatus.MEMBER, ChatMemberStatus.ADMINISTRATOR)
+    gone = (ChatMemberStatus.LEFT, ChatMemberStatus.BANNED)
+    if change.new_chat_member.status in joined and change.old_chat_member.status in gone:
+        try:
+            await context.bot.send_message(
+                change.chat.id, JOINED.format(username=context.bot.username)
+            )
+        except TelegramError as exc:
+            log.warning("could not greet group %s: %s", change.chat.id, exc)
+
+
+async def on_error(update: object, context: ContextTypes.DEFAULT_TYPE) -> None:
+    """Log first (token redacted), then tell the user something short and true."""
+    error = context.error
+    token = context.bot.token
+    detail = "".join(traceback.format_exception(error)) if error else "(no exception)"
+    update_id = update.update_id if isinstance(update, Update) else None
+    log.error("failed to handle update %s:\n%s", update_id, detail.replace(token, "[redacted]"))
+    if not isinstance(update, Update) or isinstance(error, Forbidden):
+        return
+    message = update.effective_message
+    if message is None or update.edited_message is not None or update.channel_post is not None:
+        return
+    try:
+        await message.reply_text(ERROR)
+    except TelegramError as exc:
+        log.warning("could not tell chat %s about the error: %s", message.chat_id, exc)
+
+
+# -- wiring ------------------------------------------------------------------------------------
+def register(app: Application[Any, Any, Any, Any, Any, Any]) -> None:
+    """Add every handler, in the order they are tried."""
+    new_messages = filters.UpdateType.MESSAGE
+    app.add_handler(CommandHandler(list(COMMANDS), on_command, filters=new_messages))
+    app.add_handler(MessageHandler(new_messages & filters.COMMAND, on_unknown_command))
+    app.add_handler(MessageHandler(new_messages & filters.TEXT, on_text))
+    app.add_handler(
+        MessageHandler(new_messages & ~filters.TEXT & ~filters.StatusUpdate.ALL, on_not_text)
+    )
+    app.add_handler(MessageHandler(filters.UpdateType.EDITED_MESSAGE, on_edited))
+    app.add_handler(ChatMemberHandler(on_my_chat_member, ChatMemberHandler.MY_CHAT_MEMBER))
+    app.add_error_handler(on_error)

@@ -1,0 +1,73 @@
+"""Updates of one chat strictly in order, different chats in parallel."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from collections.abc import Awaitable
+from dataclasses import dataclass, field
+from typing import Any
+
+from telegram import Update
+from telegram.ext import BaseUpdateProcessor
+
+
+@dataclass
+class _ChatLock:
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    users: int = 0  # updates holding or waiting for the lock; the entry goes away at zero
+
+
+def chat_key(update: object) -> int | None:
+    """The chat an update belongs to (the user for chat-less updates); None for neither."""
+    if not isinstance(update, Update):
+        return None
+    if update.effective_chat is not None:
+        return update.effective_chat.id
+    if update.effective_user is not None:
+        return update.effective_user.id
+    return None
+
+
+class PerChatUpdateProcessor(BaseUpdateProcessor):
+    """One asyncio.Lock per chat: a chat's updates run one at a time in arrival order (asyncio
+    locks wake waiters first-in, first-out), other chats run concurrently up to
+    `max_concurrent_updates`. A chat's lock exists only while one of its updates is in flight,
+    so idle chats cost no memory."""
+
+    def __init__(self, max_concurrent_updates: int = 256) -> None:
+        super().__init__(max_concurrent_updates)
+        self._chats: dict[int, _ChatLock] = {}
+
+    @property
+    def active_chats(self) -> int:
+        """Chats with an update running or waiting (the number of locks held in memory)."""
+        return len(self._chats)
+
+    async def do_process_update(self, update: object, coroutine: Awaitable[Any]) -> None:
+        """Run the update's coroutine under its chat's lock."""
+        key = chat_key(update)
+        if key is None:
+            await coroutine
+            return
+        entry = self._chats.get(key)
+        if entry is None:
+            entry = self._chats[key] = _ChatLock()
+        entry.users += 1
+        started = False
+        try:
+            async with entry.lock:
+                started = True
+                await coroutine
+        finally:
+            entry.users -= 1
+            if entry.users == 0 and self._chats.get(key) is entry:
+                del self._chats[key]
+            if not started and inspect.iscoroutine(coroutine):
+                coroutine.close()  # cancelled while waiting: don't leave it never awaited
+
+    async def initialize(self) -> None:
+        """Nothing to set up: locks are made on demand."""
+
+    async def shutdown(self) -> None:
+        """Nothing to free: locks go away with their last update."""
