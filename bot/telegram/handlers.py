@@ -124,8 +124,10 @@ def addressed_text(message: Message, username: str, bot_id: int) -> str | None:
         return None
     if username:
         text = re.sub(rf"(?<![\w@])@{re.escape(username)}\b", " ", text, flags=re.IGNORECASE)
-    text = re.sub(r"[ \t]{2,}", " ", text).strip().lstrip(",:;").strip()
-    return text
+    text = re.sub(r"[ \t]{2,}", " ", text)
+    text = re.sub(r"[ \t]+([,.!?;:，。！？])", r"\1", text)  # "night, @bot?" → "night,?"
+    text = re.sub(r"[,，]([.!?。！？])", r"\1", text)  # → "night?"
+    return text.strip().lstrip(",:;，：").strip()
 
 
 def allowed(state: BotState, user_id: int) -> bool:
@@ -134,8 +136,9 @@ def allowed(state: BotState, user_id: int) -> bool:
 
 
 @asynccontextmanager
-async def typing(message: Message, every: float = TYPING_EVERY) -> AsyncIterator[None]:
+async def typing(message: Message, every: float | None = None) -> AsyncIterator[None]:
     """Show "typing…" in the message's chat until the block ends (re-sent every few seconds)."""
+    period = every or TYPING_EVERY
     thread = message.message_thread_id if message.is_topic_message else None
 
     async def keep_typing() -> None:
@@ -146,7 +149,7 @@ async def typing(message: Message, every: float = TYPING_EVERY) -> AsyncIterator
                 )
             except TelegramError as exc:
                 log.debug("chat action failed in chat %s: %s", message.chat_id, exc)
-            await asyncio.sleep(every)
+            await asyncio.sleep(period)
 
     task = asyncio.create_task(keep_typing(), name=f"typing-{message.chat_id}")
     try:

@@ -1,0 +1,733 @@
+"""Handler tests: real telegram.Update objects through the real Application and handlers, a Bot
+whose request layer records every call and answers with canned Bot API JSON, and the real engine
+over FakeLLM with a temp SQLite database."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import re
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from telegram import Update
+from telegram.ext import AIORateLimiter
+from telegram.request import BaseRequest, RequestData
+
+import bot.telegram.handlers as handlers
+from bot.telegram import ALLOWED_UPDATES, build_application
+from bot.telegram.processor import PerChatUpdateProcessor
+from bot.telegram.render import MAX_TEXT, tg_len
+from memora.commands import COMMANDS, CommandContext, run_command
+from memora.config import ConfigError, Settings, TelegramConfig
+from memora.engine import Engine, EngineConfig
+from memora.llm import ChatMessage
+from memora.storage import Database, NewTurn, TurnUsage
+from memora.tokens import LocalTokenCounter
+from memora.views import Reply
+from tests.fakes import FakeLLM, outage
+
+TOKEN = "123456:SECRET-token-value"
+BOT_ID = 123456
+BOT_NAME = "memora_test_bot"
+ALICE, BOB, ADMIN = 1001, 1002, 42
+GROUP = -100555
+NAMES = {ALICE: "Alice", BOB: "Bob", ADMIN: "Ada"}
+BOT_USER = {"id": BOT_ID, "is_bot": True, "first_name": "Memora", "username": BOT_NAME}
+
+
+# -- a Bot API that records ------------------------------------------------------------------
+@dataclass
+class Call:
+    method: str
+    params: dict[str, Any]
+    files: dict[str, Any] = field(default_factory=dict)
+
+
+class RecordingRequest(BaseRequest):
+    """The HTTP layer of the Bot: records each call and answers like Telegram would."""
+
+    def __init__(self) -> None:
+        self.calls: list[Call] = []
+        self.reject_html = False  # answer 400 "can't parse entities" to any parse_mode=HTML
+        self._next_id = 500
+
+    @property
+    def read_timeout(self) -> float | None:
+        return 5.0
+
+    async def initialize(self) -> None:
+        pass
+
+    async def shutdown(self) -> None:
+        pass
+
+    def _message(self, chat_id: int, **body: Any) -> dict[str, Any]:
+        self._next_id += 1
+        chat_type = "private" if chat_id > 0 else "supergroup"
+        return {
+            "message_id": self._next_id,
+            "date": int(time.time()),
+            "chat": {"id": chat_id, "type": chat_type},
+            "from": BOT_USER,
+            **body,
+        }
+
+    async def do_request(
+        self,
+        url: str,
+        method: str,
+        request_data: RequestData | None = None,
+        read_timeout: Any = None,
+        write_timeout: Any = None,
+        connect_timeout: Any = None,
+        pool_timeout: Any = None,
+    ) -> tuple[int, bytes]:
+        name = url.rsplit("/", 1)[-1]
+        params: dict[str, Any] = dict(request_data.parameters) if request_data else {}
+        files = dict(request_data.multipart_data) if request_data else {}
+        self.calls.append(Call(name, params, files))
+        result: Any = True
+        if name == "getMe":
+            result = {**BOT_USER, "can_join_groups": True, "can_read_all_group_messages": False}
+        elif name == "sendMessage":
+            if self.reject_html and params.get("parse_mode") == "HTML":
+                body = {
+                    "ok": False,
+                    "error_code": 400,
+                    "description": "Bad Request: can't parse entities: unsupported start tag",
+                }
+                return 400, json.dumps(body).encode()
+            result = self._message(int(params["chat_id"]), text=params["text"])
+        elif name == "sendDocument":
+            doc = {"file_id": "f1", "file_unique_id": "u1", "file_name": "x"}
+            result = self._message(int(params["chat_id"]), document=doc)
+        return 200, json.dumps({"ok": True, "result": result}).encode()
+
+    # helpers for assertions
+    def of(self, method: str) -> list[Call]:
+        return [c for c in self.calls if c.method == method]
+
+    def texts(self) -> list[str]:
+        return [str(c.params["text"]) for c in self.of("sendMessage")]
+
+
+# -- updates as Telegram sends them ----------------------------------------------------------
+def _entities(text: str) -> list[dict[str, Any]]:
+    found: list[dict[str, Any]] = []
+    cmd = re.match(r"/\w+(@\w+)?", text)
+    if cmd:
+        found.append({"type": "bot_command", "offset": 0, "length": cmd.end()})
+    for m in re.finditer(r"(?<![\w@])@\w{4,}", text):
+        if not cmd or m.start() >= cmd.end():
+            found.append({"type": "mention", "offset": m.start(), "length": m.end() - m.start()})
+    return found
+
+
+class Harness:
+    """Drives the Application with real Update objects; returns the calls each one caused."""
+
+    def __init__(self, app: Any, req: RecordingRequest, engine: Engine, llm: FakeLLM) -> None:
+        self.app, self.req, self.engine, self.llm = app, req, engine, llm
+        self._update_id = 0
+        self._message_id = 0
+
+    def message(
+        self,
+        text: str | None = None,
+        *,
+        user: int = ALICE,
+        group: bool = False,
+        reply_to_bot: bool = False,
+        reply_to_user: int | None = None,
+        **extra: Any,
+    ) -> dict[str, Any]:
+        self._message_id += 1
+        sender = {"id": user, "is_bot": False, "first_name": NAMES[user]}
+        chat: dict[str, Any] = (
+            {"id": GROUP, "type": "supergroup", "title": "Study group"}
+            if group
+            else {"id": user, "type": "private", "first_name": NAMES[user]}
+        )
+        msg: dict[str, Any] = {
+            "message_id": self._message_id,
+            "date": int(time.time()),
+            "chat": chat,
+            "from": sender,
+            **extra,
+        }
+        if text is not None:
+            msg["text"] = text
+            if ents := _entities(text):
+                msg["entities"] = ents
+        if reply_to_bot or reply_to_user:
+            author = BOT_USER if reply_to_bot else {"id": reply_to_user, "is_bot": False}
+            author = {**author, "first_name": author.get("first_name", "Someone")}
+            msg["reply_to_message"] = {
+                "message_id": 1,
+                "date": int(time.time()),
+                "chat": chat,
+                "from": author,
+                "text": "earlier",
+            }
+        return msg
+
+    async def push(self, kind: str, payload: dict[str, Any]) -> list[Call]:
+        self._update_id += 1
+        update = Update.de_json({"update_id": self._update_id, kind: payload}, self.app.bot)
+        before = len(self.req.calls)
+        await self.app.process_update(update)
+        return self.req.calls[before:]
+
+    async def send(self, text: str, **kw: Any) -> list[Call]:
+        return await self.push("message", self.message(text, **kw))
+
+    async def say(self, text: str, **kw: Any) -> list[str]:
+        """The texts the bot sent back for one message."""
+        return [str(c.params["text"]) for c in await self.send(text, **kw) if "text" in c.params]
+
+    async def history(self, chat_id: int) -> list[tuple[str, str]]:
+        await self.engine.drain()
+        return [(m.role, m.content) for m in await self.engine.db.messages(chat_id)]
+
+
+def replies(calls: list[Call]) -> list[str]:
+    return [str(c.params["text"]) for c in calls if c.method == "sendMessage"]
+
+
+def make_settings(**telegram: Any) -> Settings:
+    cfg = {"token": TOKEN, "admin_ids": [ADMIN], **telegram}
+    return Settings(telegram=TelegramConfig(**cfg))
+
+
+@pytest.fixture
+async def make_harness(
+    tmp_path: Path,
+) -> AsyncIterator[Callable[..., Awaitable[Harness]]]:
+    started: list[tuple[Any, Engine, Database]] = []
+
+    async def make(
+        *,
+        llm: FakeLLM | None = None,
+        store: Any = None,
+        runner: Any = None,
+        **telegram: Any,
+    ) -> Harness:
+        db = Database(tmp_path / f"h{len(started)}.sqlite3")
+        await db.open()
+        llm = llm or FakeLLM()
+        engine = Engine(
+            db=db,
+            llm=llm,
+            counter=LocalTokenCounter(),
+            store=store,
+            config=EngineConfig(max_input_tokens=4000, extraction_enabled=False),
+        )
+        req = RecordingRequest()
+        app = build_application(make_settings(**telegram), engine, request=req)
+        if runner is not None:
+            app.bot_data[handlers.STATE_KEY].runner = runner
+        await app.initialize()
+        assert app.post_init is not None
+        await app.post_init(app)
+        started.append((app, engine, db))
+        return Harness(app, req, engine, llm)
+
+    yield make
+    for app, engine, db in started:
+        await app.shutdown()
+        assert app.post_shutdown is not None
+        await app.post_shutdown(app)
+        await engine.drain()
+        await db.close()
+
+
+@pytest.fixture
+async def h(make_harness: Callable[..., Awaitable[Harness]]) -> Harness:
+    return await make_harness()
+
+
+@dataclass
+class Recorder:
+    """Wraps the real run_command and records what each handler asked for."""
+
+    seen: list[tuple[str, CommandContext]] = field(default_factory=list)
+
+    async def __call__(self, engine: Engine, name: str, ctx: CommandContext) -> Reply:
+        self.seen.append((name, ctx))
+        return await run_command(engine, name, ctx)
+
+
+# -- wiring ----------------------------------------------------------------------------------
+async def test_startup_publishes_the_command_menu(h: Harness) -> None:
+    (call,) = h.req.of("setMyCommands")
+    listed = [c["command"] for c in call.params["commands"]]
+    assert listed == list(COMMANDS)
+    assert isinstance(h.app.update_processor, PerChatUpdateProcessor)
+    assert isinstance(h.app.bot.rate_limiter, AIORateLimiter)
+    assert h.app.bot.base_url.startswith("https://api.telegram.org/bot")
+
+
+def test_config_errors_come_before_anything_starts() -> None:
+    with pytest.raises(ConfigError, match=r"telegram\.token"):
+        build_application(Settings())
+    with pytest.raises(ConfigError, match=r"llm\.api_key"):
+        build_application(make_settings())  # no engine given and no LLM configured
+    with pytest.raises(ConfigError, match="webhook_url"):
+        build_application(make_settings(mode="webhook"), engine=object())  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="webhook_secret"):
+        build_application(
+            make_settings(mode="webhook", webhook_url="https://x.org/hook", webhook_secret="a b"),
+            engine=object(),  # type: ignore[arg-type]
+        )
+
+
+def test_polling_fetches_only_what_is_handled() -> None:
+    assert set(ALLOWED_UPDATES) == {"message", "edited_message", "my_chat_member"}
+
+
+# -- commands --------------------------------------------------------------------------------
+async def test_start_and_help(h: Harness) -> None:
+    for cmd in ("/start", "/help"):
+        (text,) = await h.say(cmd)
+        assert "Memora" in text and "/remember" in text and "/forgetme" in text
+    assert await h.history(ALICE) == []  # commands are not turns
+
+
+@pytest.mark.parametrize("group", [False, True], ids=["private", "group"])
+@pytest.mark.parametrize("name", list(COMMANDS))
+async def test_every_command_reaches_the_core_with_the_callers_context(
+    make_harness: Callable[..., Awaitable[Harness]], name: str, group: bool
+) -> None:
+    rec = Recorder()
+    h = await make_harness(runner=rec)
+    arg = {"remember": "I like tea", "search": "tea", "forget": "1", "undo": "1"}.get(name, "")
+    suffix = f"@{BOT_NAME}" if group else ""
+    calls = await h.send(f"/{name}{suffix} {arg}".strip(), user=BOB, group=group)
+    ((seen_name, ctx),) = rec.seen
+    assert seen_name == name
+    assert ctx.user.id == BOB and ctx.user.name == "Bob"
+    assert ctx.chat.id == (GROUP if group else BOB)
+    assert ctx.chat.kind == ("group" if group else "private")
+    assert ctx.arg == arg
+    assert ctx.is_admin is False
+    sent = [c for c in calls if c.method in ("sendMessage", "sendDocument")]
+    assert sent, f"/{name} got no answer"
+    first = sent[0].params
+    if group:  # in a busy group the answer quotes the question
+        assert first["reply_parameters"]["message_id"] == h._message_id
+    else:
+        assert "reply_parameters" not in first
+
+
+async def test_plain_command_in_group_and_multiline_argument(
+    make_harness: Callable[..., Awaitable[Harness]],
+) -> None:
+    rec = Recorder()
+    h = await make_harness(runner=rec)
+    await h.send("/status", group=True)
+    await h.send("/search\nmy goals  and plans", group=True)
+    assert [(n, c.arg) for n, c in rec.seen] == [("status", ""), ("search", "my goals  and plans")]
+
+
+async def test_command_for_another_bot_is_ignored(h: Harness) -> None:
+    assert await h.send("/status@other_bot", group=True) == []
+    assert await h.send("/foo", group=True) == []  # may be another bot's command
+    (text,) = await h.say(f"/foo@{BOT_NAME}", group=True)
+    assert "/help" in text
+
+
+async def test_unknown_command_gets_a_short_pointer(h: Harness) -> None:
+    (text,) = await h.say("/foo bar")
+    assert text == "I don't know /foo. Try /help for the list of commands."
+    assert h.llm.calls == [] and await h.history(ALICE) == []
+
+
+async def test_debug_views_after_turns(h: Harness) -> None:
+    await h.say("I am learning English for work.")
+    await h.say("How do I say 'meeting' politely?")
+    (history,) = await h.say("/history")
+    assert "I am learning English for work." in history and "Echo:" in history
+    (context,) = await h.say("/context")
+    assert "How do I say 'meeting' politely?" in context
+    (summary,) = await h.say("/summary")
+    assert summary.startswith("Summary")
+    (status,) = await h.say("/status")
+    assert re.search(r"History messages\s+: 4", status)
+
+
+async def test_export_is_for_admins(h: Harness) -> None:
+    await h.say("hello", user=ADMIN)
+    calls = await h.send("/export", user=ADMIN)
+    (doc,) = [c for c in calls if c.method == "sendDocument"]
+    (name, content, _mime) = doc.files["document"]
+    assert name == f"memora-chat-{ADMIN}.json"
+    data = json.loads(content)
+    assert [m["content"] for m in data["history"]] == ["hello", "Echo: hello"]
+    assert doc.params["caption"].startswith(f"Export of chat {ADMIN}")
+
+    (refused,) = await h.say("/export")
+    assert refused == "Only the bot's admins can export data."
+    (other,) = await h.say(f"/export {ADMIN}")
+    assert "admins" in other
+
+
+async def test_reset_and_forgetme(h: Harness) -> None:
+    await h.say("one")
+    (text,) = await h.say("/reset")
+    assert "Fresh start" in text and "2 messages" in text
+    assert await h.history(ALICE) == []
+    await h.say("two")
+    (text,) = await h.say("/forgetme")
+    assert "Deleted everything" in text
+    assert await h.history(ALICE) == []
+
+
+async def test_memory_commands_without_a_store_say_so(h: Harness) -> None:
+    for cmd in ("/memories", "/remember I like tea", "/search tea", "/forget 1", "/undo 1"):
+        (text,) = await h.say(cmd)
+        assert text == "Long-term memory is turned off on this bot."
+    (text,) = await h.say("/extraction")
+    assert "No extraction" in text
+    (text,) = await h.say("/remember")
+    assert text.startswith("Usage: /remember")
+
+
+@pytest.mark.slow
+async def test_memory_commands_in_a_group_act_on_the_callers_memories(
+    make_harness: Callable[..., Awaitable[Harness]], tmp_path: Path
+) -> None:
+    from memora.embeddings import LocalUSE
+    from memora.longterm import MemoryStore
+
+    store = await MemoryStore.create(tmp_path / "chroma", LocalUSE())
+    try:
+        h = await make_harness(store=store)
+        calls = await h.send(f"/remember@{BOT_NAME} I am preparing for IELTS 7.0", group=True)
+        assert any(c.method == "sendChatAction" for c in calls)  # /remember runs a turn
+        (saved,) = replies(calls)
+        assert saved.startswith("✅ Saved: I am preparing for IELTS 7.0")
+        await h.say("/remember I work as a nurse in Taipei", user=BOB, group=True)
+
+        (alice,) = await h.say("/memories", group=True)
+        assert "IELTS" in alice and "nurse" not in alice and "for Alice" in alice
+        (bob,) = await h.say("/memories", user=BOB, group=True)
+        assert "nurse" in bob and "IELTS" not in bob
+
+        (found,) = await h.say("/search exam score", group=True)
+        assert "IELTS" in found and "nurse" not in found
+        (gone,) = await h.say("/forget 1", user=BOB, group=True)
+        assert gone == "Forgotten: I work as a nurse in Taipei"
+        (alice,) = await h.say("/memories", group=True)
+        assert "IELTS" in alice
+        (undo,) = await h.say("/undo 1", group=True)
+        assert "nothing to undo" in undo
+
+        history = await h.history(GROUP)
+        assert ("user", "I am preparing for IELTS 7.0") in history
+    finally:
+        await store.close()
+
+
+# -- turns -----------------------------------------------------------------------------------
+async def test_private_turn_is_stored_and_rendered_as_html(h: Harness) -> None:
+    h.llm.replies.append("**Good** question: use *could* — e.g. `Could you help?` <3")
+    calls = await h.send("How do I ask politely?")
+    (sent,) = h.req.of("sendMessage")
+    assert sent.params["parse_mode"] == "HTML"
+    assert sent.params["text"] == (
+        "<b>Good</b> question: use <i>could</i> — e.g. <code>Could you help?</code> &lt;3"
+    )
+    assert "reply_parameters" not in sent.params
+    assert calls[0].method == "sendChatAction" and calls[0].params["action"] == "typing"
+    assert await h.history(ALICE) == [
+        ("user", "How do I ask politely?"),
+        ("assistant", "**Good** question: use *could* — e.g. `Could you help?` <3"),
+    ]
+
+
+async def test_typing_is_repeated_until_the_reply_and_not_after(
+    make_harness: Callable[..., Awaitable[Harness]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(handlers, "TYPING_EVERY", 0.05)
+    h = await make_harness(llm=FakeLLM(delay=0.3))
+    calls = await h.send("hello")
+    methods = [c.method for c in calls]
+    assert methods.count("sendChatAction") >= 3
+    assert methods[-1] == "sendMessage"
+    await asyncio.sleep(0.15)
+    assert [c.method for c in h.req.calls[-1:]] == ["sendMessage"]  # the loop really stopped
+
+
+async def test_a_10000_character_reply_is_split(h: Harness) -> None:
+    paragraphs = [f"Paragraph {i}. " + "Practice makes perfect. " * 40 for i in range(10)]
+    answer = "\n\n".join(p.strip() for p in paragraphs)
+    assert len(answer) > 9_000
+    h.llm.replies.append(answer)
+    texts = replies(await h.send("Tell me everything"))
+    assert len(texts) == 3
+    assert all(tg_len(t) <= MAX_TEXT for t in texts)
+    assert all(t.startswith("Paragraph") for t in texts)  # cut between paragraphs
+    assert "\n\n".join(texts) == answer  # nothing lost, nothing added
+
+
+async def test_markdown_the_server_rejects_falls_back_to_plain_text(h: Harness) -> None:
+    h.req.reject_html = True
+    h.llm.replies.append("**Great** work & keep going")
+    await h.send("Check my sentence")
+    first, second = h.req.of("sendMessage")
+    assert first.params["parse_mode"] == "HTML"
+    assert "parse_mode" not in second.params
+    assert second.params["text"] == "Great work & keep going"
+
+
+async def test_llm_outage_gets_a_clear_reply_and_stores_nothing(h: Harness) -> None:
+    h.llm.replies.append(outage())
+    (text,) = await h.say("Are you there?")
+    assert "couldn't reach my language model" in text and "Nothing was saved" in text
+    assert await h.history(ALICE) == []
+    (text,) = await h.say("Are you there now?")
+    assert text == "Echo: Are you there now?"
+
+
+async def test_a_very_long_history_is_sent_as_a_file(h: Harness) -> None:
+    await h.engine.db.ensure_chat(ALICE)
+    for i in range(200):
+        await h.engine.db.record_turn(
+            NewTurn(
+                chat_id=ALICE,
+                user_id=ALICE,
+                user_name="Alice",
+                user_text=f"question {i} " + "q" * 150,
+                reply_text=f"answer {i} " + "a" * 150,
+                context=[ChatMessage("user", "x")],
+                usage=TurnUsage(),
+            )
+        )
+    calls = await h.send("/history")
+    (doc,) = [c for c in calls if c.method == "sendDocument"]
+    assert not replies(calls)
+    name, content, _ = doc.files["document"]
+    assert name == "history.txt"
+    text = content.decode()
+    assert "question 0 " in text and "answer 199 " in text and text.count("\n") >= 400
+    assert "file" in doc.params["caption"]
+
+
+# -- groups ----------------------------------------------------------------------------------
+async def test_group_stays_quiet_unless_addressed(h: Harness) -> None:
+    assert await h.send("good morning everyone", group=True) == []
+    assert await h.send("@someone_else what do you think?", group=True) == []
+    assert await h.send("I agree", group=True, reply_to_user=BOB) == []
+    assert h.llm.calls == []
+    assert await h.history(GROUP) == []
+
+
+async def test_group_mention_is_stripped_and_the_speaker_labelled(h: Harness) -> None:
+    calls = await h.send(f"@{BOT_NAME}, how do I say 早安 in English?", group=True)
+    (text,) = replies(calls)
+    assert text == "Echo: [Alice] how do I say 早安 in English?"
+    assert calls[-1].params["reply_parameters"]["message_id"] == h._message_id
+    await h.say(f"And at night, @{BOT_NAME}?", user=BOB, group=True)
+    history = await h.history(GROUP)
+    assert [c for r, c in history if r == "user"] == [
+        "how do I say 早安 in English?",
+        "And at night?",
+    ]
+    names = [m.user_name for m in await h.engine.db.messages(GROUP) if m.role == "user"]
+    assert names == ["Alice", "Bob"]
+
+
+async def test_group_reply_to_the_bot_is_answered(h: Harness) -> None:
+    (text,) = await h.say("What about 'good evening'?", group=True, reply_to_bot=True)
+    assert text == "Echo: [Alice] What about 'good evening'?"
+
+
+async def test_bare_mention_gets_a_hint_and_stores_nothing(h: Harness) -> None:
+    (text,) = await h.say(f"@{BOT_NAME}", group=True)
+    assert text == handlers.BARE_MENTION
+    assert await h.history(GROUP) == []
+
+
+# -- access control --------------------------------------------------------------------------
+async def test_only_allowed_users_are_served(
+    make_harness: Callable[..., Awaitable[Harness]],
+) -> None:
+    h = await make_harness(allowed_user_ids=[ALICE])
+    (text,) = await h.say("hello", user=BOB)
+    assert text.startswith("Sorry, this bot is private") and str(BOB) in text
+    (text,) = await h.say("/history", user=BOB)
+    assert text.startswith("Sorry, this bot is private")
+    assert await h.history(BOB) == [] and h.llm.calls == []
+    assert await h.send("chatting among ourselves", user=BOB, group=True) == []  # quiet
+    (text,) = await h.say(f"@{BOT_NAME} hi", user=BOB, group=True)
+    assert text.startswith("Sorry, this bot is private")
+    assert await h.history(GROUP) == []
+
+    assert await h.say("hello", user=ALICE) == ["Echo: hello"]
+    assert await h.say("hello", user=ADMIN) == ["Echo: hello"]  # admins always may
+
+
+# -- everything that is not a text message ----------------------------------------------------
+STICKER = {
+    "file_id": "s1",
+    "file_unique_id": "su1",
+    "type": "regular",
+    "width": 512,
+    "height": 512,
+    "is_animated": False,
+    "is_video": False,
+    "emoji": "👍",
+}
+PHOTO = [{"file_id": "p1", "file_unique_id": "pu1", "width": 90, "height": 90}]
+VOICE = {"file_id": "v1", "file_unique_id": "vu1", "duration": 2}
+DOCUMENT = {"file_id": "d1", "file_unique_id": "du1", "file_name": "essay.docx"}
+
+
+@pytest.mark.parametrize(
+    "media",
+    [
+        {"sticker": STICKER},
+        {"photo": PHOTO, "caption": "is this right?"},
+        {"voice": VOICE},
+        {"document": DOCUMENT},
+    ],
+    ids=["sticker", "photo", "voice", "document"],
+)
+async def test_non_text_messages_get_one_line_and_store_nothing(
+    h: Harness, media: dict[str, Any]
+) -> None:
+    calls = await h.push("message", h.message(**media))
+    assert replies(calls) == [handlers.NOT_TEXT]
+    assert await h.push("message", h.message(group=True, **media)) == []
+    addressed = h.message(group=True, reply_to_bot=True, **media)
+    assert replies(await h.push("message", addressed)) == [handlers.NOT_TEXT]
+    assert h.llm.calls == [] and await h.history(ALICE) == [] and await h.history(GROUP) == []
+
+
+async def test_edited_messages_change_nothing(h: Harness) -> None:
+    await h.say("I goed to school")
+    edited = h.message("I went to school", edit_date=int(time.time()))
+    assert replies(await h.push("edited_message", edited)) == [handlers.EDITED]
+    assert await h.push("edited_message", h.message("x", group=True, edit_date=1)) == []
+    assert [c for _, c in await h.history(ALICE)] == ["I goed to school", "Echo: I goed to school"]
+
+
+async def test_channel_posts_are_ignored(h: Harness) -> None:
+    chat = {"id": -1009, "type": "channel", "title": "News"}
+    post = {"message_id": 5, "date": 0, "chat": chat, "sender_chat": chat, "text": "/status"}
+    assert await h.push("channel_post", post) == []
+    assert await h.history(-1009) == []
+
+
+async def test_added_to_a_group_says_hello_once(h: Harness) -> None:
+    def change(old: str, new: str) -> dict[str, Any]:
+        return {
+            "chat": {"id": GROUP, "type": "group", "title": "Study group"},
+            "from": {"id": ALICE, "is_bot": False, "first_name": "Alice"},
+            "date": 0,
+            "old_chat_member": {"status": old, "user": BOT_USER, "until_date": 0},
+            "new_chat_member": {"status": new, "user": BOT_USER, "until_date": 0},
+        }
+
+    (text,) = replies(await h.push("my_chat_member", change("left", "member")))
+    assert f"@{BOT_NAME}" in text and "/help" in text
+    assert await h.push("my_chat_member", change("member", "left")) == []
+    assert await h.push("my_chat_member", change("member", "kicked")) == []
+    assert len(replies(await h.push("my_chat_member", change("kicked", "member")))) == 1
+    assert await h.history(GROUP) == []
+
+
+# -- errors ----------------------------------------------------------------------------------
+async def test_errors_are_logged_without_the_token_and_the_user_is_told(
+    make_harness: Callable[..., Awaitable[Harness]], caplog: pytest.LogCaptureFixture
+) -> None:
+    async def broken(engine: Engine, name: str, ctx: CommandContext) -> Reply:
+        raise RuntimeError(f"database exploded near https://api.telegram.org/bot{TOKEN}/x")
+
+    h = await make_harness(runner=broken)
+    with caplog.at_level(logging.ERROR, logger="bot.telegram.handlers"):
+        (text,) = await h.say("/status")
+    assert text == handlers.ERROR
+    logged = "\n".join(r.getMessage() for r in caplog.records)
+    assert "database exploded" in logged and "[redacted]" in logged
+    assert TOKEN not in logged
+
+
+# -- the processor ---------------------------------------------------------------------------
+def _update(chat_id: int, n: int) -> Update:
+    return Update.de_json(
+        {
+            "update_id": n,
+            "message": {
+                "message_id": n,
+                "date": 0,
+                "chat": {"id": chat_id, "type": "private"},
+                "from": {"id": chat_id, "is_bot": False, "first_name": "U"},
+                "text": str(n),
+            },
+        },
+        None,
+    )
+
+
+async def test_processor_keeps_order_per_chat_and_runs_chats_in_parallel() -> None:
+    proc = PerChatUpdateProcessor(64)
+    await proc.initialize()
+    done: dict[int, list[int]] = {1: [], 2: []}
+
+    async def work(chat: int, n: int) -> None:
+        await asyncio.sleep(0.05 if n % 2 else 0.01)  # later updates would overtake if unordered
+        done[chat].append(n)
+
+    t0 = time.perf_counter()
+    tasks = [
+        asyncio.create_task(proc.process_update(_update(chat, n), work(chat, n)))
+        for n in range(6)
+        for chat in (1, 2)
+    ]
+    assert proc.active_chats == 0  # tasks have not started yet
+    await asyncio.sleep(0)
+    assert proc.active_chats == 2
+    await asyncio.gather(*tasks)
+    elapsed = time.perf_counter() - t0
+    assert done == {1: list(range(6)), 2: list(range(6))}
+    assert elapsed < 0.8 * 2 * (3 * 0.05 + 3 * 0.01)  # the two chats overlapped
+    assert proc.active_chats == 0  # no lock left behind for idle chats
+    await proc.shutdown()
+
+
+async def test_processor_forgets_locks_of_cancelled_waiters() -> None:
+    proc = PerChatUpdateProcessor(8)
+    gate = asyncio.Event()
+
+    async def blocked() -> None:
+        await gate.wait()
+
+    async def never() -> None:
+        raise AssertionError("must not run")
+
+    first = asyncio.create_task(proc.process_update(_update(7, 1), blocked()))
+    waiting = asyncio.create_task(proc.process_update(_update(7, 2), never()))
+    await asyncio.sleep(0.01)
+    waiting.cancel()
+    await asyncio.gather(waiting, return_exceptions=True)
+    gate.set()
+    await first
+    assert proc.active_chats == 0
+
+
+async def test_updates_without_a_chat_run_directly() -> None:
+    proc = PerChatUpdateProcessor(4)
+    ran: list[str] = []
+
+    async def job() -> None:
+        ran.append("yes")
+
+    await proc.process_update(object(), job())
+    assert ran == ["yes"] and proc.active_chats == 0
