@@ -9,7 +9,7 @@ from typing import Any, Literal, Protocol, TypeVar
 
 import openai
 from openai import AsyncOpenAI
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 log = logging.getLogger(__name__)
 
@@ -130,6 +130,8 @@ class OpenAILLM:
             raise LLMError("the model service could not be reached") from exc
         except openai.OpenAIError as exc:
             raise LLMError(f"the model call failed: {type(exc).__name__}") from exc
+        except ValidationError as exc:  # structured output that does not fit the schema
+            raise LLMError("the model returned malformed structured output") from exc
 
     # -- the protocol --------------------------------------------------------------------------
     async def complete(self, instructions: str, messages: list[ChatMessage]) -> Completion:

@@ -1,0 +1,798 @@
+"""A fake OpenAI HTTP server (stdlib only) that the real `openai` SDK talks to over 127.0.0.1.
+
+It speaks enough of the wire format for the SDK's own parsing to work:
+
+- ``POST /v1/responses``               plain text, or structured (``text.format.type ==
+  "json_schema"``, what ``client.responses.parse(text_format=Model)`` sends)
+- ``POST /v1/chat/completions``        plain text, or structured (``response_format`` json_schema)
+- ``POST /v1/responses/input_tokens``  ``{"object": "response.input_tokens", "input_tokens": N}``
+- ``POST /v1/embeddings``              deterministic hashed character-n-gram vectors
+- ``GET  /v1/models``                  a tiny model list
+- anything else                        404 in OpenAI's error format
+
+Every request is recorded (``server.requests``), including each retry the SDK makes. Answers are
+scripted with ``queue_reply`` (FIFO, first priority) or a ``responder`` hook; the default echoes
+the last user message and builds a minimal valid object for structured calls. Failures are
+injected with ``fail_next``, ``down``, ``latency`` and ``kind_latency``.
+
+Usage::
+
+    with FakeOpenAI() as server:
+        llm = OpenAILLM(model="gpt-test", api_key="sk-fake", base_url=server.base_url)
+
+Standalone (echo behaviour, until Ctrl-C)::
+
+    python -m tests.fake_openai --port 8765
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import hashlib
+import json
+import math
+import select
+import signal
+import socket
+import struct
+import sys
+import threading
+import time
+import uuid
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from types import TracebackType
+from typing import Any, Literal
+
+Kind = Literal["reply", "structured", "count", "embed", "other"]
+Api = Literal["responses", "chat_completions", "embeddings", "models"]
+FailMode = Literal["status", "disconnect"]
+
+DEFAULT_EMBEDDING_DIM = 1536
+GENERATION_KINDS: frozenset[str] = frozenset({"reply", "structured"})
+
+
+# -- requests and replies ------------------------------------------------------------------------
+@dataclass
+class FakeRequest:
+    """One HTTP request the server received (every retry is a separate request)."""
+
+    method: str
+    path: str
+    body: dict[str, Any]
+    kind: Kind
+    api: Api | None = None
+    model: str | None = None
+    # Responses `instructions`, or the first system/developer message of a chat request.
+    instructions: str | None = None
+    # {"role", "content"} dicts: Responses `input`, or chat messages minus the leading system one.
+    messages: list[dict[str, str]] = field(default_factory=list)
+    schema_name: str | None = None  # structured calls: the json_schema name
+    schema: dict[str, Any] | None = None  # structured calls: the JSON schema itself
+    texts: list[str] = field(default_factory=list)  # embedding inputs
+    headers: dict[str, str] = field(default_factory=dict)  # lower-cased names
+    retry_count: int = 0  # the SDK's `x-stainless-retry-count` header (0 on the first try)
+
+    @property
+    def last_user_message(self) -> str:
+        return next((m["content"] for m in reversed(self.messages) if m["role"] == "user"), "")
+
+
+@dataclass
+class FakeReply:
+    """A scripted answer.
+
+    `text` is the answer text (for structured calls it is sent verbatim, so invalid JSON can be
+    tested); `data` is dumped to JSON when `text` is None. `refusal` makes the model refuse
+    (Responses: a refusal content part; Chat: `message.refusal`). `incomplete` marks the answer as
+    cut off (Responses: status "incomplete"; Chat: finish_reason "length"). `usage` overrides
+    the token figures: keys "input_tokens" and/or "output_tokens" (for count calls,
+    "input_tokens" is the count; for embed calls it is the billed tokens).
+    """
+
+    text: str | None = None
+    data: Any = None
+    refusal: str | None = None
+    incomplete: bool = False
+    usage: dict[str, int] | None = None
+
+
+Answer = FakeReply | str | dict[str, Any] | list[Any] | int
+Responder = Callable[[FakeRequest], Answer]
+
+
+@dataclass
+class _Failure:
+    kind: Kind | None
+    status: int
+    mode: FailMode
+    message: str | None
+
+
+def approx_tokens(text: str) -> int:
+    """The fake's deterministic token estimate for one message / answer."""
+    return len(text) // 4 + 1
+
+
+def input_tokens_of(req: FakeRequest) -> int:
+    """Input tokens the fake bills: one `approx_tokens` per message, instructions included."""
+    parts = ([req.instructions] if req.instructions else []) + [m["content"] for m in req.messages]
+    if req.kind == "embed":
+        parts = req.texts
+    return sum(approx_tokens(p) for p in parts)
+
+
+def fake_embedding(text: str, dim: int = DEFAULT_EMBEDDING_DIM) -> list[float]:
+    """Deterministic L2-normalised vector: hashed bag of character 3-grams and words."""
+    vec = [0.0] * dim
+    norm_text = " " + " ".join(text.lower().split()) + " "
+    grams = [norm_text[i : i + 3] for i in range(max(1, len(norm_text) - 2))]
+    grams += ["w:" + w for w in norm_text.split()]
+    for gram in grams:
+        n = int.from_bytes(hashlib.blake2b(gram.encode(), digest_size=8).digest(), "little")
+        vec[n % dim] += 1.0 if (n >> 63) & 1 else -1.0
+    norm = math.sqrt(sum(v * v for v in vec)) or 1.0
+    return [v / norm for v in vec]
+
+
+def minimal_instance(schema: dict[str, Any], root: dict[str, Any] | None = None) -> Any:
+    """A minimal value valid for a (pydantic / OpenAI strict) JSON schema.
+
+    Empty strings and arrays, 0, false, null for nullable, the first enum value; follows
+    `$ref` into `$defs` / `definitions`; honours minLength / minItems / minimum.
+    """
+    root = schema if root is None else root
+    if "$ref" in schema:
+        target: Any = root
+        for part in str(schema["$ref"]).removeprefix("#/").split("/"):
+            target = target[part]
+        merged = {**target, **{k: v for k, v in schema.items() if k != "$ref"}}
+        return minimal_instance(merged, root)
+    if "const" in schema:
+        return schema["const"]
+    if schema.get("enum"):
+        return schema["enum"][0]
+    for key in ("anyOf", "oneOf"):
+        if key in schema:
+            options: list[dict[str, Any]] = schema[key]
+            if any(o.get("type") == "null" for o in options):
+                return None
+            return minimal_instance(options[0], root)
+    if "allOf" in schema:
+        merged = {}
+        for part_schema in schema["allOf"]:
+            merged.update(part_schema)
+        return minimal_instance(merged, root)
+    typ = schema.get("type")
+    if isinstance(typ, list):
+        if "null" in typ:
+            return None
+        typ = typ[0] if typ else None
+    if typ == "object" or (typ is None and "properties" in schema):
+        props: dict[str, Any] = schema.get("properties", {})
+        return {name: minimal_instance(sub, root) for name, sub in props.items()}
+    if typ == "array":
+        items = schema.get("items", {})
+        return [minimal_instance(items, root) for _ in range(int(schema.get("minItems", 0)))]
+    if typ == "string":
+        fmt = schema.get("format")
+        if fmt == "date-time":
+            return "1970-01-01T00:00:00Z"
+        if fmt == "date":
+            return "1970-01-01"
+        return "x" * int(schema.get("minLength", 0))
+    if typ in ("integer", "number"):
+        value: float = 0
+        if "minimum" in schema:
+            value = max(value, schema["minimum"])
+        if "exclusiveMinimum" in schema:
+            value = max(value, schema["exclusiveMinimum"] + 1)
+        if "maximum" in schema and value > schema["maximum"]:
+            value = schema["maximum"]
+        return math.ceil(value) if typ == "integer" else value
+    if typ == "boolean":
+        return False
+    return None
+
+
+# -- request parsing -------------------------------------------------------------------------------
+def _content_text(content: Any) -> str:
+    """Flatten message content: a string, or a list of parts with `text`."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(str(p.get("text", "")) if isinstance(p, dict) else str(p) for p in content)
+    return "" if content is None else str(content)
+
+
+def _messages(items: Any) -> list[dict[str, str]]:
+    if isinstance(items, str):
+        return [{"role": "user", "content": items}]
+    out: list[dict[str, str]] = []
+    for item in items or []:
+        if isinstance(item, dict) and "role" in item:
+            out.append({"role": str(item["role"]), "content": _content_text(item.get("content"))})
+    return out
+
+
+def _describe(method: str, path: str, body: dict[str, Any], headers: dict[str, str]) -> FakeRequest:
+    req = FakeRequest(method=method, path=path, body=body, kind="other", headers=headers)
+    req.model = body.get("model") if isinstance(body.get("model"), str) else None
+    try:
+        req.retry_count = int(headers.get("x-stainless-retry-count", "0"))
+    except ValueError:
+        req.retry_count = 0
+    fmt: Any = None
+    if method == "POST" and path == "/v1/responses":
+        req.api = "responses"
+        instr = body.get("instructions")
+        req.instructions = _content_text(instr) if instr is not None else None
+        req.messages = _messages(body.get("input"))
+        fmt = (body.get("text") or {}).get("format")
+        if isinstance(fmt, dict) and fmt.get("type") in ("json_schema", "json_object"):
+            req.kind = "structured"
+            req.schema_name = fmt.get("name")
+            req.schema = fmt.get("schema")
+        else:
+            req.kind = "reply"
+    elif method == "POST" and path == "/v1/chat/completions":
+        req.api = "chat_completions"
+        msgs = _messages(body.get("messages"))
+        if msgs and msgs[0]["role"] in ("system", "developer"):
+            req.instructions = msgs[0]["content"]
+            msgs = msgs[1:]
+        req.messages = msgs
+        fmt = body.get("response_format")
+        if isinstance(fmt, dict) and fmt.get("type") in ("json_schema", "json_object"):
+            req.kind = "structured"
+            js = fmt.get("json_schema") or {}
+            req.schema_name = js.get("name")
+            req.schema = js.get("schema")
+        else:
+            req.kind = "reply"
+    elif method == "POST" and path == "/v1/responses/input_tokens":
+        req.api = "responses"
+        req.kind = "count"
+        instr = body.get("instructions")
+        req.instructions = _content_text(instr) if instr is not None else None
+        req.messages = _messages(body.get("input"))
+    elif method == "POST" and path == "/v1/embeddings":
+        req.api = "embeddings"
+        req.kind = "embed"
+        raw = body.get("input")
+        if isinstance(raw, str):
+            req.texts = [raw]
+        elif isinstance(raw, list) and raw and all(isinstance(t, int) for t in raw):
+            req.texts = [" ".join(map(str, raw))]  # one pre-tokenised input
+        elif isinstance(raw, list):
+            req.texts = [t if isinstance(t, str) else " ".join(map(str, t)) for t in raw]
+    elif method == "GET" and path == "/v1/models":
+        req.api = "models"
+    return req
+
+
+# -- answers ---------------------------------------------------------------------------------------
+def default_responder(req: FakeRequest) -> Answer:
+    """Echo the last user message; for structured calls, a minimal object valid for the schema."""
+    if req.kind == "structured":
+        return minimal_instance(req.schema) if req.schema else {}
+    return f"Echo: {req.last_user_message}"
+
+
+def _as_reply(answer: Answer, kind: Kind) -> FakeReply:
+    if isinstance(answer, FakeReply):
+        return answer
+    if isinstance(answer, str):
+        return FakeReply(text=answer)
+    if isinstance(answer, bool) or not isinstance(answer, int):
+        return FakeReply(data=answer)
+    if kind == "count":
+        return FakeReply(usage={"input_tokens": answer})
+    return FakeReply(text=str(answer))
+
+
+def _reply_text(reply: FakeReply) -> str:
+    if reply.text is not None:
+        return reply.text
+    if reply.data is None:
+        return ""
+    dump = getattr(reply.data, "model_dump_json", None)  # a pydantic model is fine too
+    return str(dump()) if callable(dump) else json.dumps(reply.data, ensure_ascii=False)
+
+
+def _new_id(prefix: str) -> str:
+    return prefix + uuid.uuid4().hex[:24]
+
+
+def _responses_body(req: FakeRequest, reply: FakeReply, text: str, usage: tuple[int, int]) -> Any:
+    now = int(time.time())
+    content: list[dict[str, Any]]
+    if reply.refusal is not None:
+        content = [{"type": "refusal", "refusal": reply.refusal}]
+    else:
+        content = [{"type": "output_text", "text": text, "annotations": [], "logprobs": []}]
+    output: list[dict[str, Any]] = []
+    reasoning = req.body.get("reasoning")
+    if reasoning:  # reasoning models put a reasoning item before the message
+        output.append({"id": _new_id("rs_"), "type": "reasoning", "summary": []})
+    status = "incomplete" if reply.incomplete else "completed"
+    output.append(
+        {
+            "id": _new_id("msg_"),
+            "type": "message",
+            "role": "assistant",
+            "status": status,
+            "content": content,
+        }
+    )
+    inp, out = usage
+    return {
+        "id": _new_id("resp_"),
+        "object": "response",
+        "created_at": now,
+        "status": status,
+        "background": False,
+        "completed_at": None if reply.incomplete else now,
+        "error": None,
+        "incomplete_details": {"reason": "max_output_tokens"} if reply.incomplete else None,
+        "instructions": req.body.get("instructions"),
+        "max_output_tokens": req.body.get("max_output_tokens"),
+        "max_tool_calls": None,
+        "model": req.model or "fake-model",
+        "output": output,
+        "parallel_tool_calls": True,
+        "previous_response_id": req.body.get("previous_response_id"),
+        "reasoning": {"effort": (reasoning or {}).get("effort"), "summary": None},
+        "service_tier": "default",
+        "store": bool(req.body.get("store", True)),
+        "temperature": req.body.get("temperature", 1.0),
+        "text": req.body.get("text") or {"format": {"type": "text"}, "verbosity": "medium"},
+        "tool_choice": req.body.get("tool_choice", "auto"),
+        "tools": req.body.get("tools", []),
+        "top_p": req.body.get("top_p", 1.0),
+        "truncation": "disabled",
+        "usage": {
+            "input_tokens": inp,
+            "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},
+            "output_tokens": out,
+            "output_tokens_details": {"reasoning_tokens": 0},
+            "total_tokens": inp + out,
+        },
+        "user": None,
+        "metadata": req.body.get("metadata") or {},
+    }
+
+
+def _chat_body(req: FakeRequest, reply: FakeReply, text: str, usage: tuple[int, int]) -> Any:
+    inp, out = usage
+    message: dict[str, Any] = {"role": "assistant", "content": text, "refusal": None}
+    if reply.refusal is not None:
+        message.update(content=None, refusal=reply.refusal)
+    message["annotations"] = []
+    return {
+        "id": _new_id("chatcmpl-"),
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": req.model or "fake-model",
+        "choices": [
+            {
+                "index": 0,
+                "message": message,
+                "logprobs": None,
+                "finish_reason": "length" if reply.incomplete else "stop",
+            }
+        ],
+        "usage": {
+            "prompt_tokens": inp,
+            "completion_tokens": out,
+            "total_tokens": inp + out,
+            "prompt_tokens_details": {"cached_tokens": 0, "audio_tokens": 0},
+            "completion_tokens_details": {
+                "reasoning_tokens": 0,
+                "audio_tokens": 0,
+                "accepted_prediction_tokens": 0,
+                "rejected_prediction_tokens": 0,
+            },
+        },
+        "service_tier": "default",
+        "system_fingerprint": "fp_fake",
+    }
+
+
+def _embeddings_body(req: FakeRequest, reply: FakeReply | None) -> Any:
+    dim = req.body.get("dimensions") or DEFAULT_EMBEDDING_DIM
+    b64 = req.body.get("encoding_format") == "base64"  # the SDK asks for base64 by default
+    data = []
+    for i, t in enumerate(req.texts):
+        vec = fake_embedding(t, int(dim))
+        emb: Any = base64.b64encode(struct.pack(f"<{len(vec)}f", *vec)).decode() if b64 else vec
+        data.append({"object": "embedding", "index": i, "embedding": emb})
+    tokens = input_tokens_of(req)
+    if reply is not None and reply.usage and "input_tokens" in reply.usage:
+        tokens = reply.usage["input_tokens"]
+    return {
+        "object": "list",
+        "data": data,
+        "model": req.model or "text-embedding-3-small",
+        "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
+    }
+
+
+def error_body(message: str, type_: str, code: str | None = None) -> dict[str, Any]:
+    """OpenAI's error envelope."""
+    return {"error": {"message": message, "type": type_, "param": None, "code": code}}
+
+
+_STATUS_ERRORS: dict[int, tuple[str, str | None, str]] = {
+    400: ("invalid_request_error", None, "Bad request."),
+    401: ("invalid_request_error", "invalid_api_key", "Incorrect API key provided."),
+    404: ("invalid_request_error", None, "Not found."),
+    429: ("requests", "rate_limit_exceeded", "Rate limit reached (fake)."),
+    500: ("server_error", None, "The server had an error while processing your request."),
+    502: ("server_error", None, "Bad gateway."),
+    503: ("server_error", None, "The engine is currently overloaded, please try again later."),
+}
+
+
+# -- the HTTP server -------------------------------------------------------------------------------
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+    def __init__(self, address: tuple[str, int], fake: FakeOpenAI) -> None:
+        self.fake = fake
+        super().__init__(address, _Handler)
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        exc = sys.exc_info()[1]
+        if isinstance(exc, OSError):  # the client went away (timeouts, stop()): not our problem
+            return
+        super().handle_error(request, client_address)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # else keep-alive answers wait ~40 ms for delayed ACKs
+    server: _Server
+
+    def setup(self) -> None:
+        super().setup()
+        self.server.fake._track(self.connection, add=True)
+
+    def finish(self) -> None:
+        try:
+            super().finish()
+        finally:
+            self.server.fake._track(self.connection, add=False)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        if self.server.fake.verbose:
+            sys.stderr.write(f"fake-openai: {format % args}\n")
+
+    def do_GET(self) -> None:
+        self._serve("GET")
+
+    def do_POST(self) -> None:
+        self._serve("POST")
+
+    def do_DELETE(self) -> None:
+        self._serve("DELETE")
+
+    def do_PUT(self) -> None:
+        self._serve("PUT")
+
+    def do_PATCH(self) -> None:
+        self._serve("PATCH")
+
+    def _read_body(self) -> bytes:
+        if self.headers.get("transfer-encoding", "").lower() == "chunked":
+            chunks = []
+            while True:
+                size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
+                if size == 0:
+                    while self.rfile.readline().strip():
+                        pass
+                    break
+                chunks.append(self.rfile.read(size))
+                self.rfile.readline()
+            return b"".join(chunks)
+        length = int(self.headers.get("content-length") or 0)
+        return self.rfile.read(length) if length else b""
+
+    def _client_gone(self) -> bool:
+        """Whether the client closed the connection (e.g. it timed out while we slept)."""
+        try:
+            readable, _, _ = select.select([self.connection], [], [], 0)
+            return bool(readable) and self.connection.recv(1, socket.MSG_PEEK) == b""
+        except (OSError, ValueError):
+            return True
+
+    def _serve(self, method: str) -> None:
+        fake = self.server.fake
+        path = self.path.split("?", 1)[0].rstrip("/")
+        raw = self._read_body()
+        headers = {k.lower(): v for k, v in self.headers.items()}
+        try:
+            parsed = json.loads(raw) if raw else {}
+        except ValueError:
+            parsed = None
+        body: dict[str, Any] = parsed if isinstance(parsed, dict) else {}
+        req = _describe(method, path, body, headers)
+        status, payload, extra = fake._handle(
+            req, bad_json=raw != b"" and parsed is None, client_gone=self._client_gone
+        )
+        if status == 0:  # disconnect without an answer
+            self.close_connection = True
+            try:
+                self.connection.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            return
+        data = json.dumps(payload).encode()
+        self.send_response(status)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(data)))
+        self.send_header("x-request-id", "req_" + uuid.uuid4().hex[:16])
+        self.send_header("openai-processing-ms", "1")
+        for k, v in extra.items():
+            self.send_header(k, v)
+        self.end_headers()
+        self.wfile.write(data)
+        self.wfile.flush()
+
+
+class FakeOpenAI:
+    """A fake OpenAI API on 127.0.0.1 (port 0 = a free one), served from a daemon thread.
+
+    Thread-safe; usable from sync tests, async tests and subprocesses (pass `base_url`).
+    """
+
+    def __init__(self, host: str = "127.0.0.1", port: int = 0, *, verbose: bool = False) -> None:
+        self.host = host
+        self.port = port
+        self.verbose = verbose
+        self.responder: Responder = default_responder
+        self.latency: float = 0.0  # seconds added to every answer
+        self.kind_latency: dict[str, float] = {}  # extra seconds per request kind
+        self.down: bool = False  # every request answers 503
+        self.api_key: str | None = None  # when set, other bearer tokens get 401
+        self.retry_after_ms: float | None = 1.0  # sent with error answers; keeps retries fast
+        self.responder_errors: list[Exception] = []  # exceptions raised by `responder`
+        self._lock = threading.Lock()
+        self._requests: list[FakeRequest] = []
+        self._queue: deque[tuple[Kind | None, Answer]] = deque()
+        self._failures: deque[_Failure] = deque()
+        self._server: _Server | None = None
+        self._thread: threading.Thread | None = None
+        self._stopping = threading.Event()
+        self._connections: set[socket.socket] = set()
+        self._epoch = 0  # bumped by reset(): answers still sleeping in `latency` are dropped
+
+    # -- lifecycle -------------------------------------------------------------------------------
+    def start(self) -> FakeOpenAI:
+        if self._server is not None:
+            return self
+        self._stopping.clear()
+        self._server = _Server((self.host, self.port), self)
+        self.port = self._server.server_address[1]
+        self._thread = threading.Thread(
+            target=self._server.serve_forever,
+            kwargs={"poll_interval": 0.05},
+            name=f"fake-openai:{self.port}",
+            daemon=True,
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        server, self._server = self._server, None
+        if server is None:
+            return
+        self._stopping.set()  # wakes handlers sleeping in `latency`
+        server.shutdown()
+        server.server_close()
+        with self._lock:
+            conns = list(self._connections)
+        for conn in conns:  # unblock keep-alive handlers waiting for a next request
+            try:
+                conn.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+        if self._thread is not None:
+            self._thread.join(timeout=2)
+            self._thread = None
+
+    def __enter__(self) -> FakeOpenAI:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    @property
+    def base_url(self) -> str:
+        """E.g. "http://127.0.0.1:PORT/v1" (what `AsyncOpenAI(base_url=...)` wants)."""
+        if self._server is None:
+            raise RuntimeError("FakeOpenAI is not running; call start() first")
+        return f"http://{self.host}:{self.port}/v1"
+
+    # -- scripting -------------------------------------------------------------------------------
+    def queue_reply(self, answer: Answer, kind: Kind | None = None) -> None:
+        """Answer the next request of `kind` with this (FIFO, before the responder).
+
+        kind=None matches the next generation request ("reply" or "structured"); count and embed
+        requests only take entries queued for their own kind (an int or FakeReply(usage=...)).
+        """
+        with self._lock:
+            self._queue.append((kind, answer))
+
+    def fail_next(
+        self,
+        n: int = 1,
+        status: int = 500,
+        kind: Kind | None = None,
+        *,
+        mode: FailMode = "status",
+        message: str | None = None,
+    ) -> None:
+        """Fail the next `n` requests (of `kind`, or of any kind): an HTTP error in OpenAI's
+        format, or with mode="disconnect" a closed socket and no answer at all."""
+        with self._lock:
+            self._failures.extend(_Failure(kind, status, mode, message) for _ in range(n))
+
+    def reset(self) -> None:
+        """Forget recorded requests, queued replies and failures; restore default behaviour."""
+        with self._lock:
+            self._epoch += 1
+            self._requests.clear()
+            self._queue.clear()
+            self._failures.clear()
+            self.responder_errors.clear()
+        self.responder = default_responder
+        self.latency = 0.0
+        self.kind_latency = {}
+        self.down = False
+        self.api_key = None
+        self.retry_after_ms = 1.0
+
+    # -- inspection ------------------------------------------------------------------------------
+    @property
+    def requests(self) -> list[FakeRequest]:
+        """A snapshot of every request received, in order."""
+        with self._lock:
+            return list(self._requests)
+
+    def requests_of(self, kind: Kind) -> list[FakeRequest]:
+        return [r for r in self.requests if r.kind == kind]
+
+    @property
+    def last_request(self) -> FakeRequest:
+        with self._lock:
+            if not self._requests:
+                raise AssertionError("FakeOpenAI received no requests")
+            return self._requests[-1]
+
+    # -- internals -------------------------------------------------------------------------------
+    def _track(self, conn: socket.socket, *, add: bool) -> None:
+        with self._lock:
+            if add:
+                self._connections.add(conn)
+            else:
+                self._connections.discard(conn)
+
+    def _error(self, status: int, message: str | None = None) -> tuple[int, Any, dict[str, str]]:
+        type_, code, default = _STATUS_ERRORS.get(status, ("server_error", None, "Error."))
+        headers: dict[str, str] = {}
+        if status == 429 or status >= 500:
+            if self.retry_after_ms is not None:
+                headers["retry-after-ms"] = f"{self.retry_after_ms:g}"
+            if status == 429:
+                headers["retry-after"] = "0"
+        return status, error_body(message or default, type_, code), headers
+
+    def _take_failure(self, kind: Kind) -> _Failure | None:
+        for f in self._failures:
+            if f.kind is None or f.kind == kind:
+                self._failures.remove(f)
+                return f
+        return None
+
+    def _take_queued(self, kind: Kind) -> tuple[bool, Answer]:
+        for entry in self._queue:
+            qkind, answer = entry
+            if qkind == kind or (qkind is None and kind in GENERATION_KINDS):
+                self._queue.remove(entry)
+                return True, answer
+        return False, ""
+
+    def _handle(
+        self, req: FakeRequest, *, bad_json: bool, client_gone: Callable[[], bool]
+    ) -> tuple[int, Any, dict[str, str]]:
+        with self._lock:
+            self._requests.append(req)
+            failure = None if self.down else self._take_failure(req.kind)
+            epoch = self._epoch
+        delay = self.latency + self.kind_latency.get(req.kind, 0.0)
+        if delay > 0:
+            # After a sleep, a client that gave up (or a reset()/stop() meanwhile) must not
+            # consume replies queued for later requests: just drop the connection.
+            if self._stopping.wait(delay) or epoch != self._epoch or client_gone():
+                return 0, None, {}
+        if self.api_key is not None:
+            if req.headers.get("authorization") != f"Bearer {self.api_key}":
+                return self._error(401)
+        if self.down:
+            return self._error(503)
+        if failure is not None:
+            if failure.mode == "disconnect":
+                return 0, None, {}
+            return self._error(failure.status, failure.message)
+        if bad_json:
+            return self._error(400, "We could not parse the JSON body of your request.")
+        if req.body.get("stream"):
+            return self._error(400, "FakeOpenAI does not support stream=true.")
+        if req.api == "models" and req.kind == "other":
+            models = ["gpt-fake", "text-embedding-3-small"]
+            data = [{"id": m, "object": "model", "created": 0, "owned_by": "fake"} for m in models]
+            return 200, {"object": "list", "data": data}, {}
+        if req.kind == "other":
+            return self._error(404, f"Invalid URL ({req.method} {req.path})")
+        with self._lock:
+            found, answer = self._take_queued(req.kind)
+        if req.kind == "embed":
+            return 200, _embeddings_body(req, _as_reply(answer, "embed") if found else None), {}
+        if req.kind == "count":
+            count = input_tokens_of(req)
+            if found:
+                usage = _as_reply(answer, "count").usage or {}
+                count = usage.get("input_tokens", count)
+            return 200, {"object": "response.input_tokens", "input_tokens": count}, {}
+        if not found:
+            try:
+                answer = self.responder(req)
+            except Exception as exc:  # a broken test responder: say so, and don't get retried
+                with self._lock:
+                    self.responder_errors.append(exc)
+                status, payload, headers = self._error(500, f"FakeOpenAI responder raised {exc!r}")
+                return status, payload, {**headers, "x-should-retry": "false"}
+        reply = _as_reply(answer, req.kind)
+        text = _reply_text(reply)
+        usage = reply.usage or {}
+        tokens = (
+            usage.get("input_tokens", input_tokens_of(req)),
+            usage.get("output_tokens", approx_tokens(reply.refusal or text)),
+        )
+        if req.api == "responses":
+            return 200, _responses_body(req, reply, text, tokens), {}
+        return 200, _chat_body(req, reply, text, tokens), {}
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description="Serve a fake OpenAI API (echo replies).")
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=8765)
+    parser.add_argument("--latency", type=float, default=0.0, help="seconds added to answers")
+    parser.add_argument("--quiet", action="store_true", help="do not log requests")
+    args = parser.parse_args(argv)
+    server = FakeOpenAI(args.host, args.port, verbose=not args.quiet)
+    server.latency = args.latency
+    signal.signal(signal.SIGTERM, signal.default_int_handler)  # `kill` stops it like Ctrl-C
+    with server:
+        print(
+            f"fake OpenAI API at {server.base_url} (any API key works); Ctrl-C to stop", flush=True
+        )
+        try:
+            threading.Event().wait()
+        except KeyboardInterrupt:
+            print("stopped")
+
+
+if __name__ == "__main__":
+    main()

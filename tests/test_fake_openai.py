@@ -1,0 +1,400 @@
+"""The fake OpenAI server, exercised through the real SDK via our own clients (memora.llm)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
+from typing import Literal
+
+import numpy as np
+import openai
+import pytest
+from pydantic import BaseModel
+
+from memora.embeddings import OpenAIEmbedder
+from memora.llm import ChatMessage, LLMError, OpenAILLM
+from tests.fake_openai import (
+    FakeOpenAI,
+    FakeReply,
+    FakeRequest,
+    approx_tokens,
+    fake_embedding,
+    minimal_instance,
+)
+
+API = Literal["responses", "chat_completions"]
+APIS: list[API] = ["responses", "chat_completions"]
+
+INSTR = "You are a patient English tutor."
+MSGS = [
+    ChatMessage("user", "Hi, I goed to school."),
+    ChatMessage("assistant", "You mean 'went'."),
+    ChatMessage("user", "Yes, I went to school yesterday."),
+]
+
+
+class Level(BaseModel):
+    code: Literal["A1", "A2", "B1"]
+    confidence: float
+
+
+class Correction(BaseModel):
+    corrected: str
+    mistakes: list[str]
+    count: int
+    ok: bool
+    note: str | None = None
+    level: Level
+
+
+@pytest.fixture(scope="module")
+def _server() -> Iterator[FakeOpenAI]:
+    with FakeOpenAI() as server:
+        yield server
+
+
+@pytest.fixture
+def fake(_server: FakeOpenAI) -> FakeOpenAI:
+    _server.reset()
+    return _server
+
+
+@asynccontextmanager
+async def make_llm(
+    fake: FakeOpenAI, api: API = "responses", *, client_timeout: float = 10.0, max_retries: int = 2
+) -> AsyncIterator[OpenAILLM]:
+    llm = OpenAILLM(
+        model="gpt-fake",
+        api_key="sk-fake",
+        base_url=fake.base_url,
+        api=api,
+        timeout=client_timeout,
+        max_retries=max_retries,
+    )
+    try:
+        yield llm
+    finally:
+        await llm.aclose()
+
+
+def expected_input_tokens(instructions: str, messages: list[ChatMessage]) -> int:
+    return approx_tokens(instructions) + sum(approx_tokens(m.content) for m in messages)
+
+
+# -- plain replies ---------------------------------------------------------------------------------
+@pytest.mark.parametrize("api", APIS)
+async def test_complete_echoes_last_user_message_with_usage(fake: FakeOpenAI, api: API) -> None:
+    async with make_llm(fake, api) as llm:
+        out = await llm.complete(INSTR, MSGS)
+    assert out.text == "Echo: Yes, I went to school yesterday."
+    assert out.usage.input_tokens == expected_input_tokens(INSTR, MSGS)
+    assert out.usage.output_tokens == approx_tokens(out.text)
+    [req] = fake.requests
+    assert req.kind == "reply"
+    assert req.path == ("/v1/responses" if api == "responses" else "/v1/chat/completions")
+    assert req.instructions == INSTR
+    assert req.messages == [m.as_dict() for m in MSGS]
+    assert req.model == "gpt-fake"
+    assert req.schema_name is None
+    assert req.headers["authorization"] == "Bearer sk-fake"
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_queued_and_responder_answers(fake: FakeOpenAI, api: API) -> None:
+    fake.queue_reply("first")
+    fake.queue_reply(FakeReply(text="second", usage={"input_tokens": 7, "output_tokens": 3}))
+    fake.responder = lambda req: f"hook saw {len(req.messages)} messages"
+    async with make_llm(fake, api) as llm:
+        first = await llm.complete(INSTR, MSGS)
+        second = await llm.complete(INSTR, MSGS)
+        third = await llm.complete(INSTR, MSGS)
+    assert (first.text, second.text, third.text) == ("first", "second", "hook saw 3 messages")
+    assert (second.usage.input_tokens, second.usage.output_tokens) == (7, 3)
+
+
+async def test_responses_with_string_input_and_reasoning(fake: FakeOpenAI) -> None:
+    client = openai.AsyncOpenAI(api_key="sk-fake", base_url=fake.base_url, max_retries=0)
+    try:
+        resp = await client.responses.create(
+            model="gpt-fake", input="plain string input", reasoning={"effort": "low"}
+        )
+    finally:
+        await client.close()
+    assert resp.output_text == "Echo: plain string input"
+    assert [item.type for item in resp.output] == ["reasoning", "message"]
+    assert resp.usage is not None and resp.usage.total_tokens == (
+        resp.usage.input_tokens + resp.usage.output_tokens
+    )
+    assert fake.last_request.messages == [{"role": "user", "content": "plain string input"}]
+    assert fake.last_request.instructions is None
+
+
+# -- structured output -----------------------------------------------------------------------------
+@pytest.mark.parametrize("api", APIS)
+async def test_parse_scripted_object(fake: FakeOpenAI, api: API) -> None:
+    answer = {
+        "corrected": "I went to school.",
+        "mistakes": ["goed"],
+        "count": 1,
+        "ok": False,
+        "note": None,
+        "level": {"code": "A2", "confidence": 0.8},
+    }
+    fake.queue_reply(answer)
+    async with make_llm(fake, api) as llm:
+        out = await llm.parse(INSTR, MSGS, Correction)
+    assert out.parsed == Correction.model_validate(answer)
+    assert json.loads(out.text) == answer
+    assert out.usage.input_tokens == expected_input_tokens(INSTR, MSGS)
+    [req] = fake.requests
+    assert req.kind == "structured"
+    assert req.schema_name == "Correction"
+    assert req.schema is not None and "level" in req.schema["properties"]
+    assert req.instructions == INSTR
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_parse_default_minimal_object(fake: FakeOpenAI, api: API) -> None:
+    async with make_llm(fake, api) as llm:
+        out = await llm.parse(INSTR, MSGS, Correction)
+    assert out.parsed == Correction(
+        corrected="",
+        mistakes=[],
+        count=0,
+        ok=False,
+        note=None,
+        level=Level(code="A1", confidence=0),
+    )
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_parse_refusal_gives_none(fake: FakeOpenAI, api: API) -> None:
+    fake.queue_reply(FakeReply(refusal="I can't help with that."), kind="structured")
+    async with make_llm(fake, api) as llm:
+        out = await llm.parse(INSTR, MSGS, Correction)
+    assert out.parsed is None
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_parse_malformed_json_is_llm_error(fake: FakeOpenAI, api: API) -> None:
+    fake.queue_reply("this is not json")
+    async with make_llm(fake, api) as llm:
+        with pytest.raises(LLMError, match="malformed structured output"):
+            await llm.parse(INSTR, MSGS, Correction)
+
+
+def test_minimal_instance_constraints() -> None:
+    schema = {
+        "type": "object",
+        "properties": {
+            "n": {"type": "integer", "minimum": 2},
+            "s": {"type": "string", "minLength": 3},
+            "xs": {"type": "array", "items": {"type": "boolean"}, "minItems": 2},
+            "c": {"const": "fixed"},
+            "when": {"type": "string", "format": "date-time"},
+            "maybe": {"type": ["number", "null"]},
+        },
+    }
+    assert minimal_instance(schema) == {
+        "n": 2,
+        "s": "xxx",
+        "xs": [False, False],
+        "c": "fixed",
+        "when": "1970-01-01T00:00:00Z",
+        "maybe": None,
+    }
+
+
+# -- token counting --------------------------------------------------------------------------------
+async def test_count_input_tokens(fake: FakeOpenAI) -> None:
+    fake.queue_reply("not for counts")  # kind=None entries are for generation requests only
+    async with make_llm(fake) as llm:
+        n = await llm.count_input_tokens(INSTR, MSGS)
+        fake.queue_reply(1234, kind="count")
+        scripted = await llm.count_input_tokens(INSTR, MSGS)
+        reply = await llm.complete(INSTR, MSGS)
+    assert n == expected_input_tokens(INSTR, MSGS)
+    assert scripted == 1234
+    assert reply.text == "not for counts"
+    assert [r.kind for r in fake.requests] == ["count", "count", "reply"]
+    assert fake.requests[0].path == "/v1/responses/input_tokens"
+
+
+# -- failures --------------------------------------------------------------------------------------
+@pytest.mark.parametrize("api", APIS)
+@pytest.mark.parametrize("status", [500, 429, 503])
+async def test_retried_failures_are_counted(fake: FakeOpenAI, api: API, status: int) -> None:
+    fake.fail_next(2, status=status)
+    async with make_llm(fake, api, max_retries=2) as llm:
+        out = await llm.complete(INSTR, MSGS)
+    assert out.text.startswith("Echo:")
+    assert [r.retry_count for r in fake.requests] == [0, 1, 2]
+
+
+async def test_fail_next_by_kind(fake: FakeOpenAI) -> None:
+    fake.fail_next(1, status=500, kind="structured")
+    async with make_llm(fake, max_retries=0) as llm:
+        await llm.complete(INSTR, MSGS)
+        with pytest.raises(LLMError, match="HTTP 500"):
+            await llm.parse(INSTR, MSGS, Correction)
+        await llm.parse(INSTR, MSGS, Correction)
+    assert [r.kind for r in fake.requests] == ["reply", "structured", "structured"]
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_down_raises_short_llm_error(fake: FakeOpenAI, api: API) -> None:
+    fake.down = True
+    async with make_llm(fake, api, max_retries=1) as llm:
+        with pytest.raises(LLMError) as info:
+            await llm.complete(INSTR, MSGS)
+    assert str(info.value) == "the model service answered HTTP 503"
+    assert len(fake.requests) == 2  # the first try and one retry
+
+
+async def test_disconnect_raises_llm_error(fake: FakeOpenAI) -> None:
+    fake.fail_next(mode="disconnect")
+    async with make_llm(fake, max_retries=0) as llm:
+        with pytest.raises(LLMError, match="could not be reached"):
+            await llm.complete(INSTR, MSGS)
+        assert (await llm.complete(INSTR, MSGS)).text.startswith("Echo:")
+    assert len(fake.requests) == 2
+
+
+async def test_timeout_raises_llm_error(fake: FakeOpenAI) -> None:
+    fake.latency = 2.0
+    started = time.monotonic()
+    async with make_llm(fake, client_timeout=0.3, max_retries=0) as llm:
+        with pytest.raises(LLMError, match="timed out"):
+            await llm.complete(INSTR, MSGS)
+    assert time.monotonic() - started < 1.5
+
+
+async def test_kind_latency_only_slows_that_kind(fake: FakeOpenAI) -> None:
+    fake.kind_latency["count"] = 1.0
+    async with make_llm(fake, client_timeout=0.1, max_retries=0) as llm:
+        assert (await llm.complete(INSTR, MSGS)).text.startswith("Echo:")
+        with pytest.raises(LLMError, match="timed out"):
+            await llm.count_input_tokens(INSTR, MSGS)
+
+
+async def test_wrong_api_key_is_401(fake: FakeOpenAI) -> None:
+    fake.api_key = "sk-right"
+    async with make_llm(fake) as llm:
+        with pytest.raises(LLMError, match="HTTP 401"):
+            await llm.complete(INSTR, MSGS)
+
+
+async def test_broken_responder_is_a_500_not_retried(fake: FakeOpenAI) -> None:
+    def broken(req: FakeRequest) -> str:
+        raise RuntimeError("oops")
+
+    fake.responder = broken
+    async with make_llm(fake, max_retries=2) as llm:
+        with pytest.raises(LLMError, match="HTTP 500"):
+            await llm.complete(INSTR, MSGS)
+    assert len(fake.requests) == 1
+    assert [str(e) for e in fake.responder_errors] == ["oops"]
+
+
+def test_unknown_path_is_openai_style_404(fake: FakeOpenAI) -> None:
+    request = urllib.request.Request(fake.base_url + "/nope", data=b"{}", method="POST")
+    with pytest.raises(urllib.error.HTTPError) as info:
+        urllib.request.urlopen(request, timeout=5)
+    with info.value as err:
+        assert err.code == 404
+        body = json.loads(err.read())
+    assert body["error"]["type"] == "invalid_request_error"
+    assert "POST /v1/nope" in body["error"]["message"]
+    assert fake.last_request.kind == "other"
+
+
+# -- embeddings ------------------------------------------------------------------------------------
+async def test_openai_embedder_vectors(fake: FakeOpenAI) -> None:
+    texts = ["I like green apples", "I like green apples a lot", "Quantum chromodynamics"]
+    embedder = OpenAIEmbedder(
+        model="text-embedding-3-small", api_key="sk-fake", base_url=fake.base_url
+    )
+    try:
+        out = await embedder.embed(texts)
+    finally:
+        await embedder.aclose()
+    assert out.vectors.shape == (3, 1536)
+    assert out.vectors.dtype == np.float32
+    np.testing.assert_allclose(np.linalg.norm(out.vectors, axis=1), 1.0, rtol=1e-5)
+    sims = out.vectors @ out.vectors.T
+    assert sims[0, 1] > sims[0, 2]
+    assert out.tokens == sum(approx_tokens(t) for t in texts)
+    np.testing.assert_allclose(out.vectors[0], fake_embedding(texts[0]), rtol=1e-5, atol=1e-7)
+    [req] = fake.requests
+    assert req.kind == "embed" and req.texts == texts
+    assert req.body["encoding_format"] == "base64"  # the SDK's default on the wire
+
+
+def test_sync_client_float_embeddings_with_dimensions(fake: FakeOpenAI) -> None:
+    with openai.OpenAI(api_key="sk-fake", base_url=fake.base_url, max_retries=0) as client:
+        resp = client.embeddings.create(
+            model="text-embedding-3-small", input="hello", dimensions=64, encoding_format="float"
+        )
+    assert len(resp.data) == 1 and len(resp.data[0].embedding) == 64
+    assert resp.data[0].embedding == fake_embedding("hello", 64)
+
+
+# -- bookkeeping -----------------------------------------------------------------------------------
+async def test_reset_clears_everything(fake: FakeOpenAI) -> None:
+    fake.queue_reply("queued")
+    fake.fail_next(3)
+    fake.down = True
+    fake.latency = 5.0
+    fake.reset()
+    async with make_llm(fake, max_retries=0) as llm:
+        out = await llm.complete(INSTR, MSGS)
+    assert out.text.startswith("Echo:")
+    assert len(fake.requests) == 1
+
+
+def test_start_stop_and_base_url() -> None:
+    server = FakeOpenAI()
+    with pytest.raises(RuntimeError):
+        _ = server.base_url
+    with server:
+        assert server.base_url.startswith("http://127.0.0.1:")
+        assert server.base_url.endswith("/v1")
+    server.stop()  # idempotent
+
+
+async def test_timed_out_request_does_not_steal_later_replies(fake: FakeOpenAI) -> None:
+    fake.latency = 0.25
+    async with make_llm(fake, client_timeout=0.05, max_retries=0) as llm:
+        with pytest.raises(LLMError, match="timed out"):
+            await llm.complete(INSTR, MSGS)
+        fake.latency = 0.0
+        fake.queue_reply("for the second call")
+        await asyncio.sleep(0.3)  # the first handler wakes up and finds its client gone
+        assert (await llm.complete(INSTR, MSGS)).text == "for the second call"
+
+
+def test_subprocess_can_use_the_server(fake: FakeOpenAI) -> None:
+    script = (
+        "import json, sys, urllib.request as u\n"
+        "msgs = [{'role': 'user', 'content': 'from child'}]\n"
+        "body = json.dumps({'model': 'm', 'messages': msgs})\n"
+        "req = u.Request(sys.argv[1] + '/chat/completions', data=body.encode(),\n"
+        "                headers={'content-type': 'application/json'})\n"
+        "print(json.load(u.urlopen(req, timeout=5))['choices'][0]['message']['content'])\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script, fake.base_url],
+        capture_output=True,
+        text=True,
+        timeout=10,
+        check=True,
+    )
+    assert done.stdout.strip() == "Echo: from child"
+    assert fake.last_request.messages == [{"role": "user", "content": "from child"}]
