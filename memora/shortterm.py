@@ -78,7 +78,7 @@ class Window:
     def backlog(self, max_turns: int) -> list[StoredMessage]:
         """Messages that left the window but are not yet in the summary."""
         keep = max_turns * 2
-        return self.pending[: len(self.pending) - keep] if keep else list(self.pending)
+        return self.pending[: max(0, len(self.pending) - keep)]
 
 
 @dataclass(frozen=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sqlite3
 from collections.abc import Awaitable, Callable
@@ -21,7 +22,8 @@ def utcnow() -> str:
 
 # -- migrations: ordered, named, each runs once; PRAGMA user_version records how many ran --------
 async def _m001_initial(db: aiosqlite.Connection) -> None:
-    await db.executescript(
+    await _script(
+        db,
         """
         CREATE TABLE chats (
             chat_id INTEGER PRIMARY KEY,
@@ -73,6 +75,13 @@ async def _m001_initial(db: aiosqlite.Connection) -> None:
         );
         """
     )
+
+
+async def _script(db: aiosqlite.Connection, script: str) -> None:
+    """Run statements one by one: executescript() would COMMIT the migration's transaction."""
+    for statement in script.split(";"):
+        if statement.strip():
+            await db.execute(statement)
 
 
 Migration = Callable[[aiosqlite.Connection], Awaitable[None]]
@@ -164,6 +173,8 @@ class Database:
     def __init__(self, path: Path) -> None:
         self.path = path
         self._db: aiosqlite.Connection | None = None
+        # One connection is shared by every chat: transactions must not interleave on it.
+        self._tx_lock = asyncio.Lock()
 
     @property
     def db(self) -> aiosqlite.Connection:
@@ -206,6 +217,10 @@ class Database:
         return int(row[0]) if row else 0
 
     async def _tx(self, statements: list[tuple[str, tuple[Any, ...]]]) -> None:
+        async with self._tx_lock:
+            await self._tx_unlocked(statements)
+
+    async def _tx_unlocked(self, statements: list[tuple[str, tuple[Any, ...]]]) -> None:
         await self.db.execute("BEGIN IMMEDIATE")
         try:
             for sql, params in statements:
@@ -265,6 +280,10 @@ class Database:
     async def record_turn(self, turn: NewTurn) -> int:
         """Write user message, reply, usage and last context atomically; return the turn id."""
         await self.ensure_chat(turn.chat_id)
+        async with self._tx_lock:
+            return await self._record_turn(turn)
+
+    async def _record_turn(self, turn: NewTurn) -> int:
         await self.db.execute("BEGIN IMMEDIATE")
         try:
             async with self.db.execute(

@@ -1,0 +1,59 @@
+"""Shared fixtures: a real SQLite database in a temp dir and an engine over a FakeLLM."""
+
+from __future__ import annotations
+
+import os
+
+# python-telegram-bot 22 warns (an error here) when code reads durations as ints; opt in to
+# the timedelta behaviour it will have by default.
+os.environ.setdefault("PTB_TIMEDELTA", "1")
+
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import pytest
+
+from memora.engine import Engine, EngineConfig
+from memora.storage import Database
+from memora.tokens import LocalTokenCounter
+from tests.fakes import FakeLLM
+
+
+@pytest.fixture(autouse=True)
+def _clean_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Tests never see the developer's own keys or config."""
+    import os
+
+    for name in list(os.environ):
+        if name.startswith("MEMORA_") or name in {
+            "OPENAI_API_KEY",
+            "OPENAI_BASE_URL",
+            "TELEGRAM_BOT_TOKEN",
+        }:
+            monkeypatch.delenv(name, raising=False)
+    yield
+
+
+@pytest.fixture
+async def db(tmp_path: Path) -> AsyncIterator[Database]:
+    database = Database(tmp_path / "memora.sqlite3")
+    await database.open()
+    yield database
+    await database.close()
+
+
+@pytest.fixture
+def llm() -> FakeLLM:
+    return FakeLLM()
+
+
+@pytest.fixture
+def counter() -> LocalTokenCounter:
+    return LocalTokenCounter()
+
+
+@pytest.fixture
+async def engine(db: Database, llm: FakeLLM, counter: LocalTokenCounter) -> AsyncIterator[Engine]:
+    eng = Engine(db=db, llm=llm, counter=counter, config=EngineConfig(max_input_tokens=1000))
+    yield eng
+    await eng.drain()

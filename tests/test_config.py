@@ -1,0 +1,112 @@
+"""Configuration: precedence, env overrides, and one clear line for every mistake."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from memora.config import ConfigError, load_settings, require_llm, require_telegram
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_defaults_match_the_design() -> None:
+    s = load_settings()
+    assert s.llm.model == "gpt-5-mini"
+    assert s.llm.api == "responses"
+    assert s.memory.max_input_tokens == 1000
+    assert s.memory.max_recent_turns == 3
+    assert s.retrieval.top_k == 3
+    assert s.embeddings.provider == "local"
+
+
+def test_example_config_is_valid_and_documents_every_key(tmp_path: Path) -> None:
+    example = ROOT / "config.example.toml"
+    s = load_settings(example)
+    text = example.read_text()
+    for section, model in s:
+        assert f"[{section}]" in text, section
+        for key in type(model).model_fields:
+            assert f"\n{key} =" in text or f"\n# {key} =" in text, f"{section}.{key}"
+
+
+def test_precedence_toml_then_usual_env_then_memora_env(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cfg = tmp_path / "c.toml"
+    cfg.write_text('[llm]\napi_key = "from-file"\nmodel = "file-model"\n[memory]\nmax_recent_turns = 5\n')
+    assert load_settings(cfg).llm.api_key == "from-file"
+    monkeypatch.setenv("OPENAI_API_KEY", "from-usual-env")
+    assert load_settings(cfg).llm.api_key == "from-usual-env"
+    monkeypatch.setenv("MEMORA_LLM__API_KEY", "from-memora-env")
+    monkeypatch.setenv("MEMORA_TELEGRAM__ADMIN_IDS", "[1, 2]")
+    s = load_settings(cfg)
+    assert s.llm.api_key == "from-memora-env"
+    assert s.llm.model == "file-model"
+    assert s.memory.max_recent_turns == 5
+    assert s.telegram.admin_ids == [1, 2]
+
+
+def test_memora_config_env_picks_the_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    cfg = tmp_path / "c.toml"
+    cfg.write_text('[storage]\ndata_dir = "/tmp/somewhere"\n')
+    monkeypatch.setenv("MEMORA_CONFIG", str(cfg))
+    assert load_settings().storage.data_dir == Path("/tmp/somewhere")
+
+
+@pytest.mark.parametrize(
+    ("env", "needle"),
+    [
+        ({"MEMORA_LLM__API": "grpc"}, "'llm.api'"),
+        ({"MEMORA_MEMORY__MAX_INPUT_TOKENS": "lots"}, "'memory.max_input_tokens'"),
+        ({"MEMORA_MEMORY__MAX_RECENT_TURNS": "-1"}, "'memory.max_recent_turns'"),
+        ({"MEMORA_TELEGRAM__ADMIN_IDS": "1,2"}, "MEMORA_TELEGRAM__ADMIN_IDS"),
+        ({"MEMORA_LLM__MODLE": "x"}, "'llm.modle'"),
+    ],
+)
+def test_bad_values_name_the_key(
+    env: dict[str, str], needle: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    with pytest.raises(ConfigError) as err:
+        load_settings()
+    assert needle in str(err.value)
+    assert "\n" not in str(err.value)
+
+
+def test_broken_and_missing_files(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[llm\nmodel = 1")
+    with pytest.raises(ConfigError, match="not valid TOML"):
+        load_settings(bad)
+    with pytest.raises(ConfigError, match="not found"):
+        load_settings(tmp_path / "nope.toml")
+
+
+def test_required_keys() -> None:
+    s = load_settings()
+    with pytest.raises(ConfigError, match="llm.api_key"):
+        require_llm(s)
+    with pytest.raises(ConfigError, match="telegram.token"):
+        require_telegram(s)
+
+
+def test_cli_prints_one_line_not_a_traceback(tmp_path: Path) -> None:
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "MEMORA_LLM__API": "nope"}
+    proc = subprocess.run(
+        [sys.executable, "-m", "bot.cli", "chat"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
+    assert proc.returncode == 2
+    assert "Traceback" not in proc.stderr
+    assert proc.stderr.strip().count("\n") == 0
+    assert "llm.api" in proc.stderr
