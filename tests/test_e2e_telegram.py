@@ -1,0 +1,206 @@
+"""End to end over real HTTP: the real `memora run` process, real python-telegram-bot, real
+openai SDK, real SQLite and Chroma, against the fake Telegram and OpenAI servers in this process.
+The tests play users; they only look at what Telegram and the model were sent."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memora.prompts import MEMORY_BLOCK
+from tests.fake_openai import FakeOpenAI
+from tests.fake_telegram import FakeTelegram
+
+pytestmark = pytest.mark.slow
+
+ROOT = Path(__file__).resolve().parent.parent
+ADMIN = 4242
+ALICE = FakeTelegram.DEFAULT_USER_ID
+WAIT = 30.0  # generous: the process loads Chroma and the embedding model at start
+
+
+class BotProcess:
+    """`python -m bot.cli run` as a subprocess, started and stopped like an operator would."""
+
+    def __init__(self, tg: FakeTelegram, llm: FakeOpenAI, data_dir: Path, log: Path) -> None:
+        self.tg, self.llm, self.log = tg, llm, log
+        self.env = {
+            **{k: v for k, v in os.environ.items() if not k.startswith(("MEMORA_", "OPENAI_"))},
+            "MEMORA_TELEGRAM__TOKEN": tg.token,
+            "MEMORA_TELEGRAM__BASE_URL": tg.base_url,
+            "MEMORA_TELEGRAM__BASE_FILE_URL": tg.base_file_url,
+            "MEMORA_TELEGRAM__ADMIN_IDS": json.dumps([ADMIN]),
+            "MEMORA_TELEGRAM__POLL_TIMEOUT": "1",
+            "MEMORA_LLM__BASE_URL": llm.base_url,
+            "MEMORA_LLM__API_KEY": "test",
+            "MEMORA_LLM__MAX_RETRIES": "1",
+            "MEMORA_STORAGE__DATA_DIR": str(data_dir),
+            "MEMORA_MEMORY__MAX_RECENT_TURNS": "1",
+            "MEMORA_LOGGING__LEVEL": "INFO",
+            "PYTHONUNBUFFERED": "1",
+        }
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.starts = 0
+
+    def start(self) -> None:
+        assert self.proc is None
+        with self.log.open("ab") as out:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "bot.cli", "run"],
+                cwd=ROOT,
+                env=self.env,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+            )
+        self.starts += 1
+        # ready once it has published its commands and asked for updates
+        self.tg.wait_for(
+            lambda: len(self.tg.calls_to("deleteWebhook")) >= self.starts or self.exited(),
+            WAIT,
+            "the bot to start polling",
+        )
+        assert not self.exited(), self.output()
+
+    def exited(self) -> bool:
+        return self.proc is not None and self.proc.poll() is not None
+
+    def stop(self) -> int:
+        assert self.proc is not None
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            code = self.proc.wait(timeout=WAIT)
+        finally:
+            if self.proc.poll() is None:
+                self.proc.kill()
+                self.proc.wait()
+            self.proc = None
+        return code
+
+    def output(self) -> str:
+        return self.log.read_text(errors="replace")[-6000:]
+
+
+@pytest.fixture(scope="module")
+def servers() -> Iterator[tuple[FakeTelegram, FakeOpenAI]]:
+    with FakeTelegram() as tg, FakeOpenAI() as llm:
+        yield tg, llm
+
+
+@pytest.fixture(scope="module")
+def bot(
+    servers: tuple[FakeTelegram, FakeOpenAI], tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[BotProcess]:
+    tg, llm = servers
+    tmp = tmp_path_factory.mktemp("e2e")
+    process = BotProcess(tg, llm, tmp / "data", tmp / "bot.log")
+    process.start()
+    yield process
+    if process.proc is not None:
+        code = process.stop()
+        assert code == 0, process.output()
+    assert "Traceback" not in process.output(), process.output()
+    assert process.env["MEMORA_TELEGRAM__TOKEN"] not in process.output()
+
+
+def ask(tg: FakeTelegram, text: str, **kw: Any) -> str:
+    """Send one message as a user; return the bot's (first) answer."""
+    update = tg.user_sends(text, **kw)
+    (first, *_) = tg.wait_messages(count=1, after=update, timeout=WAIT)
+    return str(first.get("text", first.get("caption", "")))
+
+
+def reply_request_for(llm: FakeOpenAI, text: str) -> Any:
+    found = [r for r in llm.requests_of("reply") if r.last_user_message.endswith(text)]
+    assert found, f"no reply request for {text!r}"
+    return found[-1]
+
+
+def test_a_learner_is_remembered_across_a_restart(bot: BotProcess) -> None:
+    tg, llm = bot.tg, bot.llm
+    assert [c["command"] for c in tg.commands()][:2] == ["start", "help"]
+    assert "Memora" in ask(tg, "/start")
+    for text in (
+        "Hi! I'm Alice, a nurse in Taipei.",
+        "My English level is B1 and I want to improve my speaking.",
+        "I usually study for 30 minutes after work.",
+    ):
+        assert ask(tg, text) == f"Echo: {text}"
+    summary = ask(tg, "/summary")
+    covered = re.match(r"Summary \(covers (\d+) messages\)\n(.+)", summary, re.DOTALL)
+    assert covered and int(covered.group(1)) >= 2 and "nurse in Taipei" in covered.group(2)
+    assert tg.chat_actions and tg.chat_actions[0] == (ALICE, "typing")
+
+    saved = ask(tg, "/remember I am preparing for IELTS 7.0")
+    assert saved.startswith("✅ Saved: I am preparing for IELTS 7.0")
+
+    assert bot.stop() == 0, bot.output()
+    bot.start()
+
+    assert ask(tg, "/reset").startswith("Fresh start")  # the memory must come from long-term
+    question = "Can you give me a plan for my IELTS exam preparation?"
+    assert ask(tg, question) == f"Echo: {question}"
+    request = reply_request_for(llm, question)
+    memory_blocks = [m["content"] for m in request.messages if MEMORY_BLOCK in m["content"]]
+    assert memory_blocks and "IELTS 7.0" in memory_blocks[0], request.messages
+    assert not any("nurse in Taipei" in m["content"] for m in request.messages)  # history reset
+
+    tg.user_sends(f"/export {ALICE}", user_id=ADMIN, first_name="Ada")
+    (doc,) = tg.wait_documents(chat_id=ADMIN, timeout=WAIT)
+    assert doc["filename"] == f"memora-chat-{ALICE}.json"
+    data = json.loads(doc["content"])
+    assert [m["content"] for m in data["history"]] == [question, f"Echo: {question}"]
+    memories = data["participants"][str(ALICE)]["memories"]
+    assert [m["text"] for m in memories if m["source"] == "manual"] == [
+        "I am preparing for IELTS 7.0"
+    ]
+    assert ask(tg, "/export") == "Only the bot's admins can export data."
+
+
+def test_flood_control_is_retried_and_the_reply_arrives(bot: BotProcess) -> None:
+    tg = bot.tg
+    tg.fail_next("sendMessage", retry_after=1)
+    assert ask(tg, "Is this sentence correct?", user_id=2001, first_name="Bo") == (
+        "Echo: Is this sentence correct?"
+    )
+    assert any(status == 429 for method, _, status, _ in tg.errors if method == "sendMessage")
+
+
+def test_an_llm_outage_gets_a_clear_reply_and_leaves_no_half_turn(bot: BotProcess) -> None:
+    tg, llm = bot.tg, bot.llm
+    user = {"user_id": 2002, "first_name": "Chen"}
+    assert ask(tg, "First message", **user) == "Echo: First message"
+    llm.down = True
+    try:
+        answer = ask(tg, "Are you there?", **user)
+    finally:
+        llm.down = False
+    assert "couldn't reach my language model" in answer and "Nothing was saved" in answer
+    history = ask(tg, "/history", **user)
+    assert "First message" in history and "Are you there?" not in history
+    assert history.startswith("History (2 messages")
+    assert ask(tg, "Back again", **user) == "Echo: Back again"
+
+
+def test_a_group_message_without_a_mention_is_ignored(bot: BotProcess) -> None:
+    tg = bot.tg
+    group = {"chat_type": "group", "chat_id": -100777, "user_id": 2003, "first_name": "Dee"}
+    quiet = tg.user_sends("Good morning everyone!", **group)
+    answered = ask(tg, f"@{tg.bot_username} how do I say 加油 in English?", **group)
+    assert answered == "Echo: [Dee] how do I say 加油 in English?"
+    history = ask(tg, "/history", **group)
+    assert "Good morning everyone" not in history and "加油" in history
+    texts = [m["text"] for m in tg.sent_messages(-100777)]
+    assert len(texts) == 2  # the answer and /history: nothing for the unaddressed message
+    assert quiet["message"]["message_id"] not in [
+        m.get("reply_to_message", {}).get("message_id") for m in tg.sent_messages(-100777)
+    ]
