@@ -176,7 +176,7 @@ def test_flood_control_is_retried_and_the_reply_arrives(bot: BotProcess) -> None
 
 def test_an_llm_outage_gets_a_clear_reply_and_leaves_no_half_turn(bot: BotProcess) -> None:
     tg, llm = bot.tg, bot.llm
-    user = {"user_id": 2002, "first_name": "Chen"}
+    user: dict[str, Any] = {"user_id": 2002, "first_name": "Chen"}
     assert ask(tg, "First message", **user) == "Echo: First message"
     llm.down = True
     try:
@@ -192,7 +192,12 @@ def test_an_llm_outage_gets_a_clear_reply_and_leaves_no_half_turn(bot: BotProces
 
 def test_a_group_message_without_a_mention_is_ignored(bot: BotProcess) -> None:
     tg = bot.tg
-    group = {"chat_type": "group", "chat_id": -100777, "user_id": 2003, "first_name": "Dee"}
+    group: dict[str, Any] = {
+        "chat_type": "group",
+        "chat_id": -100777,
+        "user_id": 2003,
+        "first_name": "Dee",
+    }
     quiet = tg.user_sends("Good morning everyone!", **group)
     answered = ask(tg, f"@{tg.bot_username} how do I say 加油 in English?", **group)
     assert answered == "Echo: [Dee] how do I say 加油 in English?"
