@@ -1,0 +1,135 @@
+"""kill -9 at any moment: no answered turn is lost, no half turn is left, offsets stay sane."""
+
+from __future__ import annotations
+
+import queue
+import random
+import signal
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.fake_openai import FakeOpenAI
+from tests.test_terminal import ROOT, memora_env
+
+pytestmark = pytest.mark.slow
+
+
+class ChatProcess:
+    """A `memora chat` process whose stdout is read line by line in a thread."""
+
+    def __init__(self, env: dict[str, str]) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "bot.cli", "chat", "--quiet"],
+            cwd=ROOT,
+            env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+        )
+        self.lines: queue.Queue[str] = queue.Queue()
+        threading.Thread(target=self._pump, daemon=True).start()
+
+    def _pump(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self.lines.put(line)
+
+    def send(self, text: str) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(text + "\n")
+        self.proc.stdin.flush()
+
+    def wait_for(self, needle: str, timeout: float = 60.0) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                if needle in self.lines.get(timeout=0.1):
+                    return
+            except queue.Empty:
+                continue
+        raise AssertionError(f"never saw {needle!r}")
+
+    def kill9(self) -> None:
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait(timeout=10)
+        for stream in (self.proc.stdin, self.proc.stdout):
+            if stream is not None:
+                try:
+                    stream.close()
+                except OSError:
+                    pass
+
+
+@pytest.fixture
+def openai_server() -> Iterator[FakeOpenAI]:
+    with FakeOpenAI() as server:
+        yield server
+
+
+def check_invariants(db_path: Path, answered: list[str]) -> None:
+    con = sqlite3.connect(db_path)
+    try:
+        rows = con.execute("SELECT seq, role, content FROM messages ORDER BY seq").fetchall()
+        summarized = con.execute("SELECT summarized_count FROM chats").fetchone()
+    finally:
+        con.close()
+    roles = [r[1] for r in rows]
+    assert roles == ["user", "assistant"] * (len(rows) // 2), "a half turn was left"
+    assert [r[0] for r in rows] == list(range(len(rows)))
+    users = [r[2] for r in rows if r[1] == "user"]
+    for text in answered:
+        assert text in users, f"answered turn {text!r} was lost"
+    if summarized is not None:
+        assert 0 <= summarized[0] <= len(rows) and summarized[0] % 2 == 0
+
+
+def test_kill_during_the_llm_call_leaves_no_half_turn(
+    openai_server: FakeOpenAI, tmp_path: Path
+) -> None:
+    env = memora_env(openai_server, tmp_path)
+    p = ChatProcess(env)
+    p.send("turn one")
+    p.wait_for("Echo: turn one")
+    openai_server.kind_latency["reply"] = 5.0
+    before = len(openai_server.requests)
+    p.send("turn two, never answered")
+    deadline = time.monotonic() + 30
+    while len(openai_server.requests_of("reply")) <= before and time.monotonic() < deadline:
+        time.sleep(0.02)
+    time.sleep(0.1)
+    p.kill9()
+    check_invariants(tmp_path / "memora.sqlite3", ["turn one"])
+    openai_server.kind_latency.clear()
+    p2 = ChatProcess(env)
+    p2.send("turn three")
+    p2.wait_for("Echo: turn three")
+    p2.kill9()
+    check_invariants(tmp_path / "memora.sqlite3", ["turn one", "turn three"])
+
+
+def test_kill_at_random_moments(openai_server: FakeOpenAI, tmp_path: Path) -> None:
+    env = memora_env(openai_server, tmp_path, MEMORA_MEMORY__MAX_RECENT_TURNS="1")
+    openai_server.latency = 0.05
+    rng = random.Random(7)
+    answered: list[str] = []
+    n = 0
+    for _round in range(4):
+        p = ChatProcess(env)
+        for _ in range(rng.randint(1, 3)):
+            n += 1
+            p.send(f"message {n}")
+            p.wait_for(f"Echo: message {n}")
+            answered.append(f"message {n}")
+        n += 1
+        p.send(f"message {n}")  # killed somewhere in this turn or in the work after the last
+        time.sleep(rng.uniform(0.0, 0.3))
+        p.kill9()
+        check_invariants(tmp_path / "memora.sqlite3", answered)

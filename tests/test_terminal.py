@@ -1,0 +1,102 @@
+"""`memora chat` as a process: driven through stdin, talking to the fake OpenAI server over HTTP."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from bot.terminal import parse_command
+from tests.fake_openai import FakeOpenAI
+
+ROOT = Path(__file__).resolve().parents[1]
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture
+def openai_server() -> Iterator[FakeOpenAI]:
+    with FakeOpenAI() as server:
+        yield server
+
+
+def memora_env(server: FakeOpenAI, data_dir: Path, **extra: str) -> dict[str, str]:
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(data_dir),
+        "MEMORA_LLM__BASE_URL": server.base_url,
+        "MEMORA_LLM__API_KEY": "test-key",
+        "MEMORA_LLM__MAX_RETRIES": "0",
+        "MEMORA_STORAGE__DATA_DIR": str(data_dir),
+        "MEMORA_LOGGING__LEVEL": "WARNING",
+    }
+    env.update(extra)
+    return env
+
+
+def chat(env: dict[str, str], lines: list[str], *args: str) -> str:
+    proc = subprocess.run(
+        [sys.executable, "-m", "bot.cli", "chat", *args],
+        input="\n".join(lines) + "\n",
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "Traceback" not in proc.stderr, proc.stderr
+    return proc.stdout
+
+
+def test_parse_command_with_or_without_slash() -> None:
+    assert parse_command("status") == ("status", "")
+    assert parse_command("/STATUS") == ("status", "")
+    assert parse_command("remember I like tea") == ("remember", "I like tea")
+    assert parse_command("/exit") == ("exit", "")
+    assert parse_command("/whatever x") == ("whatever", "x")
+    assert parse_command("history of English is long") == ("history", "of English is long")
+    assert parse_command("How are you?") is None
+
+
+def test_terminal_chat_talks_remembers_and_persists(
+    openai_server: FakeOpenAI, tmp_path: Path
+) -> None:
+    env = memora_env(openai_server, tmp_path, MEMORA_MEMORY__MAX_RECENT_TURNS="1")
+    out = chat(
+        env,
+        [
+            "Hi, my English level is B1 and I am preparing for TOEIC 850.",
+            "What does 'commute' mean?",
+            "/status",
+            "summary",
+            "context",
+            "exit",
+        ],
+    )
+    assert "Memora: Echo: Hi, my English level is B1" in out
+    assert "[memory] summarized" in out  # the per-turn status line
+    assert "History messages" in out and ": 4" in out
+    # One turn left the 1-turn window, so a summary exists and keeps the key facts.
+    assert "Summary (covers 2 messages)" in out
+    assert "B1" in out.split("Summary (covers")[1]
+    kinds = [r.kind for r in openai_server.requests]
+    assert kinds.count("reply") >= 3  # two replies + at least one summary
+    # Start again on the same data dir: the conversation is still there.
+    out2 = chat(env, ["/history", "quit"])
+    assert "continuing: 4 messages" in out2
+    assert "What does 'commute' mean?" in out2
+
+
+def test_terminal_chat_survives_an_llm_outage(openai_server: FakeOpenAI, tmp_path: Path) -> None:
+    env = memora_env(openai_server, tmp_path)
+    openai_server.fail_next(1, status=503, kind="reply")
+    out = chat(env, ["first try", "second try", "history"])
+    assert "couldn't reach my language model" in out
+    assert "Echo: second try" in out
+    history = out.split("History (")[1]
+    assert "first try" not in history  # no dangling user message
+    assert "(2 messages" in out
