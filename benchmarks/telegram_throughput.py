@@ -1,0 +1,174 @@
+"""Throughput and ordering of the real Telegram application under a burst of messages.
+
+Run from the repository root::
+
+    .venv/bin/python benchmarks/telegram_throughput.py [--chats 4] [--messages 5] [--latency 0.2]
+
+Prints figures, passes or fails nothing. N private chats each send M messages at once to the fake
+Bot API server (tests/fake_telegram.py); the real python-telegram-bot Application built by
+``bot.telegram.build_application`` long-polls it over HTTP, with its rate limiter, typing
+indicator and HTML rendering. The engine is the real one over real SQLite in a temp dir, with an
+LLM that answers after --latency seconds (no long-term store, no summaries within the run). The
+wall time from the burst to the last reply is compared with the ideal (M × latency: chats fully
+parallel, each chat strictly serial) and with fully serial handling (N × M × latency), and every
+chat's replies are checked to be in the order its messages were sent.
+
+``--compare`` also runs the same burst through two other update processors with the same
+handlers: PTB's default (one update at a time) and plain ``concurrent_updates(True)``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from telegram.ext import AIORateLimiter, Application, BaseUpdateProcessor
+
+from bot.telegram import STATE_KEY, BotState, build_application
+from bot.telegram.handlers import register
+from memora.config import Settings, TelegramConfig
+from memora.engine import Engine, EngineConfig
+from memora.llm import ChatMessage, Completion, Parsed, Usage
+from memora.storage import Database
+from memora.tokens import LocalTokenCounter
+from tests.fake_telegram import FakeTelegram
+
+
+class SlowEcho:
+    """An LLM that takes `latency` seconds and echoes the last user message."""
+
+    def __init__(self, latency: float) -> None:
+        self.latency = latency
+
+    async def complete(self, instructions: str, messages: list[ChatMessage]) -> Completion:
+        await asyncio.sleep(self.latency)
+        last = next((m.content for m in reversed(messages) if m.role == "user"), "")
+        return Completion(f"Echo: {last}", Usage(len(last) // 4 + 1, len(last) // 4 + 3))
+
+    async def parse(self, instructions: str, messages: list[ChatMessage], schema: Any) -> Parsed:
+        raise NotImplementedError("no extraction in this benchmark")
+
+    async def count_input_tokens(self, instructions: str, messages: list[ChatMessage]) -> int:
+        return sum(len(m.content) // 4 + 4 for m in messages)
+
+    async def aclose(self) -> None:
+        pass
+
+
+@dataclass
+class Result:
+    label: str
+    wall: float
+    ordered: bool
+    requests: int
+
+
+async def burst(
+    label: str,
+    processor: BaseUpdateProcessor | None,
+    chats: int,
+    messages: int,
+    latency: float,
+    data_dir: Path,
+) -> Result:
+    with FakeTelegram() as tg:
+        db = Database(data_dir / f"{label.split()[0]}.sqlite3")
+        await db.open()
+        engine = Engine(
+            db=db,
+            llm=SlowEcho(latency),
+            counter=LocalTokenCounter(),
+            config=EngineConfig(max_input_tokens=4000, max_recent_turns=100),
+        )
+        settings = Settings(
+            telegram=TelegramConfig.model_validate(
+                {"token": tg.token, "base_url": tg.base_url, "base_file_url": tg.base_file_url}
+            )
+        )
+        if processor is None:
+            app: Any = build_application(settings, engine)
+        else:  # the same handlers behind another update processor, for comparison
+            app = (
+                Application.builder()
+                .token(tg.token)
+                .base_url(tg.base_url)
+                .base_file_url(tg.base_file_url)
+                .rate_limiter(AIORateLimiter(max_retries=3))
+                .concurrent_updates(processor)
+                .build()
+            )
+            app.bot_data[STATE_KEY] = BotState(settings=settings, engine=engine)
+            register(app)
+        async with app:
+            await app.start()
+            await app.updater.start_polling(timeout=1, poll_interval=0)
+            await tg.await_calls("getMe")
+            users = [5000 + i for i in range(chats)]
+            start = time.perf_counter()
+            for n in range(messages):
+                for user in users:
+                    tg.user_sends(f"chat {user} message {n}", user_id=user, first_name=f"U{user}")
+            await tg.await_for(
+                lambda: len(tg.sent_messages()) >= chats * messages,
+                timeout=60 + chats * messages * latency * 2,
+                what="every reply",
+            )
+            wall = time.perf_counter() - start
+            await app.updater.stop()
+            await app.stop()
+        await engine.drain()
+        await db.close()
+        ordered = all(
+            tg.texts(user) == [f"Echo: chat {user} message {n}" for n in range(messages)]
+            for user in users
+        )
+        return Result(label, wall, ordered, len(tg.calls))
+
+
+async def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--chats", type=int, default=4)
+    p.add_argument("--messages", type=int, default=5)
+    p.add_argument("--latency", type=float, default=0.2, help="seconds per model answer")
+    p.add_argument("--compare", action="store_true", help="also run two other processors")
+    args = p.parse_args()
+    logging.basicConfig(level=logging.WARNING)
+    from telegram.ext import SimpleUpdateProcessor
+
+    n, m, lat = args.chats, args.messages, args.latency
+    ideal, serial = m * lat, n * m * lat
+    with tempfile.TemporaryDirectory() as tmp:
+        runs = [await burst("per-chat locks (bot.telegram)", None, n, m, lat, Path(tmp))]
+        if args.compare:
+            runs.append(
+                await burst("serial (PTB default)", SimpleUpdateProcessor(1), n, m, lat, Path(tmp))
+            )
+            runs.append(
+                await burst(
+                    "concurrent (no chat lock)", SimpleUpdateProcessor(256), n, m, lat, Path(tmp)
+                )
+            )
+    print(f"{n} chats × {m} messages, model latency {lat:.2f} s")
+    print(f"ideal (M × latency):            {ideal:6.2f} s")
+    print(f"fully serial (N × M × latency): {serial:6.2f} s")
+    print(
+        f"{'processor':32} {'wall s':>7} {'× ideal':>8} {'speed-up':>9} {'order':>6} {'calls':>6}"
+    )
+    for r in runs:
+        print(
+            f"{r.label:32} {r.wall:7.2f} {r.wall / ideal:8.2f} {serial / r.wall:8.2f}x "
+            f"{'kept' if r.ordered else 'BROKEN':>6} {r.requests:6d}"
+        )
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
