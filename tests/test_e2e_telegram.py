@@ -208,3 +208,23 @@ def test_a_group_message_without_a_mention_is_ignored(bot: BotProcess) -> None:
     assert quiet["message"]["message_id"] not in [
         m.get("reply_to_message", {}).get("message_id") for m in tg.sent_messages(-100777)
     ]
+
+
+def test_a_config_error_is_one_line_and_nothing_starts(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("MEMORA_", "OPENAI_"))}
+    env.pop("TELEGRAM_BOT_TOKEN", None)
+    env["MEMORA_STORAGE__DATA_DIR"] = str(tmp_path / "data")
+    done = subprocess.run(
+        [sys.executable, "-m", "bot.cli", "run"],
+        cwd=tmp_path if (ROOT / "config.toml").exists() else ROOT,
+        env={**env, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=WAIT,
+    )
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines() == [
+        "memora: config error: missing config key 'telegram.token' (set TELEGRAM_BOT_TOKEN, "
+        "MEMORA_TELEGRAM__TOKEN or [telegram] token)"
+    ]
+    assert not (tmp_path / "data").exists()

@@ -16,13 +16,13 @@ from typing import Any
 
 import pytest
 from telegram import Update
-from telegram.ext import AIORateLimiter
+from telegram.ext import AIORateLimiter, Application
 from telegram.request import BaseRequest, RequestData
 
 import bot.telegram.handlers as handlers
-from bot.telegram import ALLOWED_UPDATES, build_application
+from bot.telegram import ALLOWED_UPDATES, build_application, run_bot
 from bot.telegram.processor import PerChatUpdateProcessor
-from bot.telegram.render import MAX_TEXT, tg_len
+from bot.telegram.render import EMPTY_ANSWER, MAX_TEXT, tg_len
 from memora.commands import COMMANDS, CommandContext, run_command
 from memora.config import ConfigError, Settings, TelegramConfig
 from memora.engine import Engine, EngineConfig
@@ -731,3 +731,42 @@ async def test_updates_without_a_chat_run_directly() -> None:
 
     await proc.process_update(object(), job())
     assert ran == ["yes"] and proc.active_chats == 0
+
+
+async def test_an_empty_model_answer_still_gets_a_reply(h: Harness) -> None:
+    h.llm.replies.append("   ")
+    assert await h.say("Hello?") == [EMPTY_ANSWER]
+
+
+# -- run_bot wiring (the loop itself is exercised end to end in test_e2e_telegram) ----------
+def _llm_ready(**telegram: Any) -> Settings:
+    settings = make_settings(**telegram)
+    settings.llm.api_key = "sk-test"
+    return settings
+
+
+def test_run_bot_polls_by_default(monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: dict[str, Any] = {}
+    monkeypatch.setattr(Application, "run_polling", lambda self, **kw: seen.update(kw))
+    assert run_bot(_llm_ready(poll_timeout=7)) == 0
+    assert seen == {
+        "timeout": 7,
+        "allowed_updates": ALLOWED_UPDATES,
+        "drop_pending_updates": False,
+    }
+
+
+def test_run_bot_webhook_mode(monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: dict[str, Any] = {}
+    monkeypatch.setattr(Application, "run_webhook", lambda self, **kw: seen.update(kw))
+    settings = _llm_ready(
+        mode="webhook",
+        webhook_url="https://bot.example.org/tg/hook",
+        webhook_listen="0.0.0.0",
+        webhook_port=8088,
+        webhook_secret="s3cret_value",
+    )
+    assert run_bot(settings) == 0
+    assert seen["url_path"] == "tg/hook"
+    assert seen["webhook_url"] == "https://bot.example.org/tg/hook"
+    assert (seen["listen"], seen["port"], seen["secret_token"]) == ("0.0.0.0", 8088, "s3cret_value")

@@ -23,6 +23,7 @@ log = logging.getLogger(__name__)
 MAX_TEXT = int(MessageLimit.MAX_TEXT_LENGTH)  # 4096, counted in UTF-16 code units
 MAX_CAPTION = int(MessageLimit.CAPTION_LENGTH)  # 1024
 MAX_MESSAGES = 5  # beyond this many messages' worth, a long text goes out as a .txt file
+EMPTY_ANSWER = "(The answer came back empty — please try again or rephrase.)"
 
 # -- Markdown → Telegram HTML --------------------------------------------------------------------
 _OPEN, _CLOSE = "\ue000", "\ue001"  # private-use marks around stashed, already-safe HTML
@@ -248,6 +249,8 @@ async def send_reply(
     """Send a Reply under `message`: chunks in order, then any document. On an HTML parse error
     the same chunk is resent as plain text."""
     out = plan(reply, markdown=markdown, name=name)
+    if not out.messages and not out.documents:  # never leave a message unanswered
+        out = Outgoing([EMPTY_ANSWER], False)
     sent: list[Message] = []
 
     def reply_to() -> ReplyParameters | None:
