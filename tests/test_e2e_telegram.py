@@ -228,3 +228,26 @@ def test_a_config_error_is_one_line_and_nothing_starts(tmp_path: Path) -> None:
         "MEMORA_TELEGRAM__TOKEN or [telegram] token)"
     ]
     assert not (tmp_path / "data").exists()
+
+
+def test_a_rejected_token_is_a_config_error(
+    servers: tuple[FakeTelegram, FakeOpenAI], tmp_path: Path
+) -> None:
+    tg, llm = servers
+    wrong = "999:WRONG-token-that-must-not-be-logged"
+    process = BotProcess(tg, llm, tmp_path / "data", tmp_path / "bot.log")
+    done = subprocess.run(
+        [sys.executable, "-m", "bot.cli", "run"],
+        cwd=ROOT,
+        env={**process.env, "MEMORA_TELEGRAM__TOKEN": wrong},
+        capture_output=True,
+        text=True,
+        timeout=WAIT,
+    )
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.strip().splitlines()[-1] == (
+        "memora: config error: the Bot API rejected 'telegram.token' (Unauthorized): "
+        "check the token from @BotFather"
+    )
+    assert wrong not in done.stderr + done.stdout
+    assert "Traceback" not in done.stderr

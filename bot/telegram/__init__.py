@@ -13,7 +13,7 @@ from typing import Any, TypeAlias
 from urllib.parse import urlsplit
 
 from telegram import BotCommand, Update
-from telegram.error import TelegramError
+from telegram.error import InvalidToken, TelegramError
 from telegram.ext import AIORateLimiter, Application, BaseRateLimiter
 from telegram.request import BaseRequest
 
@@ -119,9 +119,34 @@ def build_application(
     return app
 
 
+class _NoTracebackForBadToken(logging.Filter):
+    """PTB logs a rejected token with a full traceback; run_bot reports it as one line."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.exc_info and isinstance(record.exc_info[1], InvalidToken):
+            record.exc_info, record.exc_text = None, None
+        return True
+
+
 def run_bot(settings: Settings) -> int:
-    """Run until SIGINT/SIGTERM; the exit status for the CLI."""
+    """Run until SIGINT/SIGTERM; the exit status for the CLI. A token the Bot API rejects is a
+    ConfigError; any other Bot API failure at start is logged in one line and returns 1."""
     app = build_application(settings)
+    logging.getLogger("telegram.ext").addFilter(_NoTracebackForBadToken())
+    try:
+        _run(app, settings)
+    except InvalidToken:
+        raise ConfigError(
+            "the Bot API rejected 'telegram.token' (Unauthorized): check the token from @BotFather"
+        ) from None
+    except TelegramError as exc:
+        log.error("the Telegram Bot API failed: %s", exc)
+        return 1
+    log.info("bot stopped")
+    return 0
+
+
+def _run(app: App, settings: Settings) -> None:
     cfg = settings.telegram
     if cfg.mode == "webhook":
         log.info("starting webhook on %s:%s", cfg.webhook_listen, cfg.webhook_port)
@@ -141,5 +166,3 @@ def run_bot(settings: Settings) -> int:
             allowed_updates=ALLOWED_UPDATES,
             drop_pending_updates=False,
         )
-    log.info("bot stopped")
-    return 0
