@@ -6,6 +6,7 @@ polling (or a webhook when configured) until SIGINT/SIGTERM and returns the exit
 
 from __future__ import annotations
 
+import importlib.util
 import logging
 import re
 from contextlib import AsyncExitStack
@@ -50,6 +51,11 @@ def check_config(settings: Settings, *, need_llm: bool = True) -> None:
             raise ConfigError(
                 f"invalid config value for 'telegram.webhook_url': not an http(s) URL "
                 f"(got {cfg.webhook_url!r})"
+            )
+        if importlib.util.find_spec("tornado") is None:
+            raise ConfigError(
+                "telegram.mode is 'webhook' but the webhook server is not installed: "
+                "pip install 'memora[webhooks]'"
             )
         if cfg.webhook_secret and not _SECRET.fullmatch(cfg.webhook_secret):
             raise ConfigError(
