@@ -53,21 +53,41 @@ def _clause(token: str, text: str, width: int = 60) -> str:
 
 
 PINNED_HEADER = "Pinned facts (quoted from earlier messages):"
+MAX_PINS = 8  # the newest quotes win; the summary must stay small
+MAX_QUOTE = 120
 
 
-def pin_missing(summary: str, sources: list[str]) -> tuple[str, list[str]]:
-    """Append quotes for fact tokens from `sources` that the summary lost; return both."""
+def pinned_quotes(summary: str) -> list[str]:
+    """The quotes an earlier fold pinned to this summary."""
+    _, _, pins = summary.partition(PINNED_HEADER)
+    return [ln.strip()[3:-1] for ln in pins.splitlines() if ln.strip().startswith('- "')]
+
+
+def pin_missing(
+    summary: str, sources: list[str], old_summary: str = ""
+) -> tuple[str, list[str]]:
+    """Append quotes for fact tokens that the new summary lost; return it and the lost tokens.
+
+    Sources are the folded user messages; quotes pinned to the old summary are kept while the
+    new summary still lacks one of their facts. At most MAX_PINS quotes, newest last.
+    """
+    body = summary.partition(PINNED_HEADER)[0].rstrip()
     missing: list[str] = []
     quotes: list[str] = []
+    for quote in pinned_quotes(old_summary):
+        lost = [t for t in key_facts(quote) if not _present(t, body)]
+        if lost:
+            missing += lost
+            quotes.append(quote)
     for text in sources:
         for token in key_facts(text):
-            if _present(token, summary) or any(token in q for q in quotes):
+            if _present(token, body):
                 continue
             missing.append(token)
-            quotes.append(_clause(token, text))
+            if not any(token in q for q in quotes):
+                quotes.append(_clause(token, text)[:MAX_QUOTE])
+    quotes = list(dict.fromkeys(quotes))[-MAX_PINS:]
     if not quotes:
-        return summary, []
-    body, _, old_pins = summary.partition(PINNED_HEADER)
-    lines = [ln for ln in old_pins.splitlines() if ln.strip()]
-    lines += [f'- "{q}"' for q in dict.fromkeys(quotes)]
-    return f"{body.rstrip()}\n{PINNED_HEADER}\n" + "\n".join(lines), missing
+        return body, []
+    lines = "\n".join(f'- "{q}"' for q in quotes)
+    return f"{body}\n{PINNED_HEADER}\n{lines}", list(dict.fromkeys(missing))

@@ -55,11 +55,7 @@ async def summarize(
     done = await llm.complete(SUMMARY_INSTRUCTIONS, [ChatMessage("user", prompt)])
     new_summary = done.text.strip()
     sources = [m.content for m in messages if m.role == "user"]
-    # Facts pinned by an earlier fold must not vanish either.
-    _, _, old_pins = old_summary.partition("Pinned facts")
-    if old_pins:
-        sources.append(old_pins)
-    pinned_summary, missing = pin_missing(new_summary, sources)
+    pinned_summary, missing = pin_missing(new_summary, sources, old_summary)
     return Fold(pinned_summary, covered_until, done.usage.total_tokens, missing)
 
 
@@ -125,6 +121,7 @@ async def build_context(
     recent = window.recent(max_recent_turns)
     backlog = window.backlog(max_recent_turns)
     lines = list(memory_lines)
+    compressed = False
     while True:
         msgs = assemble(lines, summary, [label(m, group) for m in recent], current)
         counted = await counter.count(instructions, msgs)
@@ -138,5 +135,10 @@ async def build_context(
             backlog, recent = [], recent[2:]
         elif lines:
             lines.pop()
+        elif summary and not compressed:
+            # A summary that outgrew the budget is rewritten once, shorter, before giving up.
+            fold = await summarize(llm, summary, [], offset)
+            folds.append(fold)
+            summary, compressed = fold.summary, True
         else:
             raise OverBudget(counted, budget)
