@@ -30,6 +30,11 @@ class _Redact(logging.Filter):
                 for s in self.secrets:
                     msg = msg.replace(s, "[redacted]")
                 record.msg, record.args = msg, None
+            if record.exc_info and not record.exc_text:  # tracebacks quote tokens too
+                record.exc_text = logging.Formatter().formatException(record.exc_info)
+            if record.exc_text:
+                for s in self.secrets:
+                    record.exc_text = record.exc_text.replace(s, "[redacted]")
         return True
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import weakref
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -93,12 +94,18 @@ class Engine:
         self.store = store
         self.config = config or EngineConfig()
         self.clock = clock
-        self._locks: dict[int, asyncio.Lock] = {}
+        # Weak values: a chat's lock lives while some turn holds or awaits it, then goes away.
+        self._locks: weakref.WeakValueDictionary[int, asyncio.Lock] = (
+            weakref.WeakValueDictionary()
+        )
         self._after: dict[int, asyncio.Task[None]] = {}
 
     # -- ordering -------------------------------------------------------------------------------
     def lock(self, chat_id: int) -> asyncio.Lock:
-        return self._locks.setdefault(chat_id, asyncio.Lock())
+        lock = self._locks.get(chat_id)
+        if lock is None:
+            lock = self._locks[chat_id] = asyncio.Lock()
+        return lock
 
     async def settle(self, chat_id: int) -> None:
         """Wait for the chat's after-reply work (summary, extraction) to finish."""
@@ -119,7 +126,14 @@ class Engine:
             except Exception:
                 log.exception("after-reply work failed for chat %s", chat_id)
 
-        self._after[chat_id] = asyncio.create_task(run(), name=f"after-reply-{chat_id}")
+        task = asyncio.create_task(run(), name=f"after-reply-{chat_id}")
+        self._after[chat_id] = task
+
+        def forget(done: asyncio.Task[None]) -> None:
+            if self._after.get(chat_id) is done:
+                del self._after[chat_id]
+
+        task.add_done_callback(forget)
 
     # -- the turn -------------------------------------------------------------------------------
     async def handle_turn(

@@ -182,6 +182,12 @@ class Database:
             raise RuntimeError("Database is not open")
         return self._db
 
+    async def _write(self, sql: str, params: tuple[Any, ...]) -> int:
+        """One autocommitted write, never inside another chat's open transaction."""
+        async with self._tx_lock:
+            cur = await self.db.execute(sql, params)
+            return cur.rowcount or 0
+
     async def open(self) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._db = await aiosqlite.connect(self.path, isolation_level=None)
@@ -233,7 +239,7 @@ class Database:
     # -- chats ----------------------------------------------------------------------------------
     async def ensure_chat(self, chat_id: int, kind: str = "private", title: str = "") -> None:
         now = utcnow()
-        await self.db.execute(
+        await self._write(
             "INSERT INTO chats(chat_id, kind, title, created_at, updated_at) VALUES (?,?,?,?,?) "
             "ON CONFLICT(chat_id) DO UPDATE SET kind=excluded.kind, "
             "title=CASE WHEN excluded.title='' THEN chats.title ELSE excluded.title END",
@@ -329,7 +335,7 @@ class Database:
         self, chat_id: int, summary: str, summarized_count: int, *, expected_from: int
     ) -> bool:
         """Advance the summary; refuses (False) if another writer moved the offset meanwhile."""
-        cur = await self.db.execute(
+        changed = await self._write(
             "UPDATE chats SET summary=?, summarized_count=?, last_summary_error='', updated_at=? "
             "WHERE chat_id=? AND summarized_count=? "
             "AND ? <= (SELECT COUNT(*) FROM messages WHERE chat_id=?)",
@@ -343,17 +349,17 @@ class Database:
                 chat_id,
             ),
         )
-        return (cur.rowcount or 0) > 0
+        return changed > 0
 
     async def note_summary_error(self, chat_id: int, error: str) -> None:
-        await self.db.execute(
+        await self._write(
             "UPDATE chats SET last_summary_error=? WHERE chat_id=?", (error, chat_id)
         )
 
     async def add_turn_usage(self, turn_id: int, **tokens: int) -> None:
         sets = ", ".join(f"{k} = {k} + ?" for k in tokens if k in _USAGE_COLS)
         if sets:
-            await self.db.execute(
+            await self._write(
                 f"UPDATE turns SET {sets} WHERE id=?",
                 (*(v for k, v in tokens.items() if k in _USAGE_COLS), turn_id),
             )
@@ -425,7 +431,7 @@ class Database:
 
     # -- extraction log -------------------------------------------------------------------------
     async def log_extraction(self, log: ExtractionLog) -> None:
-        await self.db.execute(
+        await self._write(
             "INSERT INTO extraction_log(user_id, chat_id, at, status, raw, detail, tokens) "
             "VALUES (?,?,?,?,?,?,?) ON CONFLICT(user_id) DO UPDATE SET chat_id=excluded.chat_id, "
             "at=excluded.at, status=excluded.status, raw=excluded.raw, detail=excluded.detail, "

@@ -220,3 +220,14 @@ async def test_views(engine: Engine) -> None:
     reset = await run_command(engine, "reset", ctx)
     assert "10 messages" in reset.text
     assert "(empty" in (await run_command(engine, "history", ctx)).text
+
+
+async def test_per_chat_bookkeeping_does_not_grow(engine: Engine) -> None:
+    import gc
+
+    for i in range(20):
+        await engine.handle_turn(ChatRef(1000 + i), ALICE, "hi")
+    await engine.drain()
+    gc.collect()
+    assert len(engine._locks) == 0
+    assert len(engine._after) == 0
