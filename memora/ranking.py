@@ -153,8 +153,10 @@ def hybrid_scores(
     if n == 0:
         empty = np.zeros(0, dtype=np.float64)
         return Scores(empty, empty, empty)
-    docs = np.asarray(doc_vecs, dtype=np.float64)
-    query = np.asarray(query_vec, dtype=np.float64).reshape(-1)
+    docs = np.asarray(doc_vecs)
+    if docs.dtype not in (np.float32, np.float64):
+        docs = docs.astype(np.float64)
+    query = np.asarray(query_vec, dtype=docs.dtype).reshape(-1)  # no float64 copy of the docs
     if docs.ndim != 2 or docs.shape[0] != n:
         raise ValueError(f"doc_vecs must have one row per text: {docs.shape} vs {n} texts")
     if docs.shape[1] != query.shape[0]:
@@ -163,7 +165,7 @@ def hybrid_scores(
         index = BM25.from_texts(doc_texts)
     elif len(index) != n:
         raise ValueError("the BM25 index must cover exactly doc_texts")
-    dense = docs @ query
+    dense = (docs @ query).astype(np.float64)
     dense01 = np.clip((dense - scale.floor) / (scale.ceiling - scale.floor), 0.0, 1.0)
     lexical = index.coverage(tokenize(query_text))
     agree = np.minimum(1.0, dense01 / lexical_gate) if lexical_gate > 0.0 else 1.0
