@@ -103,7 +103,9 @@ async def main(turns: int, recent: int, budget: int) -> None:
         await db.close()
 
     print(f"turns: {turns}  max_recent_turns: {recent}  max_input_tokens: {budget}")
-    print(f"input tokens per turn, memora:        mean {statistics.mean(sent):8.1f}  max {max(sent)}")
+    print(
+        f"input tokens per turn, memora:        mean {statistics.mean(sent):8.1f}  max {max(sent)}"
+    )
     print(
         f"input tokens per turn, full history:  mean {statistics.mean(baseline):8.1f}  "
         f"max {max(baseline)}"

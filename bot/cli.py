@@ -51,7 +51,7 @@ async def _export(settings: Settings, args: argparse.Namespace) -> int:
     if args.output == "-":
         print(text)
     else:
-        Path(args.output).write_text(text + "\n", encoding="utf-8")
+        await asyncio.to_thread(Path(args.output).write_text, text + "\n", encoding="utf-8")
         print(f"wrote {args.output}: {len(data['history'])} messages", file=sys.stderr)
     return 0
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
+from pathlib import Path
 from typing import TextIO
 
 from memora.commands import COMMANDS, CommandContext, run_command
@@ -65,8 +66,8 @@ async def chat_loop(
             ctx = CommandContext(chat, user, cmd[1], is_admin=True)
             reply = await run_command(engine, cmd[0], ctx)
             if reply.document is not None:
-                with open(reply.document.filename, "wb") as fh:
-                    fh.write(reply.document.content)
+                path = Path(reply.document.filename)
+                await asyncio.to_thread(path.write_bytes, reply.document.content)
                 print(f"(wrote {reply.document.filename})", file=out)
         else:
             reply = await engine.handle_turn(chat, user, line)

@@ -105,14 +105,14 @@ class Settings(BaseSettings):
         case_sensitive=False,
     )
 
-    telegram: TelegramConfig = Field(default_factory=TelegramConfig)
-    llm: LLMConfig = Field(default_factory=LLMConfig)
-    memory: MemoryConfig = Field(default_factory=MemoryConfig)
-    retrieval: RetrievalConfig = Field(default_factory=RetrievalConfig)
-    embeddings: EmbeddingsConfig = Field(default_factory=EmbeddingsConfig)
-    extraction: ExtractionConfig = Field(default_factory=ExtractionConfig)
-    storage: StorageConfig = Field(default_factory=StorageConfig)
-    logging: LoggingConfig = Field(default_factory=LoggingConfig)
+    telegram: TelegramConfig = TelegramConfig()
+    llm: LLMConfig = LLMConfig()
+    memory: MemoryConfig = MemoryConfig()
+    retrieval: RetrievalConfig = RetrievalConfig()
+    embeddings: EmbeddingsConfig = EmbeddingsConfig()
+    extraction: ExtractionConfig = ExtractionConfig()
+    storage: StorageConfig = StorageConfig()
+    logging: LoggingConfig = LoggingConfig()
 
     @field_validator("llm")
     @classmethod

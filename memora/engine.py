@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from memora.llm import LLM, ChatMessage, LLMError
 from memora.prompts import TUTOR_INSTRUCTIONS
 from memora.shortterm import BuiltContext, OverBudget, Window, build_context, summarize
-from memora.storage import Database, ExtractionLog, NewTurn, TurnUsage, utcnow
+from memora.storage import Database, ExtractionLog, NewTurn, StoredMessage, TurnUsage, utcnow
 from memora.tokens import TokenCounter
 from memora.views import Reply, TurnStats
 
@@ -95,9 +95,7 @@ class Engine:
         self.config = config or EngineConfig()
         self.clock = clock
         # Weak values: a chat's lock lives while some turn holds or awaits it, then goes away.
-        self._locks: weakref.WeakValueDictionary[int, asyncio.Lock] = (
-            weakref.WeakValueDictionary()
-        )
+        self._locks: weakref.WeakValueDictionary[int, asyncio.Lock] = weakref.WeakValueDictionary()
         self._after: dict[int, asyncio.Task[None]] = {}
 
     # -- ordering -------------------------------------------------------------------------------
@@ -236,14 +234,14 @@ class Engine:
         return Reply(prefix + answer.text, stats=stats, stored=True)
 
     async def _retrieve(
-        self, user: UserRef, text: str, pending: list[object]
+        self, user: UserRef, text: str, pending: list[StoredMessage]
     ) -> tuple[list[str], int]:
         if self.store is None or self.config.top_k == 0:
             return [], 0
         context = None
         if self.config.use_last_turn and len(pending) >= 2:
             last = pending[-2:]
-            context = " ".join(getattr(m, "content", "") for m in last)
+            context = " ".join(m.content for m in last)
         try:
             found = await self.store.search(
                 user.id,

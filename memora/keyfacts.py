@@ -63,9 +63,7 @@ def pinned_quotes(summary: str) -> list[str]:
     return [ln.strip()[3:-1] for ln in pins.splitlines() if ln.strip().startswith('- "')]
 
 
-def pin_missing(
-    summary: str, sources: list[str], old_summary: str = ""
-) -> tuple[str, list[str]]:
+def pin_missing(summary: str, sources: list[str], old_summary: str = "") -> tuple[str, list[str]]:
     """Append quotes for fact tokens that the new summary lost; return it and the lost tokens.
 
     Sources are the folded user messages; quotes pinned to the old summary are kept while the

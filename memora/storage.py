@@ -73,7 +73,7 @@ async def _m001_initial(db: aiosqlite.Connection) -> None:
             detail TEXT NOT NULL DEFAULT '',
             tokens INTEGER NOT NULL DEFAULT 0
         );
-        """
+        """,
     )
 
 
@@ -352,9 +352,7 @@ class Database:
         return changed > 0
 
     async def note_summary_error(self, chat_id: int, error: str) -> None:
-        await self._write(
-            "UPDATE chats SET last_summary_error=? WHERE chat_id=?", (error, chat_id)
-        )
+        await self._write("UPDATE chats SET last_summary_error=? WHERE chat_id=?", (error, chat_id))
 
     async def add_turn_usage(self, turn_id: int, **tokens: int) -> None:
         sets = ", ".join(f"{k} = {k} + ?" for k in tokens if k in _USAGE_COLS)

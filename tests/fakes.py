@@ -1,4 +1,4 @@
-"""Fakes we own, registered at real seams (the LLM protocol). Never used for the thing under test."""
+"""Fakes we own, registered at real seams (the LLM protocol); never the thing under test."""
 
 from __future__ import annotations
 

@@ -37,7 +37,9 @@ def test_precedence_toml_then_usual_env_then_memora_env(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     cfg = tmp_path / "c.toml"
-    cfg.write_text('[llm]\napi_key = "from-file"\nmodel = "file-model"\n[memory]\nmax_recent_turns = 5\n')
+    cfg.write_text(
+        '[llm]\napi_key = "from-file"\nmodel = "file-model"\n[memory]\nmax_recent_turns = 5\n'
+    )
     assert load_settings(cfg).llm.api_key == "from-file"
     monkeypatch.setenv("OPENAI_API_KEY", "from-usual-env")
     assert load_settings(cfg).llm.api_key == "from-usual-env"
@@ -89,9 +91,9 @@ def test_broken_and_missing_files(tmp_path: Path) -> None:
 
 def test_required_keys() -> None:
     s = load_settings()
-    with pytest.raises(ConfigError, match="llm.api_key"):
+    with pytest.raises(ConfigError, match=r"llm\.api_key"):
         require_llm(s)
-    with pytest.raises(ConfigError, match="telegram.token"):
+    with pytest.raises(ConfigError, match=r"telegram\.token"):
         require_telegram(s)
 
 

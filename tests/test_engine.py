@@ -71,7 +71,7 @@ async def test_summary_happens_after_the_reply_not_before(
     assert len(llm.calls) == calls_before + 1 and reply.ok
     await engine.drain()
     assert llm.count("complete", summary=True) == 1
-    summary_call = [c for c in llm.calls if llm.is_summary(c.instructions)][0]
+    summary_call = next(c for c in llm.calls if llm.is_summary(c.instructions))
     assert "message 0" in summary_call.messages[0].content
     assert (await db.chat(CHAT.id)).summarized_count == 2
 

@@ -54,4 +54,6 @@ async def test_provider_mode_asks_the_llm() -> None:
     counter = ProviderTokenCounter(llm, safety_margin=0.5)
     n = await counter.count("instr", [ChatMessage("user", "x" * 40)])
     assert llm.calls[-1].kind == "count"
-    assert n == -(-(await llm.count_input_tokens("instr", [ChatMessage("user", "x" * 40)])) * 3 // 2)
+    assert n == -(
+        -(await llm.count_input_tokens("instr", [ChatMessage("user", "x" * 40)])) * 3 // 2
+    )
