@@ -1,0 +1,359 @@
+"""What long-term memory adds to a turn: search latency and add latency for one large user.
+
+Run from the repository root::
+
+    .venv/bin/python benchmarks/retrieval_overhead.py [--memories 1000] [--queries 200] [--pairs]
+
+Prints figures, passes or fails nothing. One user gets --memories varied learner facts (English,
+繁體 and 简体, built from templates), stored in a real Chroma PersistentClient in a temporary
+directory with the local USE embedder. Then:
+
+* search, warm: ``MemoryStore.search`` as the reply path calls it (embed the message locally,
+  score the user's cached memories: dense cosine + BM25 through ``memora.ranking``, filter, sort),
+  for --queries learner messages, half of them with the previous turn as extra context;
+* search right after an add: a write updates the cache in place (write-through), but the BM25
+  index over the user's texts is rebuilt on the next search;
+* search, cold: after the user's cache was dropped (a restart, a user evicted from the LRU, a
+  failed write): it adds one filtered Chroma ``get`` of all the user's memories and vectors;
+* add: ``MemoryStore.add`` of new facts (embedding, duplicate check against all the user's
+  memories, one Chroma upsert), and of a duplicate (no write);
+* Chroma's own filtered nearest-neighbour query, for comparison with the exact in-process scan.
+
+``--pairs`` also prints the duplicate-guard table: the cosine of hand-made pairs and of 24
+facts written in English and in Chinese, and what ``memora.longterm.relation`` decides for them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import itertools
+import random
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from memora.embeddings import LocalUSE
+from memora.longterm import MemoryStore, NewMemory, Relation, embedding_text, relation
+
+LEVELS = ["A1", "A2", "B1", "B2", "C1", "C2"]
+NOUNS_EN = """
+airports hotels restaurants meetings emails interviews presentations negotiations contracts
+invoices hospitals pharmacies banks taxis trains museums concerts movies podcasts novels news
+weather sports football basketball tennis hiking camping cooking baking coffee tea wine gardens
+pets dogs cats birds cars bicycles phones laptops software databases marketing sales finance
+accounting law medicine nursing teaching science history art music guitar piano dancing yoga
+shopping fashion travel visas customs luggage beaches mountains islands festivals weddings
+birthdays holidays children parents grandparents neighbours colleagues customers suppliers
+""".split()
+NOUNS_ZH = """
+機場 飯店 餐廳 會議 郵件 面試 簡報 談判 合約 發票 醫院 藥局 銀行 計程車 火車 博物館 音樂會 電影
+新聞 天氣 運動 足球 籃球 網球 爬山 露營 做菜 烘焙 咖啡 茶 花園 寵物 狗 貓 汽車 腳踏車 手機 電腦
+軟體 行銷 業務 財務 會計 法律 醫學 護理 教學 科學 歷史 藝術 音樂 吉他 鋼琴 跳舞 瑜伽 購物 時尚 海關
+行李 海灘 山 島 節日 婚禮 生日 假期 孩子 父母 同事 客戶 机场 酒店 会议 邮件 电影 运动 电脑 软件
+""".split()
+GRAMMAR_EN = [
+    "the present perfect", "articles", "prepositions of time", "phrasal verbs", "conditionals",
+    "the passive voice", "reported speech", "relative clauses", "gerunds", "modal verbs",
+]  # fmt: skip
+GRAMMAR_ZH = [
+    "現在完成式",
+    "冠詞",
+    "介系詞",
+    "片語動詞",
+    "假設語氣",
+    "被動語態",
+    "关系从句",
+    "时态",
+]
+EXAMS = ["TOEIC", "IELTS", "TOEFL", "GEPT"]
+
+
+def learner_facts(n: int, seed: int = 7) -> list[str]:
+    """n distinct learner facts in English, 繁體 and 简体 (different content words each)."""
+    rng = random.Random(seed)
+
+    def en() -> str:
+        return rng.choice(NOUNS_EN)
+
+    def zh() -> str:
+        return rng.choice(NOUNS_ZH)
+
+    makers = [
+        lambda: f"The user wants to learn English words about {en()} and {en()}.",
+        lambda: f"使用者想學和{zh()}、{zh()}有關的英文單字。",
+        lambda: f"The user often talks about {en()} with {en()} at work.",
+        lambda: f"The user gets {rng.choice(GRAMMAR_EN)} wrong when writing about {en()}.",
+        lambda: f"使用者談到{zh()}時常搞錯{rng.choice(GRAMMAR_ZH)}。",
+        lambda: f"The user's level is {rng.choice(LEVELS)} when discussing {en()}.",
+        lambda: f"使用者喜歡用{zh()}和{zh()}當練習主題。",
+        lambda: (
+            f"The user has a {rng.choice(EXAMS)} exam about {en()} in 2027-"
+            f"{rng.randint(1, 12):02d}."
+        ),
+        lambda: f"The user prefers role-plays set in {en()} or {en()}.",
+        lambda: f"用户希望多练习{zh()}和{zh()}相关的对话。",
+    ]
+    out: list[str] = []
+    seen: set[str] = set()
+    while len(out) < n:
+        text = rng.choice(makers)()
+        if text not in seen:
+            seen.add(text)
+            out.append(text)
+    return out
+
+
+QUERIES = [
+    "幫我安排適合我程度的旅遊英文練習",
+    "Can you give me some practice for my TOEIC exam?",
+    "我老是搞不懂現在完成式",
+    "What should I say at a hotel front desk?",
+    "我想準備商務英文的會議用語",
+    "How do I use phrasal verbs naturally?",
+    "我下個月要考雅思，口說怎麼準備？",
+    "Give me three words about cooking",
+    "那第二個適合我嗎？",
+    "I only have twenty minutes today",
+    "我在醫院上班，想學醫療英文",
+    "Recommend a podcast for my level",
+    "用户想练习写作，应该怎么开始？",
+    "Explain articles again please",
+    "今天天氣很好",
+]
+
+
+def pct(values: list[float], q: float) -> float:
+    return float(np.percentile(np.asarray(values), q))
+
+
+def report(name: str, ms: list[float]) -> None:
+    print(
+        f"{name:<44} n={len(ms):>4}  median {statistics.median(ms):6.2f} ms"
+        f"  p95 {pct(ms, 95):6.2f} ms  max {max(ms):6.2f} ms"
+    )
+
+
+async def timed(fn: Callable[[], Awaitable[object]]) -> float:
+    t0 = time.perf_counter()
+    await fn()
+    return (time.perf_counter() - t0) * 1000
+
+
+async def overhead(n_memories: int, n_queries: int) -> None:
+    embedder = LocalUSE()
+    embedder.warm_up()
+    with tempfile.TemporaryDirectory() as tmp:
+        store = await MemoryStore.create(Path(tmp) / "chroma", embedder)
+        user = 123456789
+        facts = learner_facts(2 * n_memories + 200)
+        t0 = time.perf_counter()
+        pool = iter(facts)
+        while (count := await store.count(user)) < n_memories:
+            batch = list(itertools.islice(pool, min(100, n_memories - count)))
+            if not batch:
+                break
+            await store.add_many(user, [NewMemory(t) for t in batch])
+        load_s = time.perf_counter() - t0
+        stored = await store.count(user)
+        print(f"loaded {stored} memories for one user in {load_s:.1f} s (add_many, batches of 100)")
+        await store.add_many(999, [NewMemory(t) for t in facts[:50]])  # a neighbour in the index
+
+        rng = random.Random(3)
+        queries = [rng.choice(QUERIES) for _ in range(n_queries)]
+        contexts = [
+            None if i % 2 else "Assistant: 我推薦兩種：第一個是商務英文，第二個是旅遊英文。"
+            for i in range(n_queries)
+        ]
+
+        def search(q: str, c: str | None = None) -> Callable[[], Awaitable[object]]:
+            return lambda: store.search(user, q, top_k=3, min_score=0.14, extra_context=c)
+
+        await asyncio.sleep(3)  # let Chroma finish indexing the bulk load in the background
+        for q in queries[:50]:
+            await store.search(user, q, top_k=3, min_score=0.14)
+        warm = [await timed(search(q, c)) for q, c in zip(queries, contexts, strict=True)]
+        plain = [await timed(search(q)) for q in queries]
+
+        cold: list[float] = []
+        for q in queries[:50]:
+            store._invalidate(user)
+            cold.append(await timed(search(q)))
+
+        def embed(q: str) -> Callable[[], Awaitable[object]]:
+            return lambda: embedder.embed([q], kind="query")
+
+        def add(t: str) -> Callable[[], Awaitable[object]]:
+            return lambda: store.add(user, t, source="extracted")
+
+        embed_ms = [await timed(embed(q)) for q in queries]
+
+        vectors = (await embedder.embed(queries[:50], kind="query")).vectors
+        col = store._col
+        chroma_ms: list[float] = []
+        for v in vectors:
+            t0 = time.perf_counter()
+            col.query(
+                query_embeddings=v[None, :],
+                n_results=10,
+                where={"user_id": user},
+                include=["distances", "documents", "metadatas"],
+            )
+            chroma_ms.append((time.perf_counter() - t0) * 1000)
+
+        used = {m.text for m in await store.list(user)}
+        new_facts = [t for t in reversed(facts) if t not in used][:50]
+        adds: list[float] = []
+        after_write: list[float] = []
+        for i, t in enumerate(new_facts):
+            adds.append(await timed(add(t)))
+            after_write.append(await timed(search(queries[i])))
+        dups = [await timed(add(t)) for t in new_facts[:20]]
+
+        print(f"\n{n_queries} queries, top_k=3, min_score=0.14, user with {stored} memories\n")
+        report("search, warm cache, half with extra_context", warm)
+        report("search, warm cache, message only", plain)
+        report("search, first after an add (BM25 rebuilt)", after_write)
+        report("search, cold cache (restart / evicted user)", cold)
+        report("  of which: embed one message (LocalUSE)", embed_ms)
+        report("Chroma filtered kNN query (for comparison)", chroma_ms)
+        report("add() of a new fact", adds)
+        report("add() of a duplicate", dups)
+        await store.close()
+
+
+PAIRS: list[tuple[str, str, str]] = [
+    ("dup", "My level is B1", "我的英文程度是B1"),
+    ("dup", "The user's English level is B1.", "My level is B1"),
+    ("dup", "我的英文程度是B1", "The user's English level is B1"),
+    ("dup", "使用者的英文程度是 B1。", "我的英文程度是B1"),
+    ("dup", "The user's English level is B1.", "User's English level: B1"),
+    ("dup", "用户住在台北。", "使用者住在台北。"),
+    ("dup", "使用者住在台北。", "The user lives in Taipei."),
+    ("dup", "使用者的多益目標是 850 分。", "The user's TOEIC goal is 850 points."),
+    ("dup", "使用者想加強旅遊英文。", "The user wants to improve travel English."),
+    ("update", "My level is B2", "My level is B1"),
+    ("update", "使用者的英文程度是 B2。", "使用者的英文程度是 B1。"),
+    ("update", "The user's TOEIC goal is 900 points.", "The user's TOEIC goal is 850 points."),
+    ("distinct", "The user moved to Tainan.", "The user lives in Taipei."),
+    ("distinct", "The user wants to improve business English.", "The user wants travel English."),
+    ("distinct", "使用者想加強商務英文。", "使用者想加強旅遊英文。"),
+    ("distinct", "The user does not like grammar drills.", "The user likes grammar drills."),
+    ("distinct", "The user prefers American English.", "The user prefers British English."),
+    ("distinct", "使用者的口說程度是 B1。", "The user's writing level is B1."),
+    ("distinct", "使用者的多益考了 850 分。", "The user wants 850 on TOEIC."),
+    ("distinct", "使用者的女兒 5 歲。", "使用者的兒子 5 歲。"),
+    ("distinct", "使用者住在台中。", "使用者住在台北的中山區。"),
+]
+
+BILINGUAL = [
+    ("The user's English level is B1.", "使用者的英文程度是 B1。"),
+    ("The user wants to improve travel English.", "使用者想加強旅遊英文。"),
+    ("The user prefers short grammar explanations.", "使用者偏好簡短的文法解釋。"),
+    ("The user likes learning through example sentences.", "使用者喜歡透過例句學習。"),
+    ("The user lives in Taipei.", "使用者住在台北。"),
+    ("The user is a nurse.", "使用者是護理師。"),
+    ("The user confuses the present perfect and the simple past.", "使用者常搞混完成式和過去式。"),
+    ("The user has trouble pronouncing 'th'.", "使用者很難發出 th 的音。"),
+    (
+        "The user plans to take TOEIC in 2026-12 and wants 850.",
+        "使用者打算 2026-12 考多益，目標 850。",
+    ),
+    ("The user can only study on weekends.", "使用者只有週末能讀書。"),
+    ("The user wants to prepare for job interviews in English.", "使用者想準備英文面試。"),
+    ("The user enjoys American TV series.", "使用者喜歡看美劇。"),
+    ("The user is shy about speaking English.", "使用者不太敢開口說英文。"),
+    ("The user wants to read English news.", "使用者想看懂英文新聞。"),
+    ("The user has a daughter in elementary school.", "使用者有一個讀小學的女兒。"),
+    ("The user studies 30 minutes every morning.", "使用者每天早上讀 30 分鐘。"),
+    ("The user wants corrections in Chinese.", "使用者希望用中文解釋錯誤。"),
+    ("The user works at a trading company.", "使用者在貿易公司上班。"),
+    ("The user is preparing for IELTS.", "使用者正在準備雅思考試。"),
+    ("The user forgets new vocabulary quickly.", "使用者背單字很快就忘記。"),
+    ("The user wants to improve business English.", "使用者想加強商務英文。"),
+    ("The user moved to Tainan.", "使用者搬到台南了。"),
+    ("The user's English level is B2.", "使用者的英文程度是 B2。"),
+    ("The user prefers British English.", "使用者偏好英式英文。"),
+]
+
+
+def pairs() -> None:
+    embedder = LocalUSE()
+
+    def enc(texts: list[str]) -> np.ndarray:
+        return embedder._encode([embedding_text(t) for t in texts])  # as the store embeds them
+
+    print("\nhand-made pairs (new | existing): expected → relation, cosine")
+    for expected, new, old in PAIRS:
+        v = enc([new, old])
+        cos = float(v[0] @ v[1])
+        got = relation(new, old, cos).value
+        mark = "  " if got.startswith(expected[:4]) else "!!"
+        print(f"{mark} {expected:>8} → {got:<9} {cos:.3f}  {new} | {old}")
+
+    en = enc([e for e, _ in BILINGUAL])
+    zh = enc([z for _, z in BILINGUAL])
+    n = len(BILINGUAL)
+    sims = en @ zh.T
+    same = np.diag(sims)
+    diff = sims[~np.eye(n, dtype=bool)]
+    print(f"\n{n} facts in English and Chinese (USE cosine, final full stop dropped)")
+    print(f"same fact, EN vs ZH:     min {same.min():.3f}  median {np.median(same):.3f}"
+          f"  max {same.max():.3f}")  # fmt: skip
+    print(f"different facts, EN/ZH:  max {diff.max():.3f}  p99 {np.quantile(diff, 0.99):.3f}"
+          f"  median {np.median(diff):.3f}")  # fmt: skip
+    texts = [e for e, _ in BILINGUAL] + [z for _, z in BILINGUAL]
+    vecs = np.vstack([en, zh])
+    verdicts: dict[tuple[bool, str], int] = {}
+    wrong: list[tuple[str, str, float]] = []
+    for i, j in itertools.permutations(range(2 * n), 2):
+        same_fact = i % n == j % n
+        cos = float(vecs[i] @ vecs[j])
+        rel = relation(texts[i], texts[j], cos)
+        verdicts[(same_fact, rel.value)] = verdicts.get((same_fact, rel.value), 0) + 1
+        if not same_fact and rel is Relation.DUPLICATE:
+            wrong.append((texts[i], texts[j], cos))
+    for same_fact, label in ((True, "same fact, EN vs ZH"), (False, "different facts")):
+        counts = {r: v for (s, r), v in sorted(verdicts.items()) if s == same_fact}
+        total = sum(counts.values())
+        print(f"relation() on {total} ordered pairs, {label}: " + ", ".join(
+            f"{r} {v}" for r, v in counts.items()
+        ))  # fmt: skip
+    for a, b, cos in wrong:
+        print(f"   different facts judged duplicate ({cos:.3f}): {a} | {b}")
+    facts = learner_facts(1000)
+    fv = embedder._encode([embedding_text(t) for t in facts])
+    sims = fv @ fv.T
+    dup_pairs = [
+        (facts[i], facts[j], float(sims[i, j]))
+        for i, j in zip(*np.nonzero(sims >= 0.5), strict=True)
+        if i != j and relation(facts[i], facts[j], float(sims[i, j])) is Relation.DUPLICATE
+    ]
+    print(
+        f"\nbenchmark memories (1,000 generated facts): {len(dup_pairs)} ordered pairs judged"
+        " duplicate (reordered lists, 繁/简 spellings, a fact contained in another):"
+    )
+    for a, b, cos in dup_pairs[:8]:
+        print(f"   {cos:.3f}  {a} | {b}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--memories", type=int, default=1000)
+    parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--pairs", action="store_true", help="also print the duplicate table")
+    args = parser.parse_args()
+    asyncio.run(overhead(args.memories, args.queries))
+    if args.pairs:
+        pairs()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,333 @@
+"""Memory extraction: structured output from a scripted model, the code-level secret filter, and
+applying the result to a real Chroma store with the real local embedder."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from memora.embeddings import LocalUSE
+from memora.extraction import (
+    EXTRACTION_INSTRUCTIONS,
+    ExtractionOutcome,
+    ExtractionResult,
+    apply,
+    extract,
+    looks_secret,
+)
+from memora.longterm import MemoryStore
+from tests.fakes import FakeLLM, outage
+
+NOW = datetime(2026, 11, 15, 9, 0, tzinfo=UTC)
+
+
+@pytest.fixture(scope="module")
+def embedder() -> LocalUSE:
+    model = LocalUSE()
+    model.warm_up()
+    return model
+
+
+@pytest.fixture
+async def store(tmp_path: Path, embedder: LocalUSE) -> AsyncIterator[MemoryStore]:
+    s = await MemoryStore.create(tmp_path / "chroma", embedder)
+    yield s
+    await s.close()
+
+
+def mem(text: str, category: str = "other", replaces: int | None = None) -> dict[str, object]:
+    return {"text": text, "category": category, "replaces": replaces}
+
+
+async def run(
+    llm: FakeLLM, store: MemoryStore, user_id: int, message: str, *, reply: str = "OK"
+) -> tuple[ExtractionOutcome, list[str]]:
+    existing = await store.similar(user_id, message, k=5)
+    outcome = await extract(
+        llm, user_message=message, assistant_reply=reply, existing=existing, now=NOW
+    )
+    results = await apply(store, user_id, outcome, existing, chat_id=10, message_id=20, now=NOW)
+    return outcome, [r.action for r in results]
+
+
+# -- the call ------------------------------------------------------------------------------------
+
+
+async def test_extraction_is_structured_and_stored(store: MemoryStore) -> None:
+    llm = FakeLLM()
+    llm.parsed.append(
+        {
+            "memories": [
+                mem("使用者的英文程度是 B1。", "level"),
+                mem("使用者想加強旅遊英文。", "goal"),
+            ]
+        }
+    )
+    outcome, actions = await run(llm, store, 1, "我的英文程度大概是 B1，最近想加強旅遊英文。")
+    assert outcome.error is None and outcome.rejected == []
+    assert [(m.text, m.category) for m in outcome.memories] == [
+        ("使用者的英文程度是 B1。", "level"),
+        ("使用者想加強旅遊英文。", "goal"),
+    ]
+    assert '"使用者想加強旅遊英文。"' in outcome.raw  # the model's raw JSON, for /extraction
+    assert outcome.usage.total_tokens > 0
+    assert actions == ["added", "added"]
+    stored = await store.list(1)
+    assert [(m.text, m.category, m.source) for m in stored] == [
+        ("使用者的英文程度是 B1。", "level", "extracted"),
+        ("使用者想加強旅遊英文。", "goal", "extracted"),
+    ]
+    assert stored[0].chat_id == 10 and stored[0].message_id == 20
+    call = llm.calls[-1]
+    assert call.kind == "parse" and call.schema == "ExtractionResult"
+    assert call.instructions == EXTRACTION_INSTRUCTIONS
+
+
+async def test_an_empty_result_stores_nothing(store: MemoryStore) -> None:
+    llm = FakeLLM()
+    llm.parsed.append({"memories": []})
+    outcome, actions = await run(llm, store, 1, "請給我三個機場常用單字。")
+    assert outcome.error is None and outcome.memories == [] and actions == []
+    assert await store.count(1) == 0
+
+
+async def test_prompt_grounds_time_and_numbers_existing_memories(store: MemoryStore) -> None:
+    await store.add(1, "The user lives in Taipei.", source="manual", category="personal")
+    await store.add(1, "My level is B1", source="manual", category="level")
+    llm = FakeLLM()
+    existing = await store.list(1)
+    await extract(
+        llm,
+        user_message="I have an IELTS exam next month.",
+        assistant_reply="Good luck! Let's practise speaking.",
+        existing=existing,
+        now=NOW,
+    )
+    prompt = llm.calls[-1].messages[-1].content
+    assert "2026-11-15" in prompt and "2026-11" in prompt  # the date "next month" is relative to
+    assert "1. [personal] The user lives in Taipei." in prompt
+    assert "2. [level] My level is B1" in prompt
+    assert "I have an IELTS exam next month." in prompt
+    assert "Good luck! Let's practise speaking." in prompt
+    for rule in ("next month", "password", "one-time requests", "replaces", "language"):
+        assert rule in EXTRACTION_INSTRUCTIONS
+
+
+async def test_model_failures_never_raise(store: MemoryStore) -> None:
+    llm = FakeLLM()
+    llm.parsed.append(outage())
+    failed = await extract(llm, user_message="hi", assistant_reply="", existing=[], now=NOW)
+    assert failed.error and "503" in failed.error and failed.memories == []
+
+    llm.parsed.append('{"memories": [{"text": "x", "category": "hobby"}]}')  # not in the Literal
+    invalid = await extract(llm, user_message="hi", assistant_reply="", existing=[], now=NOW)
+    assert invalid.error and invalid.memories == []
+
+    llm.parsed.append(RuntimeError("SDK surprise"))
+    weird = await extract(llm, user_message="hi", assistant_reply="", existing=[], now=NOW)
+    assert weird.error and "SDK surprise" in weird.error
+
+    results = await apply(store, 1, failed, [], chat_id=1, message_id=1)
+    assert results == [] and await store.count(1) == 0
+
+
+async def test_a_refusal_keeps_the_raw_text() -> None:
+    class Refusing(FakeLLM):
+        async def parse(self, instructions, messages, schema):  # type: ignore[no-untyped-def]
+            from memora.llm import Parsed, Usage
+
+            return Parsed(text="I can't help with that.", usage=Usage(5, 6), parsed=None)
+
+    outcome = await extract(Refusing(), user_message="hi", assistant_reply="", existing=[], now=NOW)
+    assert outcome.error and outcome.raw == "I can't help with that."
+    assert outcome.usage.total_tokens == 11
+
+
+# -- secrets -------------------------------------------------------------------------------------
+
+
+async def test_secrets_are_dropped_by_code_even_when_the_model_returns_them(
+    store: MemoryStore,
+) -> None:
+    llm = FakeLLM()
+    llm.parsed.append(
+        ExtractionResult.model_validate(
+            {
+                "memories": [
+                    mem("The user's password is hunter2.", "personal"),
+                    mem("使用者的信用卡號是 4111 1111 1111 1111。", "personal"),
+                    mem("The user's API key is sk-proj-AbCdEf0123456789XyZ.", "other"),
+                    mem("The user is a nurse.", "personal"),
+                ]
+            }
+        )
+    )
+    outcome, actions = await run(
+        llm, store, 5, "My password is hunter2, card 4111 1111 1111 1111. I'm a nurse."
+    )
+    assert [m.text for m in outcome.memories] == ["The user is a nurse."]
+    assert [why for _, why in outcome.rejected] == ["looks like a secret"] * 3
+    assert "hunter2" not in outcome.raw and "4111 1111" not in outcome.raw
+    assert "sk-proj" not in outcome.raw and "[redacted]" in outcome.raw
+    assert actions == ["added"]
+    assert [m.text for m in await store.list(5)] == ["The user is a nurse."]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "The user's password is hunter2",
+        "使用者的密碼是 abc123",
+        "用户的密码是 qwerty",
+        "The user's PIN is 4821",
+        "My bank PIN code: 4821",
+        "Card 4111-1111-1111-1111 expires soon",
+        "5500 0000 0000 0004",
+        "key sk-abcdefghijklmnop1234",
+        "bot token 123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw",
+        "123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw",
+        "IBAN DE89 3704 0044 0532 0130 00",
+        "GB82WEST12345698765432",
+        "AKIAIOSFODNN7EXAMPLE",
+        "ghp_abcdefghijklmnopqrstuvwxyz0123456789",
+        "token eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.sig",
+        "身分證字號 A123456789",
+        "A123456789",
+        "the verification code is 552211",
+        "secret: Zx9Qw8Er7Ty6Ui5Op4As3Df2Gh1",
+    ],
+)
+def test_looks_secret_catches(text: str) -> None:
+    assert looks_secret(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "The user's English level is B1.",
+        "The user wants to pass TOEIC with 850 points.",
+        "使用者打算 2026-12 考多益，目標 850 分。",
+        "The user confuses 'pin' and 'pen'.",
+        "The user studies 30 minutes every morning.",
+        "The user was born in 1990 and lives in Taipei.",
+        "The user's phone model is iPhone 15.",
+        "The user works at a credit card company.",
+        "使用者在信用卡公司上班。",
+        "4111 1111 1111 1112",  # fails the Luhn check: not a card number
+        "The user passed the GEPT intermediate test in 2025-06-15.",
+    ],
+)
+def test_looks_secret_lets_ordinary_facts_through(text: str) -> None:
+    assert not looks_secret(text)
+
+
+# -- applying: duplicates, supersede, bad indices ------------------------------------------------
+
+
+async def test_same_fact_from_three_turns_in_two_languages_is_one_memory(
+    store: MemoryStore,
+) -> None:
+    llm = FakeLLM()
+    for text in ["使用者的英文程度是 B1。", "The user's English level is B1.", "My level is B1"]:
+        llm.parsed.append({"memories": [mem(text, "level")]})
+    _, first = await run(llm, store, 2, "我的英文程度是 B1")
+    _, second = await run(llm, store, 2, "My English level is B1 by the way")
+    _, third = await run(llm, store, 2, "as I said, B1")
+    assert (first, second, third) == (["added"], ["duplicate"], ["duplicate"])
+    assert [m.text for m in await store.list(2)] == ["使用者的英文程度是 B1。"]
+
+
+async def test_replaces_supersedes_with_history_and_revert_restores(store: MemoryStore) -> None:
+    llm = FakeLLM()
+    llm.parsed.append(
+        {
+            "memories": [
+                mem("The user's English level is B1.", "level"),
+                mem("The user lives in Taipei.", "personal"),
+            ]
+        }
+    )
+    await run(llm, store, 3, "I'm B1 and I live in Taipei.")
+    existing = await store.similar(3, "I moved to Tainan and I'm B2 now", k=5)
+    taipei_no = 1 + [m.text for m in existing].index("The user lives in Taipei.")
+    level_no = 1 + [m.text for m in existing].index("The user's English level is B1.")
+    llm.parsed.append(
+        {
+            "memories": [
+                mem("The user moved to Tainan.", "personal", replaces=taipei_no),
+                mem("The user's English level is B2.", "level", replaces=level_no),
+            ]
+        }
+    )
+    outcome = await extract(
+        llm,
+        user_message="I moved to Tainan and I'm B2 now",
+        assistant_reply="Congratulations!",
+        existing=existing,
+        now=NOW,
+    )
+    results = await apply(store, 3, outcome, existing, chat_id=10, message_id=21, now=NOW)
+    assert [r.action for r in results] == ["superseded", "superseded"]
+    assert results[0].previous is not None
+    assert results[0].previous.text == "The user lives in Taipei."
+    memories = await store.list(3)
+    assert [m.text for m in memories] == [
+        "The user's English level is B2.",
+        "The user moved to Tainan.",
+    ]
+    assert [r.text for r in memories[1].history] == ["The user lives in Taipei."]
+    assert [r.text for r in memories[0].history] == ["The user's English level is B1."]
+    assert memories[1].message_id == 21
+
+    restored = await store.revert(3, memories[1].id)
+    assert restored is not None and restored.text == "The user lives in Taipei."
+    assert [r.text for r in restored.history] == ["The user moved to Tainan."]
+
+
+async def test_a_replaces_number_out_of_range_is_an_add(store: MemoryStore) -> None:
+    await store.add(4, "The user is a nurse.", source="manual", category="personal")
+    llm = FakeLLM()
+    llm.parsed.append({"memories": [mem("The user can only study on weekends.", "constraint", 7)]})
+    llm.parsed.append({"memories": [mem("The user enjoys American TV series.", "other", 0)]})
+    _, first = await run(llm, store, 4, "I can only study on weekends")
+    _, second = await run(llm, store, 4, "I love American TV series")
+    assert first == ["added"] and second == ["added"]
+    assert [m.text for m in await store.list(4)] == [
+        "The user is a nurse.",
+        "The user can only study on weekends.",
+        "The user enjoys American TV series.",
+    ]
+    assert all(not m.history for m in await store.list(4))
+
+
+async def test_replaces_only_reaches_the_callers_own_memories(store: MemoryStore) -> None:
+    other = (await store.add(99, "The user lives in Taipei.", source="manual")).memory
+    llm = FakeLLM()
+    llm.parsed.append({"memories": [mem("The user moved to Tainan.", "personal", replaces=1)]})
+    outcome = await extract(
+        llm, user_message="I moved to Tainan", assistant_reply="", existing=[other], now=NOW
+    )
+    # a list from another user (a caller bug) cannot make user 4 overwrite user 99's memory
+    results = await apply(store, 4, outcome, [other], chat_id=1, message_id=2)
+    assert [r.action for r in results] == ["added"]
+    assert (await store.get(99, other.id)) == other
+
+
+async def test_blank_and_repeated_items_are_not_stored_twice(store: MemoryStore) -> None:
+    llm = FakeLLM()
+    llm.parsed.append(
+        {
+            "memories": [
+                mem("  ", "other"),
+                mem("The user is a nurse.", "personal"),
+                mem("the user is a nurse", "personal"),
+            ]
+        }
+    )
+    outcome, actions = await run(llm, store, 6, "I'm a nurse. A nurse!")
+    assert [m.text for m in outcome.memories] == ["The user is a nurse."]
+    assert outcome.rejected == [("the user is a nurse", "repeated in the same answer")]
+    assert actions == ["added"]

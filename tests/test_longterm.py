@@ -1,0 +1,392 @@
+"""The long-term store against a real Chroma PersistentClient and the real local embedder."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from collections.abc import AsyncIterator, Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from memora.embeddings import Embedded, LocalUSE
+from memora.longterm import (
+    DUP_MIN,
+    MemoryNotFound,
+    MemoryStore,
+    NewMemory,
+    Relation,
+    StoreError,
+    embedding_text,
+    normalise_text,
+    relation,
+)
+
+NOW = datetime(2026, 11, 15, 8, 30, tzinfo=UTC)
+
+
+@pytest.fixture(scope="module")
+def embedder() -> LocalUSE:
+    model = LocalUSE()
+    model.warm_up()
+    return model
+
+
+@pytest.fixture
+async def store(tmp_path: Path, embedder: LocalUSE) -> AsyncIterator[MemoryStore]:
+    s = await MemoryStore.create(tmp_path / "chroma", embedder)
+    yield s
+    await s.close()
+
+
+# -- duplicates ----------------------------------------------------------------------------------
+
+
+async def test_same_fact_three_times_in_two_languages_is_one_memory(store: MemoryStore) -> None:
+    first = await store.add(1, "My level is B1", source="manual", category="level", now=NOW)
+    second = await store.add(1, "我的英文程度是B1", source="extracted", category="level")
+    third = await store.add(1, "The user's English level is B1.", source="extracted")
+    assert [first.action, second.action, third.action] == ["added", "duplicate", "duplicate"]
+    assert second.memory == first.memory and third.memory == first.memory
+    assert [m.text for m in await store.list(1)] == ["My level is B1"]
+
+
+async def test_exact_repeat_with_other_spacing_and_punctuation_is_a_duplicate(
+    store: MemoryStore,
+) -> None:
+    await store.add(1, "使用者偏好簡短的文法解釋。", source="extracted")
+    again = await store.add(1, "  使用者偏好簡短的 文法解釋 ", source="manual")
+    assert again.action == "duplicate"
+    assert await store.count(1) == 1
+
+
+async def test_a_different_level_is_not_a_duplicate_but_supersedes(store: MemoryStore) -> None:
+    b1 = await store.add(1, "My level is B1", source="manual", category="level", now=NOW)
+    b2 = await store.add(1, "My level is B2", source="manual", category="other")
+    assert b2.action == "superseded"
+    assert b2.previous == b1.memory
+    assert b2.memory.id == b1.memory.id
+    assert b2.memory.text == "My level is B2"
+    assert b2.memory.category == "level"  # an automatic update keeps the known category
+    assert [r.text for r in b2.memory.history] == ["My level is B1"]
+    assert [m.text for m in await store.list(1)] == ["My level is B2"]
+
+
+def test_duplicate_guard_on_measured_pairs(embedder: LocalUSE) -> None:
+    def rel(new: str, old: str) -> Relation:
+        vectors = embedder._encode([embedding_text(new), embedding_text(old)])
+        return relation(new, old, float(vectors[0] @ vectors[1]))
+
+    for new, old in [
+        ("My level is B1", "我的英文程度是B1"),
+        ("The user's English level is B1", "My level is B1"),
+        ("我的英文程度是B1", "The user's English level is B1"),
+        ("使用者住在台北。", "The user lives in Taipei."),
+        ("用户住在台北。", "使用者住在台北。"),
+    ]:
+        assert rel(new, old) is Relation.DUPLICATE, (new, old)
+    for new, old in [
+        ("My level is B2", "My level is B1"),
+        ("使用者的英文程度是 B2。", "使用者的英文程度是 B1。"),
+    ]:
+        assert rel(new, old) is Relation.UPDATE, (new, old)
+    for new, old in [
+        (
+            "The user wants to improve business English.",
+            "The user wants to improve travel English.",
+        ),
+        ("使用者想加強商務英文。", "使用者想加強旅遊英文。"),
+        ("The user does not like grammar drills.", "The user likes grammar drills."),
+        ("The user prefers American English.", "The user prefers British English."),
+        ("使用者的口說程度是 B1。", "The user's writing level is B1."),
+        ("使用者的多益考了 850 分。", "The user wants 850 on TOEIC."),
+        ("The user moved to Tainan.", "The user lives in Taipei."),
+    ]:
+        assert rel(new, old) is Relation.DISTINCT, (new, old)
+    assert normalise_text("B1 ，level!") == normalise_text("b1level")
+    assert 0.5 < DUP_MIN < 0.7
+
+
+async def test_add_many_is_one_batch_that_dedupes_within_itself(store: MemoryStore) -> None:
+    results = await store.add_many(
+        7,
+        [
+            NewMemory("使用者想加強旅遊英文。", category="goal"),
+            NewMemory("使用者想加強旅遊英文", category="goal"),
+            NewMemory("The user is a nurse.", category="personal"),
+        ],
+        now=NOW,
+    )
+    assert [r.action for r in results] == ["added", "duplicate", "added"]
+    assert results[1].memory.id == results[0].memory.id
+    assert [m.text for m in await store.list(7)] == [
+        "使用者想加強旅遊英文。",
+        "The user is a nurse.",
+    ]
+
+
+async def test_concurrent_adds_of_one_fact_store_it_once(store: MemoryStore) -> None:
+    results = await asyncio.gather(
+        *(store.add(3, "The user is preparing for IELTS.", source="extracted") for _ in range(4))
+    )
+    assert sorted(r.action for r in results) == ["added"] + ["duplicate"] * 3
+    assert await store.count(3) == 1
+
+
+# -- supersede and revert ------------------------------------------------------------------------
+
+
+async def test_supersede_keeps_history_and_revert_restores(store: MemoryStore) -> None:
+    taipei = (await store.add(1, "The user lives in Taipei.", source="extracted", now=NOW)).memory
+    later = datetime(2026, 12, 1, tzinfo=UTC)
+    moved = await store.supersede(
+        1, taipei.id, "The user moved to Tainan.", reason="moved", chat_id=5, now=later
+    )
+    assert moved.id == taipei.id and moved.text == "The user moved to Tainan."
+    assert moved.created_at == taipei.created_at and moved.updated_at == "2026-12-01T00:00:00+00:00"
+    assert [(r.text, r.reason) for r in moved.history] == [("The user lives in Taipei.", "moved")]
+    assert moved.chat_id == 5
+    assert await store.get(1, taipei.id) == moved
+
+    restored = await store.revert(1, taipei.id)
+    assert restored is not None and restored.text == "The user lives in Taipei."
+    # nothing is lost: the replaced text is in the history, and a second revert undoes the first
+    assert [r.text for r in restored.history] == ["The user moved to Tainan."]
+    again = await store.revert(1, taipei.id)
+    assert again is not None and again.text == "The user moved to Tainan."
+    hits = (await store.search(1, "Tainan", top_k=3, min_score=0.0)).hits
+    assert hits[0].memory.text == "The user moved to Tainan."
+
+
+async def test_revert_without_history_and_supersede_of_a_missing_memory(
+    store: MemoryStore,
+) -> None:
+    m = (await store.add(1, "The user is a nurse.", source="manual")).memory
+    assert await store.revert(1, m.id) is None
+    assert await store.revert(1, "no-such-id") is None
+    with pytest.raises(MemoryNotFound):
+        await store.supersede(1, "no-such-id", "x", reason="test")
+    with pytest.raises(MemoryNotFound):  # another user's memory is "missing" for this user
+        await store.supersede(2, m.id, "The user is a doctor.", reason="test")
+    assert (await store.get(1, m.id)) == m
+
+
+# -- reads ---------------------------------------------------------------------------------------
+
+
+async def test_list_is_oldest_first_and_search_ranks(store: MemoryStore) -> None:
+    texts = [
+        "使用者想加強旅遊英文。",
+        "使用者偏好簡短的文法解釋。",
+        "The user works at a trading company.",
+        "The user has a TOEIC exam in 2026-12.",
+    ]
+    for t in texts:
+        await store.add(9, t, source="extracted", now=NOW)  # same timestamp: order still kept
+    assert [m.text for m in await store.list(9)] == texts
+    found = await store.search(9, "幫我安排適合我程度的旅遊英文練習", top_k=2, min_score=0.1)
+    assert found.hits and found.hits[0].memory.text == "使用者想加強旅遊英文。"
+    assert len(found.hits) <= 2
+    assert all(0.1 <= h.score <= 1.0 for h in found.hits)
+    assert [h.score for h in found.hits] == sorted((h.score for h in found.hits), reverse=True)
+    # an unrelated message finds nothing above a sensible floor
+    assert (await store.search(9, "What's the weather like?", top_k=3, min_score=0.2)).hits == []
+    assert (await store.search(9, "   ", top_k=3, min_score=0.0)).hits == []
+    similar = await store.similar(9, "I have a TOEIC exam", k=2)
+    assert len(similar) == 2 and similar[0].text == "The user has a TOEIC exam in 2026-12."
+
+
+async def test_previous_turn_helps_a_follow_up_question(store: MemoryStore) -> None:
+    for t in [
+        "My level is B1",
+        "使用者想加強旅遊英文。",
+        "The user is shy about speaking English.",
+    ]:
+        await store.add(4, t, source="extracted")
+    question = "那第二個適合我嗎？"
+    context = "Assistant: 我推薦兩種課程：第一個是商務英文會話，第二個是旅遊英文（機場、飯店）。"
+    alone = await store.search(4, question, top_k=1, min_score=0.0)
+    helped = await store.search(4, question, top_k=1, min_score=0.0, extra_context=context)
+    assert helped.hits[0].memory.text == "使用者想加強旅遊英文。"
+    assert helped.hits[0].score > alone.hits[0].score
+
+
+async def test_user_id_is_required_and_must_be_an_int(store: MemoryStore) -> None:
+    with pytest.raises(TypeError):
+        await store.search("1", "x", top_k=1, min_score=0.0)  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        await store.list(None)  # type: ignore[arg-type]
+    with pytest.raises(ValueError):
+        await store.add(1, "   ", source="manual")
+
+
+# -- deletion and persistence --------------------------------------------------------------------
+
+
+async def test_delete_user_is_complete_and_leaves_others_intact(store: MemoryStore) -> None:
+    await store.add_many(
+        1, [NewMemory("My level is B1"), NewMemory("使用者住在台北。"), NewMemory("I like cats")]
+    )
+    await store.add_many(2, [NewMemory("My level is B1"), NewMemory("The user is a nurse.")])
+    assert await store.delete_user(1) == 3
+    assert await store.count(1) == 0
+    assert await store.list(1) == []
+    assert (await store.search(1, "My level is B1", top_k=5, min_score=0.0)).hits == []
+    assert await store.similar(1, "My level is B1") == []
+    assert await store.count(2) == 2
+    hits = (await store.search(2, "level B1", top_k=5, min_score=0.0)).hits
+    assert hits and all(h.memory.user_id == 2 for h in hits)
+    assert await store.delete_user(1) == 0
+
+
+async def test_delete_one_memory(store: MemoryStore) -> None:
+    a = (await store.add(1, "The user is a nurse.", source="manual")).memory
+    b = (await store.add(1, "使用者住在台北。", source="manual")).memory
+    assert await store.delete(2, a.id) is False  # not that user's
+    assert await store.delete(1, a.id) is True
+    assert await store.delete(1, a.id) is False
+    assert [m.id for m in await store.list(1)] == [b.id]
+
+
+async def test_memories_survive_reopening_the_store(tmp_path: Path, embedder: LocalUSE) -> None:
+    path = tmp_path / "chroma"
+    first = await MemoryStore.create(path, embedder)
+    added = await first.add(
+        42,
+        "使用者想加強旅遊英文。",
+        source="extracted",
+        category="goal",
+        chat_id=-100,
+        message_id=7,
+    )
+    await first.add(42, "The user lives in Taipei.", source="manual", category="personal")
+    moved = await first.supersede(
+        42, (await first.list(42))[1].id, "The user moved to Tainan.", reason="moved"
+    )
+    await first.close()
+
+    async with MemoryStore(path, embedder) as second:
+        memories = await second.list(42)
+        assert [m.text for m in memories] == ["使用者想加強旅遊英文。", "The user moved to Tainan."]
+        assert memories[0] == added.memory
+        assert memories[1] == moved
+        assert memories[1].history[0].text == "The user lives in Taipei."
+        hits = (await second.search(42, "travel English practice", top_k=1, min_score=0.0)).hits
+        assert hits[0].memory.id == added.memory.id
+
+
+async def test_an_other_embedder_cannot_open_the_memories(
+    tmp_path: Path, embedder: LocalUSE
+) -> None:
+    class Other:
+        name = "some-other-model"
+        dim = 512
+
+        async def embed(self, texts: list[str], kind: str = "passage") -> Embedded:
+            return Embedded(np.ones((len(texts), 512), dtype=np.float32) / np.sqrt(512))
+
+    async with MemoryStore(tmp_path / "chroma", embedder) as s:
+        await s.add(1, "The user is a nurse.", source="manual")
+    with pytest.raises(StoreError, match="use-multilingual-v3"):
+        await MemoryStore.create(tmp_path / "chroma", Other())
+    async with MemoryStore(tmp_path / "chroma", embedder) as s:  # still opens with the right one
+        assert await s.count(1) == 1
+
+
+async def test_a_small_cache_evicts_users_without_losing_anything(
+    tmp_path: Path, embedder: LocalUSE
+) -> None:
+    async with MemoryStore(tmp_path / "chroma", embedder, max_cached_users=1) as s:
+        for uid in (1, 2, 3):
+            await s.add(uid, f"The user's English level is B{uid}.", source="manual")
+        for uid in (1, 2, 3, 1):
+            assert [m.text for m in await s.list(uid)] == [f"The user's English level is B{uid}."]
+            hits = (await s.search(uid, "English level", top_k=5, min_score=0.0)).hits
+            assert [h.memory.user_id for h in hits] == [uid]
+
+
+# -- isolation between users (property) -----------------------------------------------------------
+
+FACTS = [
+    "My level is B1",
+    "我的英文程度是B2",
+    "使用者想加強旅遊英文。",
+    "The user prefers short grammar explanations.",
+    "The user lives in Taipei.",
+    "使用者是護理師。",
+    "The user has a TOEIC exam in 2026-12.",
+    "用户常搞混现在完成式和过去式。",
+    "The user can only study on weekends.",
+    "The user enjoys American TV series.",
+]
+
+
+@pytest.fixture
+def runner() -> Iterator[asyncio.Runner]:
+    with asyncio.Runner() as r:
+        yield r
+
+
+def test_users_never_see_or_touch_each_others_memories(
+    tmp_path: Path, embedder: LocalUSE, runner: asyncio.Runner
+) -> None:
+    store = runner.run(MemoryStore.create(tmp_path / "chroma", embedder))
+    fresh = itertools.count(1)
+
+    @settings(
+        max_examples=25,
+        deadline=None,
+        suppress_health_check=[HealthCheck.too_slow],
+        database=None,
+    )
+    @given(
+        users=st.lists(
+            st.integers(min_value=-(10**9), max_value=10**9), min_size=2, max_size=4, unique=True
+        ),
+        facts=st.lists(
+            st.lists(st.sampled_from(FACTS), min_size=1, max_size=4), min_size=4, max_size=4
+        ),
+        query=st.sampled_from([*FACTS, "旅遊", "exam", "weekend"]),
+    )
+    def check(users: list[int], facts: list[list[str]], query: str) -> None:
+        offset = next(fresh) * 10**10  # fresh ids for every example, in one shared store
+        ids = [u + offset for u in users]
+        runner.run(scenario(ids, facts[: len(ids)], query))
+
+    async def scenario(ids: list[int], facts: list[list[str]], query: str) -> None:
+        for uid, texts in zip(ids, facts, strict=True):
+            await store.add_many(uid, [NewMemory(t) for t in texts])
+        own = {uid: await store.list(uid) for uid in ids}
+        for uid, texts in zip(ids, facts, strict=True):
+            mine = own[uid]
+            assert mine and all(m.user_id == uid for m in mine)
+            assert {m.text for m in mine} <= set(texts)
+            assert await store.count(uid) == len(mine)
+            mine_ids = {m.id for m in mine}
+            hits = (await store.search(uid, query, top_k=10, min_score=0.0)).hits
+            assert {h.memory.id for h in hits} <= mine_ids
+            assert {m.id for m in await store.similar(uid, query, k=10)} <= mine_ids
+            for other in ids:
+                if other == uid:
+                    continue
+                for m in own[other]:
+                    assert await store.get(uid, m.id) is None
+                    assert await store.delete(uid, m.id) is False
+                    assert await store.revert(uid, m.id) is None
+        victim, survivor = ids[0], ids[1]
+        before = await store.list(survivor)
+        assert await store.delete(victim, own[victim][0].id) is True
+        assert await store.delete_user(victim) == len(own[victim]) - 1
+        assert await store.count(victim) == 0
+        assert await store.list(survivor) == before
+        for uid in ids[1:]:
+            assert [m.id for m in await store.list(uid)] == [m.id for m in own[uid]]
+
+    try:
+        check()
+    finally:
+        runner.run(store.close())
