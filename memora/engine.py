@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from memora.llm import LLM, ChatMessage, LLMError
 from memora.prompts import TUTOR_INSTRUCTIONS
+from memora.ranking import DEFAULT_MIN_SCORE
 from memora.shortterm import BuiltContext, OverBudget, Window, build_context, summarize
 from memora.storage import Database, ExtractionLog, NewTurn, StoredMessage, TurnUsage, utcnow
 from memora.tokens import TokenCounter
@@ -50,7 +51,7 @@ class EngineConfig:
     max_recent_turns: int = 3
     max_message_chars: int = 4000
     top_k: int = 3
-    min_score: float = 0.3
+    min_score: float = DEFAULT_MIN_SCORE
     use_last_turn: bool = True
     extraction_enabled: bool = True
     instructions: str = TUTOR_INSTRUCTIONS

@@ -13,7 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from memora.embeddings import LocalUSE
 from memora.engine import Engine, EngineConfig
+from memora.longterm import MemoryStore
 from memora.storage import Database
 from memora.tokens import LocalTokenCounter
 from tests.fakes import FakeLLM
@@ -55,5 +57,30 @@ def counter() -> LocalTokenCounter:
 @pytest.fixture
 async def engine(db: Database, llm: FakeLLM, counter: LocalTokenCounter) -> AsyncIterator[Engine]:
     eng = Engine(db=db, llm=llm, counter=counter, config=EngineConfig(max_input_tokens=1000))
+    yield eng
+    await eng.drain()
+
+
+@pytest.fixture(scope="session")
+def use_embedder() -> LocalUSE:
+    """The real local multilingual model, loaded once per test session (~1.5 s)."""
+    model = LocalUSE()
+    model.warm_up()
+    return model
+
+
+@pytest.fixture
+async def memory_store(tmp_path: Path, use_embedder: LocalUSE) -> AsyncIterator[MemoryStore]:
+    store = await MemoryStore.create(tmp_path / "chroma", use_embedder)
+    yield store
+    await store.close()
+
+
+@pytest.fixture
+async def mem_engine(
+    db: Database, llm: FakeLLM, counter: LocalTokenCounter, memory_store: MemoryStore
+) -> AsyncIterator[Engine]:
+    """An engine with long-term memory: real SQLite, real Chroma, real embeddings, fake LLM."""
+    eng = Engine(db=db, llm=llm, counter=counter, store=memory_store)
     yield eng
     await eng.drain()
