@@ -328,15 +328,21 @@ class Engine:
             await self.db.add_turn_usage(turn_id, extraction_tokens=tokens)
             await self._log_extraction(user, chat, "failed", raw, outcome.error, tokens)
             return
-        results = await extraction.apply(
-            self.store,
-            user.id,
-            outcome,
-            existing,
-            chat_id=chat.id,
-            message_id=turn_id,
-            now=now,
-        )
+        try:
+            results = await extraction.apply(
+                self.store,
+                user.id,
+                outcome,
+                existing,
+                chat_id=chat.id,
+                message_id=turn_id,
+                now=now,
+            )
+        except Exception as exc:  # the embedder or the store failed; the reply already went out
+            log.exception("storing extracted memories failed for user %s", user.id)
+            await self.db.add_turn_usage(turn_id, extraction_tokens=tokens)
+            await self._log_extraction(user, chat, "failed", raw, f"store: {exc}", tokens)
+            return
         embed = sum(r.embedding_tokens for r in results)
         await self.db.add_turn_usage(turn_id, extraction_tokens=tokens, embedding_tokens=embed)
         detail = "\n".join(f"{r.action}: {r.memory.text}" for r in results)

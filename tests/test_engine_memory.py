@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from memora.commands import CommandContext, run_command
-from memora.embeddings import LocalUSE
+from memora.embeddings import Embedded, Kind, LocalUSE
 from memora.engine import ChatRef, Engine, EngineConfig, UserRef
 from memora.llm import ChatMessage, LLMError
 from memora.longterm import MemoryStore
@@ -205,3 +205,26 @@ async def test_memories_survive_a_restart(tmp_path: Path, use_embedder: LocalUSE
         await engine.drain()
         await store.close()
         await db.close()
+
+
+class BrokenEmbedder(LocalUSE):
+    """The real model, except that storing fails (an embeddings outage)."""
+
+    async def embed(self, texts: list[str], kind: Kind = "passage") -> Embedded:
+        if kind == "passage":
+            raise RuntimeError("embeddings service unavailable")
+        return await super().embed(texts, kind)
+
+
+async def test_a_store_failure_after_the_reply_is_logged_not_raised(
+    db: Database, tmp_path: Path, llm: FakeLLM
+) -> None:
+    store = await MemoryStore.create(tmp_path / "broken", BrokenEmbedder())
+    engine = Engine(db=db, llm=llm, counter=LocalTokenCounter(), store=store)
+    llm.parsed.append(facts(("The user likes tea", "preference")))
+    reply = await engine.handle_turn(CHAT, ALICE, "I like tea")
+    assert reply.ok
+    await engine.drain()
+    shown = (await run_command(engine, "extraction", ctx())).text
+    assert "failed" in shown and "embeddings service unavailable" in shown
+    await store.close()
