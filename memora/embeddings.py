@@ -32,7 +32,8 @@ class Embedder(Protocol):
     async def embed(self, texts: list[str], kind: Kind = "passage") -> Embedded: ...
 
 
-def _normalise(v: npt.ArrayLike) -> Vectors:
+def normalise(v: npt.ArrayLike) -> Vectors:
+    """Rows scaled to unit length (zero rows stay zero), as float32."""
     arr = np.asarray(v, dtype=np.float32)
     if arr.ndim == 1:
         arr = arr[None, :]
@@ -56,7 +57,7 @@ class LocalUSE:
 
     def _encode(self, texts: list[str]) -> Vectors:
         with self._lock:
-            return _normalise(self._model.encode(texts))
+            return normalise(self._model.encode(texts))
 
     def warm_up(self) -> None:
         """Load the weights now rather than on the first user message."""
@@ -95,7 +96,7 @@ class OpenAIEmbedder:
         resp = await self._client.embeddings.create(model=self.name, input=texts)
         rows = sorted(resp.data, key=lambda d: d.index)
         tokens = int(getattr(resp.usage, "total_tokens", 0) or 0)
-        return Embedded(_normalise([r.embedding for r in rows]), tokens)
+        return Embedded(normalise([r.embedding for r in rows]), tokens)
 
     async def aclose(self) -> None:
         await self._client.close()

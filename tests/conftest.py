@@ -62,7 +62,7 @@ async def engine(db: Database, llm: FakeLLM, counter: LocalTokenCounter) -> Asyn
 
 
 @pytest.fixture(scope="session")
-def use_embedder() -> LocalUSE:
+def embedder() -> LocalUSE:
     """The real local multilingual model, loaded once per test session (~1.5 s)."""
     model = LocalUSE()
     model.warm_up()
@@ -70,17 +70,17 @@ def use_embedder() -> LocalUSE:
 
 
 @pytest.fixture
-async def memory_store(tmp_path: Path, use_embedder: LocalUSE) -> AsyncIterator[MemoryStore]:
-    store = await MemoryStore.create(tmp_path / "chroma", use_embedder)
-    yield store
-    await store.close()
+async def store(tmp_path: Path, embedder: LocalUSE) -> AsyncIterator[MemoryStore]:
+    s = await MemoryStore.create(tmp_path / "chroma", embedder)
+    yield s
+    await s.close()
 
 
 @pytest.fixture
 async def mem_engine(
-    db: Database, llm: FakeLLM, counter: LocalTokenCounter, memory_store: MemoryStore
+    db: Database, llm: FakeLLM, counter: LocalTokenCounter, store: MemoryStore
 ) -> AsyncIterator[Engine]:
     """An engine with long-term memory: real SQLite, real Chroma, real embeddings, fake LLM."""
-    eng = Engine(db=db, llm=llm, counter=counter, store=memory_store)
+    eng = Engine(db=db, llm=llm, counter=counter, store=store)
     yield eng
     await eng.drain()

@@ -29,7 +29,7 @@ def ctx(user: UserRef = ALICE, arg: str = "", chat: ChatRef = CHAT) -> CommandCo
 
 
 async def test_extraction_runs_after_the_reply_and_feeds_the_next_turn(
-    mem_engine: Engine, llm: FakeLLM, memory_store: MemoryStore
+    mem_engine: Engine, llm: FakeLLM, store: MemoryStore
 ) -> None:
     llm.parsed.append(facts(("使用者的英文程度是 B1", "level"), ("目標是多益 850 分", "goal")))
     reply = await mem_engine.handle_turn(CHAT, ALICE, "我的英文程度是 B1，想考多益 850 分")
@@ -37,7 +37,7 @@ async def test_extraction_runs_after_the_reply_and_feeds_the_next_turn(
     assert llm.count("parse") == 0  # not on the reply path
     await mem_engine.drain()
     assert llm.count("parse") == 1
-    assert [m.text for m in await memory_store.list(ALICE.id)] == [
+    assert [m.text for m in await store.list(ALICE.id)] == [
         "使用者的英文程度是 B1",
         "目標是多益 850 分",
     ]
@@ -51,11 +51,11 @@ async def test_extraction_runs_after_the_reply_and_feeds_the_next_turn(
 
 
 async def test_nothing_worth_keeping_stores_nothing_and_no_block(
-    mem_engine: Engine, llm: FakeLLM, memory_store: MemoryStore
+    mem_engine: Engine, llm: FakeLLM, store: MemoryStore
 ) -> None:
     await mem_engine.handle_turn(CHAT, ALICE, "hi!")
     await mem_engine.drain()
-    assert await memory_store.count(ALICE.id) == 0
+    assert await store.count(ALICE.id) == 0
     await mem_engine.handle_turn(CHAT, ALICE, "give me three airport words")
     assert all(not m.content.startswith(MEMORY_BLOCK) for m in llm.calls[-1].messages)
     assert "nothing worth keeping" in (await run_command(mem_engine, "extraction", ctx())).text
@@ -88,33 +88,33 @@ async def test_extraction_tokens_count_in_the_session_totals(
 
 
 async def test_remember_saves_directly_and_skips_extraction(
-    mem_engine: Engine, llm: FakeLLM, memory_store: MemoryStore
+    mem_engine: Engine, llm: FakeLLM, store: MemoryStore
 ) -> None:
     reply = await run_command(mem_engine, "remember", ctx(arg="I am preparing for IELTS 7.0"))
     assert reply.ok and "Saved: I am preparing for IELTS 7.0" in reply.text
     assert "Echo: I am preparing for IELTS 7.0" in reply.text  # it is also a normal turn
     await mem_engine.drain()
     assert llm.count("parse") == 0
-    [memory] = await memory_store.list(ALICE.id)
+    [memory] = await store.list(ALICE.id)
     assert memory.source == "manual" and memory.chat_id == CHAT.id
     assert "manual" in (await run_command(mem_engine, "extraction", ctx())).text
     usage = await run_command(mem_engine, "remember", ctx())
     assert not usage.ok and usage.text.startswith("Usage: /remember")
     secret = await run_command(mem_engine, "remember", ctx(arg="my password is hunter22"))
     assert "never store" in secret.text
-    assert await memory_store.count(ALICE.id) == 1
+    assert await store.count(ALICE.id) == 1
 
 
-async def test_memory_commands(mem_engine: Engine, memory_store: MemoryStore) -> None:
+async def test_memory_commands(mem_engine: Engine, store: MemoryStore) -> None:
     for text in ["I live in Taipei", "My English level is B1", "I love jazz music"]:
-        await memory_store.add(ALICE.id, text, source="manual", category="personal")
+        await store.add(ALICE.id, text, source="manual", category="personal")
     listed = (await run_command(mem_engine, "memories", ctx())).text
     assert "1. I live in Taipei" in listed and "3. I love jazz music" in listed
     found = (await run_command(mem_engine, "search", ctx(arg="我住在哪裡？"))).text
     assert found.splitlines()[2].endswith("I live in Taipei")
     assert (await run_command(mem_engine, "search", ctx())).text.startswith("Usage")
     # B1 → B2 supersedes, keeps the old text, and can be undone.
-    update = await memory_store.add(ALICE.id, "My English level is B2", source="manual")
+    update = await store.add(ALICE.id, "My English level is B2", source="manual")
     assert update.action == "superseded"
     listed = (await run_command(mem_engine, "memories", ctx())).text
     assert "My English level is B2" in listed and "was: My English level is B1" in listed
@@ -122,13 +122,13 @@ async def test_memory_commands(mem_engine: Engine, memory_store: MemoryStore) ->
     assert "Restored: My English level is B1" in undone.text
     forget = await run_command(mem_engine, "forget", ctx(arg="1"))
     assert "Forgotten: I live in Taipei" in forget.text
-    assert await memory_store.count(ALICE.id) == 2
+    assert await store.count(ALICE.id) == 2
     for bad in ["9", "abc", ""]:
         assert not (await run_command(mem_engine, "forget", ctx(arg=bad))).ok
 
 
 async def test_a_long_memory_block_folds_the_oldest_turn_instead_of_overflowing(
-    db: Database, memory_store: MemoryStore
+    db: Database, store: MemoryStore
 ) -> None:
     llm = FakeLLM()
     counter = LocalTokenCounter()
@@ -140,7 +140,7 @@ async def test_a_long_memory_block_folds_the_oldest_turn_instead_of_overflowing(
         db=db,
         llm=llm,
         counter=counter,
-        store=memory_store,
+        store=store,
         config=EngineConfig(max_input_tokens=budget, max_recent_turns=3, min_score=0.0),
     )
     llm.summaries.extend(["Learner asked airport questions."] * 3)
@@ -149,7 +149,7 @@ async def test_a_long_memory_block_folds_the_oldest_turn_instead_of_overflowing(
         await engine.handle_turn(CHAT, ALICE, text)
         await engine.drain()
     assert llm.count("complete", summary=True) == 0
-    await memory_store.add(ALICE.id, long_fact, source="manual", category="goal")
+    await store.add(ALICE.id, long_fact, source="manual", category="goal")
     reply = await engine.handle_turn(CHAT, ALICE, question)
     assert reply.ok and reply.stats is not None
     sent = llm.calls[-1].messages
@@ -161,11 +161,11 @@ async def test_a_long_memory_block_folds_the_oldest_turn_instead_of_overflowing(
 
 
 async def test_one_users_memories_never_reach_another_users_context(
-    mem_engine: Engine, llm: FakeLLM, memory_store: MemoryStore
+    mem_engine: Engine, llm: FakeLLM, store: MemoryStore
 ) -> None:
     group = ChatRef(-7, "group", "class")
-    await memory_store.add(ALICE.id, "Alice is allergic to peanuts", source="manual")
-    await memory_store.add(BOB.id, "Bob wants to pass the TOEFL", source="manual")
+    await store.add(ALICE.id, "Alice is allergic to peanuts", source="manual")
+    await store.add(BOB.id, "Bob wants to pass the TOEFL", source="manual")
     await mem_engine.handle_turn(group, BOB, "Am I allergic to anything? peanuts?")
     sent = " ".join(m.content for m in llm.calls[-1].messages)
     assert "allergic to peanuts" not in sent.split("[Bob]")[0]
@@ -175,25 +175,25 @@ async def test_one_users_memories_never_reach_another_users_context(
 
 
 async def test_forgetme_deletes_everything_about_the_caller(
-    mem_engine: Engine, llm: FakeLLM, memory_store: MemoryStore, db: Database
+    mem_engine: Engine, llm: FakeLLM, store: MemoryStore, db: Database
 ) -> None:
     llm.parsed.append(facts(("Alice lives in Tainan", "personal")))
     await mem_engine.handle_turn(CHAT, ALICE, "I live in Tainan")
     await mem_engine.drain()
-    await memory_store.add(BOB.id, "Bob likes tea", source="manual")
+    await store.add(BOB.id, "Bob likes tea", source="manual")
     reply = await run_command(mem_engine, "forgetme", ctx())
     assert "1 long-term memories" in reply.text and "2 messages" in reply.text
-    assert await memory_store.count(ALICE.id) == 0
+    assert await store.count(ALICE.id) == 0
     assert await db.messages(CHAT.id) == []
     assert await db.extraction(ALICE.id) is None
-    assert await memory_store.count(BOB.id) == 1
+    assert await store.count(BOB.id) == 1
 
 
-async def test_memories_survive_a_restart(tmp_path: Path, use_embedder: LocalUSE) -> None:
+async def test_memories_survive_a_restart(tmp_path: Path, embedder: LocalUSE) -> None:
     for attempt in range(2):
         db = Database(tmp_path / "memora.sqlite3")
         await db.open()
-        store = await MemoryStore.create(tmp_path / "chroma", use_embedder)
+        store = await MemoryStore.create(tmp_path / "chroma", embedder)
         llm = FakeLLM()
         engine = Engine(db=db, llm=llm, counter=LocalTokenCounter(), store=store)
         if attempt == 0:

@@ -3,13 +3,10 @@ applying the result to a real Chroma store with the real local embedder."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from datetime import UTC, datetime
-from pathlib import Path
 
 import pytest
 
-from memora.embeddings import LocalUSE
 from memora.extraction import (
     EXTRACTION_INSTRUCTIONS,
     ExtractionOutcome,
@@ -22,20 +19,6 @@ from memora.longterm import MemoryStore
 from tests.fakes import FakeLLM, outage
 
 NOW = datetime(2026, 11, 15, 9, 0, tzinfo=UTC)
-
-
-@pytest.fixture(scope="module")
-def embedder() -> LocalUSE:
-    model = LocalUSE()
-    model.warm_up()
-    return model
-
-
-@pytest.fixture
-async def store(tmp_path: Path, embedder: LocalUSE) -> AsyncIterator[MemoryStore]:
-    s = await MemoryStore.create(tmp_path / "chroma", embedder)
-    yield s
-    await s.close()
 
 
 def mem(text: str, category: str = "other", replaces: int | None = None) -> dict[str, object]:

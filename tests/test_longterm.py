@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -27,20 +27,6 @@ from memora.longterm import (
 )
 
 NOW = datetime(2026, 11, 15, 8, 30, tzinfo=UTC)
-
-
-@pytest.fixture(scope="module")
-def embedder() -> LocalUSE:
-    model = LocalUSE()
-    model.warm_up()
-    return model
-
-
-@pytest.fixture
-async def store(tmp_path: Path, embedder: LocalUSE) -> AsyncIterator[MemoryStore]:
-    s = await MemoryStore.create(tmp_path / "chroma", embedder)
-    yield s
-    await s.close()
 
 
 # -- duplicates ----------------------------------------------------------------------------------

@@ -92,6 +92,15 @@ def refs(message: Message) -> tuple[ChatRef, UserRef] | None:
     return ChatRef(chat.id, "group", chat.title or ""), UserRef(user.id, user.first_name)
 
 
+def incoming_text(update: Update) -> tuple[Message, str, ChatRef, UserRef] | None:
+    """A human's text message with its refs, or None for anything else."""
+    message = update.message
+    if message is None or message.text is None:
+        return None
+    who = refs(message)
+    return None if who is None else (message, message.text, *who)
+
+
 def is_group(chat: Chat) -> bool:
     return chat.type in (ChatType.GROUP, ChatType.SUPERGROUP)
 
@@ -171,16 +180,15 @@ async def _deny(message: Message, user_id: int) -> None:
 # -- handlers ----------------------------------------------------------------------------------
 async def on_command(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
     """A known command → run_command in the core → the rendered answer."""
-    message = update.message
-    who = refs(message) if message and message.text else None
-    if message is None or message.text is None or who is None:
+    incoming = incoming_text(update)
+    if incoming is None:
         return
-    chat, user = who
+    message, text, chat, user = incoming
     state = get_state(context)
     if not allowed(state, user.id):
         await _deny(message, user.id)
         return
-    name, _, arg = parse_command(message.text)
+    name, _, arg = parse_command(text)
     ctx = CommandContext(
         chat,
         user,
@@ -195,27 +203,26 @@ async def on_command(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None
 
 async def on_unknown_command(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
     """A /foo the bot doesn't have: a short pointer to /help (in groups only when addressed)."""
-    message = update.message
-    who = refs(message) if message and message.text else None
-    if message is None or message.text is None or who is None:
+    incoming = incoming_text(update)
+    if incoming is None:
         return
-    name, target, _ = parse_command(message.text)
-    if is_group(message.chat) and target.lower() != context.bot.username.lower():
+    message, text, chat, user = incoming
+    name, target, _ = parse_command(text)
+    if chat.is_group and target.lower() != context.bot.username.lower():
         return  # "/foo" or "/foo@otherbot" in a group may be meant for another bot
-    if not allowed(get_state(context), who[1].id):
-        await _deny(message, who[1].id)
+    if not allowed(get_state(context), user.id):
+        await _deny(message, user.id)
         return
     await message.reply_text(f"I don't know /{name}. Try /help for the list of commands.")
 
 
 async def on_text(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
     """A learner's message → one engine turn, with "typing…" shown while it runs."""
-    message = update.message
-    who = refs(message) if message and message.text else None
-    if message is None or message.text is None or who is None:
+    incoming = incoming_text(update)
+    if incoming is None:
         return
-    chat, user = who
-    text: str | None = message.text
+    message, raw, chat, user = incoming
+    text: str | None = raw
     if chat.is_group:
         text = addressed_text(message, context.bot.username, context.bot.id)
         if text is None:
