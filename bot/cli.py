@@ -42,7 +42,7 @@ async def _chat(settings: Settings, args: argparse.Namespace) -> None:
 async def _export(settings: Settings, args: argparse.Namespace) -> int:
     from memora.commands import export_chat
 
-    async with open_engine(settings) as engine:
+    async with open_engine(settings, needs_model=False) as engine:
         if args.chat_id not in await engine.db.chat_ids():
             print(f"memora: no data for chat {args.chat_id}", file=sys.stderr)
             return 1

@@ -46,8 +46,10 @@ def setup_logging(settings: Settings) -> None:
     redact = _Redact([settings.telegram.token, settings.llm.api_key])
     for handler in logging.getLogger().handlers:
         handler.addFilter(redact)
-    # httpx logs every request URL, and Telegram URLs contain the bot token.
-    logging.getLogger("httpx").setLevel(logging.WARNING)
+    # httpx logs every request URL (Telegram URLs contain the bot token); the openai SDK's
+    # httpx2 logs every model call. Neither belongs in an operator's INFO log.
+    for noisy in ("httpx", "httpx2", "httpcore", "chromadb"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
 
 
 def _llm(settings: Settings, model: str) -> OpenAILLM:
@@ -85,9 +87,15 @@ def default_min_score(settings: Settings) -> float:
 
 
 @asynccontextmanager
-async def open_engine(settings: Settings, *, llm: LLM | None = None) -> AsyncIterator[Engine]:
-    """Open the database, the memory store and the model clients; close them all on exit."""
-    require_llm(settings)
+async def open_engine(
+    settings: Settings, *, llm: LLM | None = None, needs_model: bool = True
+) -> AsyncIterator[Engine]:
+    """Open the database, the memory store and the model clients; close them all on exit.
+
+    `needs_model=False` (exports) opens everything without insisting on an API key.
+    """
+    if needs_model:
+        require_llm(settings)
     async with AsyncExitStack() as stack:
         db = Database(settings.db_path)
         await db.open()

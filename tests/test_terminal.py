@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -89,6 +90,21 @@ def test_terminal_chat_talks_remembers_and_persists(
     out2 = chat(env, ["/history", "quit"])
     assert "continuing: 4 messages" in out2
     assert "What does 'commute' mean?" in out2
+    # The operator's export works from the command line, without a model key.
+    target = tmp_path / "export.json"
+    env.pop("MEMORA_LLM__API_KEY")
+    proc = subprocess.run(
+        [sys.executable, "-m", "bot.cli", "export", "--chat-id", "0", "-o", str(target)],
+        cwd=ROOT,
+        env={**env, "MEMORA_LLM__BASE_URL": ""},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(target.read_text(encoding="utf-8"))
+    assert [m["content"] for m in data["history"]][0].startswith("Hi, my English level is B1")
+    assert "B1" in data["summary"] and data["summarized_messages"] == 2
 
 
 def test_terminal_chat_survives_an_llm_outage(openai_server: FakeOpenAI, tmp_path: Path) -> None:
