@@ -103,7 +103,7 @@ def test_terminal_chat_talks_remembers_and_persists(
     )
     assert proc.returncode == 0, proc.stderr
     data = json.loads(target.read_text(encoding="utf-8"))
-    assert [m["content"] for m in data["history"]][0].startswith("Hi, my English level is B1")
+    assert data["history"][0]["content"].startswith("Hi, my English level is B1")
     assert "B1" in data["summary"] and data["summarized_messages"] == 2
 
 
