@@ -27,18 +27,14 @@ from __future__ import annotations
 
 import asyncio
 import builtins
-import itertools
 import json
 import logging
-import re
-import unicodedata
 import uuid
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
-from enum import Enum
-from functools import cached_property, lru_cache
+from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal
 
@@ -46,8 +42,9 @@ import numpy as np
 import numpy.typing as npt
 
 from memora.blocking import run_blocking
+from memora.dedupe import CANDIDATE_MIN, Relation, embedding_text, normalise_text, relation
 from memora.embeddings import Embedder, Vectors
-from memora.lexical import BM25, T2S
+from memora.lexical import BM25
 from memora.ranking import DenseScale, dense_scale_for, hybrid_rank
 
 log = logging.getLogger(__name__)
@@ -72,20 +69,6 @@ COLLECTION = "memories"
 Source = Literal["extracted", "manual"]
 AddAction = Literal["added", "duplicate", "superseded"]
 
-# Thresholds on the dense cosine of the local multilingual USE model (LocalUSE). Measured with
-# `benchmarks/retrieval_overhead.py --pairs` (memories embedded without a final full stop, as the
-# store embeds them): 24 facts written in English and in Chinese score 0.52-0.85 (median 0.66)
-# against their translation; different facts reach 0.90 in one language ("level B1" / "level
-# B2"), 0.81 ("travel English" / "business English"), and 0.74 across languages among 1,000
-# template-made memories of one user. No cosine separates them, so the lexical guard of
-# `relation` rules first and each threshold applies only where the guard could compare:
-# The same numbers and the same content words, only generic wording differs ("My level is B1"
-# / "使用者的英文程度是B1": 0.41; such pairs measured 0.41-0.83): the words decide, the cosine
-# is a floor against nonsense.
-DUP_SAME_TERMS = 0.35
-DUP_MIN = 0.58  # same-script words, or the same numbers, agree and add nothing new
-DUP_CROSS = 0.80  # two languages and no number in common: only the cosine can tell
-UPDATE_MIN = 0.75  # only numbers/levels/dates differ and this close: the new text supersedes
 
 MAX_TEXT_CHARS = 1000
 _FINAL_PUNCT = " .。!！;；…"
@@ -168,192 +151,6 @@ class SearchResult:
 
 
 # --------------------------------------------------------------------------------------------
-# Text normalisation and the duplicate guard
-# --------------------------------------------------------------------------------------------
-
-_CJK_CHARS = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
-_CJK_RE = re.compile(f"[{_CJK_CHARS}]+")
-_WORD_RE = re.compile(r"[a-z0-9]+(?:[.'’][a-z0-9]+)*")
-_GENERIC_EN = frozenset(
-    """
-    a an the and or but of to in on at by for with from as about into than then that this these
-    those it its is are am was were be been being do does did has have had will would can could
-    should shall may might must i me my mine myself we us our you your he him his she her they
-    them their who which what so very really also just now currently still level
-    user users learner learners student students person english
-    """.split()
-)
-_T2S_TABLE = str.maketrans(T2S)
-# Subject phrases and function characters that carry no fact in Chinese memories.
-_GENERIC_ZH = ("使用者", "用戶", "用户", "學習者", "学习者", "學生", "学生", "英文", "英語", "英语")
-_STOP_ZH = frozenset("我你他她們们的了是很也都就和與与及嗎吗呢吧啊呀喔哦在會会程度")
-_NEGATION_ZH = frozenset("不沒没別别未無无非")
-_NUMERALS_ZH = frozenset("零〇二兩两三四五六七八九十百千萬万半")  # 一 is in too many words
-_NUMBERS_EN = {
-    w: str(i)
-    for i, w in enumerate(
-        "zero one two three four five six seven eight nine ten eleven twelve".split()
-    )
-} | {"twenty": "20", "thirty": "30", "forty": "40", "fifty": "50", "hundred": "100",
-     "thousand": "1000", "half": "0.5", "once": "1x", "twice": "2x"}  # fmt: skip
-_MONTHS_EN = {
-    m: str(i)
-    for i, m in enumerate(
-        "january february march april may june july august september october november december"
-        .split(),
-        start=1,
-    )
-} | {"jan": "1", "feb": "2", "mar": "3", "apr": "4", "jun": "6", "jul": "7", "aug": "8",
-     "sep": "9", "sept": "9", "oct": "10", "nov": "11", "dec": "12"}  # fmt: skip
-# Concepts learners state in either language: the same concept must be on both sides.
-_CONCEPTS: dict[str, tuple[str, ...]] = {
-    "NEG": ("not", "no", "never", "cannot", "nor", "without"),
-    "goal": ("want", "wants", "goal", "target", "aim", "hope", "plan", "想", "希望", "目標",
-             "目标", "打算", "計劃", "计划"),
-    "toeic": ("toeic", "多益", "托业", "托業"),
-    "ielts": ("ielts", "雅思"),
-    "toefl": ("toefl", "托福"),
-    "gept": ("gept", "全民英檢", "全民英检", "英檢", "英检"),
-    "speaking": ("speak", "speaking", "spoken", "口說", "口说", "口語", "口语", "會話", "会话"),
-    "writing": ("write", "writing", "written", "寫作", "写作"),
-    "listening": ("listen", "listening", "聽力", "听力"),
-    "reading": ("read", "reading", "閱讀", "阅读"),
-    "pronunciation": ("pronunciation", "pronounce", "accent", "發音", "发音", "口音"),
-    "grammar": ("grammar", "grammatical", "文法", "語法", "语法"),
-    "vocabulary": ("vocabulary", "vocab", "單字", "单字", "單詞", "单词", "詞彙", "词汇"),
-}  # fmt: skip
-_CONCEPT_EN = {w: c for c, ws in _CONCEPTS.items() for w in ws if w.isascii()}
-_CONCEPT_ZH = sorted(
-    ((w, c) for c, ws in _CONCEPTS.items() for w in ws if not w.isascii()),
-    key=lambda wc: -len(wc[0]),  # 全民英檢 before 英檢
-)
-
-
-def embedding_text(text: str) -> str:
-    """The text a memory is embedded as: without a final full stop, which moves USE's cosine
-    by up to .06 ("The user's English level is B1." / "My level is B1": .551 with it, .614
-    without)."""
-    return text.rstrip(_FINAL_PUNCT) or text
-
-
-def normalise_text(text: str) -> str:
-    """Casefolded NFKC text without whitespace and punctuation: equal means the same memory."""
-    norm = unicodedata.normalize("NFKC", text).casefold()
-    return "".join(ch for ch in norm if ch.isalnum())
-
-
-def _stem(word: str) -> str:
-    if len(word) <= 3 or not word.isalpha():
-        return word
-    if word.endswith("ies"):
-        return word[:-3] + "y"
-    if word.endswith("s") and not word.endswith(("ss", "us", "is")):
-        return word[:-1]
-    return word
-
-
-@dataclass(frozen=True)
-class _Terms:
-    numbers: frozenset[str]  # numbers, levels (b1), dates, months: an update when only they differ
-    concepts: frozenset[str]  # negation, goal, exam names, skills: must be the same on both sides
-    latin: frozenset[str]  # other content words
-    cjk: frozenset[str]  # other content characters
-
-
-@lru_cache(maxsize=8192)
-def _terms(text: str) -> _Terms:
-    norm = unicodedata.normalize("NFKC", text).casefold()
-    numbers: set[str] = set()
-    concepts: set[str] = set()
-    latin: set[str] = set()
-    for raw in _WORD_RE.findall(norm):
-        word = raw.replace("’", "'")
-        if word.endswith("n't"):
-            concepts.add("NEG")
-            word = word[:-3]
-        elif "'" in word:
-            word = word.split("'", 1)[0]  # user's → user
-        if any(ch.isdigit() for ch in word):
-            numbers.add(word.lstrip("0") or "0")
-        elif word in _NUMBERS_EN:
-            numbers.add(_NUMBERS_EN[word])
-        elif word in _MONTHS_EN and word != "may":  # "may" is mostly the modal verb
-            numbers.add(_MONTHS_EN[word])
-        elif word in _CONCEPT_EN or _stem(word) in _CONCEPT_EN:
-            concepts.add(_CONCEPT_EN.get(word) or _CONCEPT_EN[_stem(word)])
-        elif word and word not in _GENERIC_EN:
-            latin.add(_stem(word))
-    cjk: set[str] = set()
-    for run in _CJK_RE.findall(norm):
-        run = run.translate(_T2S_TABLE)  # 繁 → 简: one spelling
-        for phrase in _GENERIC_ZH:
-            run = run.replace(phrase, " ")
-        for phrase, concept in _CONCEPT_ZH:
-            if phrase in run:
-                concepts.add(concept)
-                run = run.replace(phrase, " ")
-        kept = []
-        for ch in run:
-            if ch in _NEGATION_ZH:
-                concepts.add("NEG")
-            elif ch in _NUMERALS_ZH:
-                numbers.add("zh:" + ch)
-            elif ch != " " and ch not in _STOP_ZH:
-                kept.append(ch)
-        # characters and their bigrams: 台中 is not in "台北中山區" although 台 and 中 are
-        cjk.update(kept)
-        cjk.update(a + b for a, b in itertools.pairwise(kept))
-    return _Terms(frozenset(numbers), frozenset(concepts), frozenset(latin), frozenset(cjk))
-
-
-class Relation(Enum):
-    DUPLICATE = "duplicate"  # nothing new: do not store
-    UPDATE = "update"  # the same fact with other numbers: supersede the old memory
-    DISTINCT = "distinct"  # a different fact: store it
-
-
-def _changes(new: frozenset[str], old: frozenset[str]) -> tuple[bool, bool]:
-    """(swapped, added): each side has a word the other lacks / the new side has one more."""
-    if not new or not old:
-        return False, False
-    return bool(new - old) and bool(old - new), bool(new - old)
-
-
-def relation(new_text: str, old_text: str, cosine: float) -> Relation:
-    """How a new memory relates to an existing one, from their texts and dense cosine.
-
-    Numbers and concepts are compared whatever the language; content words only where both
-    texts have words of that script (Latin / Chinese). A new text that swaps or adds a content
-    word says something else or more: never a duplicate. Chinese characters may differ between
-    繁體 and 简体 spellings: they are folded to one spelling first (`memora.lexical.T2S`); a
-    variant the table lacks makes a false "distinct", never a false duplicate.
-    """
-    if normalise_text(new_text) == normalise_text(old_text):
-        return Relation.DUPLICATE
-    new, old = _terms(new_text), _terms(old_text)
-    latin_swap, latin_add = _changes(new.latin, old.latin)
-    cjk_swap, cjk_add = _changes(new.cjk, old.cjk)
-    if new.concepts != old.concepts:
-        return Relation.DISTINCT
-    if new.numbers != old.numbers:
-        same_words = not (latin_swap or latin_add or cjk_swap or cjk_add)
-        if new.numbers and old.numbers and same_words and cosine >= UPDATE_MIN:
-            return Relation.UPDATE
-        return Relation.DISTINCT
-    if latin_swap or latin_add or cjk_swap or cjk_add:
-        return Relation.DISTINCT
-    if new == old and new.numbers:
-        threshold = DUP_SAME_TERMS
-    elif new.numbers or (new.latin and old.latin) or (new.cjk and old.cjk):
-        threshold = DUP_MIN
-    else:
-        threshold = DUP_CROSS
-    return Relation.DUPLICATE if cosine >= threshold else Relation.DISTINCT
-
-
-# --------------------------------------------------------------------------------------------
-# Ranking: the one function through which search and similar order memories
-# --------------------------------------------------------------------------------------------
 
 
 def _rank(
@@ -390,7 +187,7 @@ def _iso(now: datetime | None) -> str:
     return when.astimezone(UTC).isoformat(timespec="seconds")
 
 
-_CANDIDATE_MIN = min(DUP_SAME_TERMS, DUP_MIN, DUP_CROSS, UPDATE_MIN)
+_CANDIDATE_MIN = CANDIDATE_MIN
 
 
 def _closest(
