@@ -40,8 +40,9 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from memora.dedupe import Relation, embedding_text, relation
 from memora.embeddings import LocalUSE
-from memora.longterm import MemoryStore, NewMemory, Relation, embedding_text, relation
+from memora.longterm import MemoryStore, NewMemory
 
 LEVELS = ["A1", "A2", "B1", "B2", "C1", "C2"]
 NOUNS_EN = """

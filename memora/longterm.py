@@ -55,14 +55,10 @@ __all__ = [
     "MemoryNotFound",
     "MemoryStore",
     "NewMemory",
-    "Relation",
     "Revision",
     "SearchHit",
     "SearchResult",
     "StoreError",
-    "embedding_text",
-    "normalise_text",
-    "relation",
 ]
 
 COLLECTION = "memories"

@@ -13,18 +13,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from memora.dedupe import DUP_MIN, Relation, embedding_text, normalise_text, relation
 from memora.embeddings import Embedded, LocalUSE
-from memora.longterm import (
-    DUP_MIN,
-    MemoryNotFound,
-    MemoryStore,
-    NewMemory,
-    Relation,
-    StoreError,
-    embedding_text,
-    normalise_text,
-    relation,
-)
+from memora.longterm import MemoryNotFound, MemoryStore, NewMemory, StoreError
 
 NOW = datetime(2026, 11, 15, 8, 30, tzinfo=UTC)
 
