@@ -20,7 +20,8 @@ from typing import Literal
 from pydantic import BaseModel, Field, ValidationError
 
 from memora.llm import LLM, ChatMessage, LLMError, Usage
-from memora.longterm import AddResult, Memory, MemoryStore, NewMemory, normalise_text
+from memora.dedupe import normalise_text
+from memora.longterm import AddResult, Memory, MemoryStore, NewMemory
 
 log = logging.getLogger(__name__)
 
