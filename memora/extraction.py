@@ -19,8 +19,8 @@ from typing import Literal
 
 from pydantic import BaseModel, Field, ValidationError
 
-from memora.llm import LLM, ChatMessage, LLMError, Usage
 from memora.dedupe import normalise_text
+from memora.llm import LLM, ChatMessage, LLMError, Usage
 from memora.longterm import AddResult, Memory, MemoryStore, NewMemory
 
 log = logging.getLogger(__name__)
