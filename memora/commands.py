@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from memora.engine import ChatRef, Engine, UserRef
+from memora.llm import ChatMessage
 from memora.views import Document, Reply, Status, render_history, render_messages
 
 COMMANDS: dict[str, str] = {
@@ -74,8 +75,10 @@ async def _history(engine: Engine, ctx: CommandContext) -> Reply:
 
 async def _context(engine: Engine, ctx: CommandContext) -> Reply:
     row = await engine.db.chat(ctx.chat.id)
-    title = "Last request context (after the system prompt)"
-    return Reply(render_messages(title, row.last_context))
+    if not row.last_context:
+        return Reply(render_messages("Last request context", []))
+    sent = [ChatMessage("system", engine.config.instructions), *row.last_context]
+    return Reply(render_messages("Last request context (system prompt first)", sent))
 
 
 async def _summary(engine: Engine, ctx: CommandContext) -> Reply:

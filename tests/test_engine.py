@@ -210,6 +210,7 @@ async def test_views(engine: Engine) -> None:
     assert "message 0" in history.text and "10 messages" in history.text
     context = await run_command(engine, "context", ctx)
     assert "message 4" in context.text and "user: message 0" not in context.text
+    assert "[1] system: You are Memora" in context.text  # exactly what was sent, prompt first
     summary = await run_command(engine, "summary", ctx)
     assert "covers 4 messages" in summary.text
     status = await run_command(engine, "status", ctx)
