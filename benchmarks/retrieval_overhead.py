@@ -221,7 +221,7 @@ async def overhead(n_memories: int, n_queries: int) -> None:
         print(f"\n{n_queries} queries, top_k=3, min_score=0.14, user with {stored} memories\n")
         report("search, warm cache, half with extra_context", warm)
         report("search, warm cache, message only", plain)
-        report("search, first after an add (BM25 rebuilt)", after_write)
+        report("search, first after an add", after_write)
         report("search, cold cache (restart / evicted user)", cold)
         report("  of which: embed one message (LocalUSE)", embed_ms)
         report("Chroma filtered kNN query (for comparison)", chroma_ms)

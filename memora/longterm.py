@@ -243,7 +243,8 @@ class _UserData:
 
     @cached_property
     def bm25(self) -> BM25:
-        """The lexical index over the texts, built on the first search after each load."""
+        """The lexical index over the texts: built by each write, or by the first search after
+        a load."""
         return BM25.from_texts(self.texts)
 
     def find(self, memory_id: str) -> _Entry | None:
@@ -455,6 +456,8 @@ class MemoryStore:
                 await run_blocking(self._upsert_sync, entries)
         finally:
             self._invalidate(user_id)  # also makes a load that raced with this write stale
+        # Writes happen after the reply: build the lexical index now, not on the next search.
+        await run_blocking(lambda: after.bm25)
         self._keep(user_id, after)
 
     # -- writes ------------------------------------------------------------------------------
