@@ -231,7 +231,8 @@ class Engine:
             memories_used=usage.memories_used,
             session_total=total.total,
         )
-        self._schedule(chat.id, self._after_reply(chat, user, text, answer.text, turn_id, extract))
+        after = self._after_reply(chat, user, text, answer.text, turn_id, message_id, extract)
+        self._schedule(chat.id, after)
         return Reply(prefix + answer.text, stats=stats, stored=True)
 
     async def _retrieve(
@@ -273,11 +274,12 @@ class Engine:
         text: str,
         reply: str,
         turn_id: int,
+        message_id: int | None,
         extract: bool,
     ) -> None:
         await self._fold_backlog(chat, turn_id)
         if extract and self.store is not None and self.config.extraction_enabled:
-            await self._extract(chat, user, text, reply, turn_id)
+            await self._extract(chat, user, text, reply, turn_id, message_id)
 
     async def _fold_backlog(self, chat: ChatRef, turn_id: int) -> None:
         row = await self.db.chat(chat.id)
@@ -301,7 +303,13 @@ class Engine:
         await self.db.add_turn_usage(turn_id, summary_tokens=fold.tokens)
 
     async def _extract(
-        self, chat: ChatRef, user: UserRef, text: str, reply: str, turn_id: int
+        self,
+        chat: ChatRef,
+        user: UserRef,
+        text: str,
+        reply: str,
+        turn_id: int,
+        message_id: int | None,
     ) -> None:
         from memora import extraction
 
@@ -335,7 +343,7 @@ class Engine:
                 outcome,
                 existing,
                 chat_id=chat.id,
-                message_id=turn_id,
+                message_id=message_id,  # the platform's id of the learner's message
                 now=now,
             )
         except Exception as exc:  # the embedder or the store failed; the reply already went out

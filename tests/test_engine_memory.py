@@ -32,7 +32,9 @@ async def test_extraction_runs_after_the_reply_and_feeds_the_next_turn(
     mem_engine: Engine, llm: FakeLLM, store: MemoryStore
 ) -> None:
     llm.parsed.append(facts(("使用者的英文程度是 B1", "level"), ("目標是多益 850 分", "goal")))
-    reply = await mem_engine.handle_turn(CHAT, ALICE, "我的英文程度是 B1，想考多益 850 分")
+    reply = await mem_engine.handle_turn(
+        CHAT, ALICE, "我的英文程度是 B1，想考多益 850 分", message_id=77
+    )
     assert reply.ok
     assert llm.count("parse") == 0  # not on the reply path
     await mem_engine.drain()
@@ -41,6 +43,8 @@ async def test_extraction_runs_after_the_reply_and_feeds_the_next_turn(
         "使用者的英文程度是 B1",
         "目標是多益 850 分",
     ]
+    first = (await store.list(ALICE.id))[0]
+    assert (first.source, first.chat_id, first.message_id) == ("extracted", CHAT.id, 77)
     extraction = await run_command(mem_engine, "extraction", ctx())
     assert "ok, 2 memories" in extraction.text and "850" in extraction.text
     await mem_engine.handle_turn(CHAT, ALICE, "What level am I? 我的程度適合什麼練習？")
