@@ -225,14 +225,13 @@ async def _reset(engine: Engine, ctx: CommandContext) -> Reply:
 
 
 async def _forgetme(engine: Engine, ctx: CommandContext) -> Reply:
-    private = None if ctx.chat.is_group else ctx.chat.id
-    counts = await engine.db.forget_user(ctx.user.id, private)
+    counts = await engine.db.forget_user(ctx.user.id)
     memories = await engine.store.delete_user(ctx.user.id) if engine.store else 0
     return Reply(
         "Deleted everything I stored about you: "
         f"{memories} long-term memories, {counts['private_messages']} messages of our private "
-        f"chat, {counts['group_messages']} of your messages in groups (with my replies to them), "
-        "and your extraction log."
+        f"chat, {counts['group_messages']} of your messages in groups (with my replies to them, "
+        "and those groups' summaries), and your extraction log."
     )
 
 

@@ -291,7 +291,7 @@ class Engine:
             return
         try:
             fold = await summarize(
-                self.summary_llm, row.summary, backlog, row.summarized_count + len(backlog)
+                self.summary_llm, row.summary, backlog, backlog[-1].seq + 1
             )
         except LLMError as exc:
             log.warning("summary update failed for chat %s: %s", chat.id, exc)

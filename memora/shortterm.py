@@ -129,7 +129,7 @@ async def build_context(
             return BuiltContext(msgs, counted, folds, len(memory_lines) - len(lines))
         if len(recent) >= 2:
             to_fold = backlog + recent[:2]
-            fold = await summarize(llm, summary, to_fold, offset + len(to_fold))
+            fold = await summarize(llm, summary, to_fold, to_fold[-1].seq + 1)
             folds.append(fold)
             summary, offset = fold.summary, fold.summarized_count
             backlog, recent = [], recent[2:]

@@ -285,7 +285,11 @@ class Database:
 
     async def record_turn(self, turn: NewTurn) -> int:
         """Write user message, reply, usage and last context atomically; return the turn id."""
-        await self.ensure_chat(turn.chat_id)
+        now = utcnow()
+        await self._write(  # a chat seen for the first time; never changes a known chat's kind
+            "INSERT OR IGNORE INTO chats(chat_id, created_at, updated_at) VALUES (?,?,?)",
+            (turn.chat_id, now, now),
+        )
         async with self._tx_lock:
             return await self._record_turn(turn)
 
@@ -338,7 +342,7 @@ class Database:
         changed = await self._write(
             "UPDATE chats SET summary=?, summarized_count=?, last_summary_error='', updated_at=? "
             "WHERE chat_id=? AND summarized_count=? "
-            "AND ? <= (SELECT COUNT(*) FROM messages WHERE chat_id=?)",
+            "AND ? <= (SELECT COALESCE(MAX(seq), -1) + 1 FROM messages WHERE chat_id=?)",
             (
                 summary,
                 summarized_count,
@@ -398,25 +402,38 @@ class Database:
         )
         return n
 
-    async def forget_user(self, user_id: int, private_chat_id: int | None) -> dict[str, int]:
-        """Delete the user's private chat, their messages in groups, and their extraction log."""
-        counts: dict[str, int] = {}
+    async def forget_user(self, user_id: int) -> dict[str, int]:
+        """Delete the user's private chats, their turns in groups, and their extraction log."""
         async with self.db.execute(
-            "SELECT COUNT(*) FROM messages WHERE chat_id=?", (private_chat_id,)
+            "SELECT DISTINCT m.chat_id FROM messages m JOIN chats c ON c.chat_id = m.chat_id "
+            "WHERE m.user_id=? AND c.kind='private'",
+            (user_id,),
         ) as cur:
-            counts["private_messages"] = int((await cur.fetchone() or [0])[0])
+            private = [int(r[0]) for r in await cur.fetchall()]
+        marks = ",".join("?" * len(private)) or "NULL"
         async with self.db.execute(
-            "SELECT COUNT(*) FROM messages WHERE user_id=? AND chat_id IS NOT ?",
-            (user_id, private_chat_id),
+            f"SELECT COUNT(*) FROM messages WHERE chat_id IN ({marks})", tuple(private)
         ) as cur:
-            counts["group_messages"] = int((await cur.fetchone() or [0])[0])
-        # In groups a user's message is removed together with the reply to it (same turn) so
-        # the history stays user/assistant pairs; the group's summary is left as it is.
+            in_private = int((await cur.fetchone() or [0])[0])
+        async with self.db.execute(
+            f"SELECT COUNT(*) FROM messages WHERE user_id=? AND chat_id NOT IN ({marks})",
+            (user_id, *private),
+        ) as cur:
+            in_groups = int((await cur.fetchone() or [0])[0])
+        # In groups a user's message goes together with the reply to it (same turn), so the
+        # history stays user/assistant pairs. The summary and last request context of those
+        # groups may quote the user, so both are cleared; the older turns are not folded
+        # again (the offset stays), the group simply goes on without that summary.
         await self._tx(
             [
-                ("DELETE FROM chats WHERE chat_id=?", (private_chat_id,)),
-                ("DELETE FROM messages WHERE chat_id=?", (private_chat_id,)),
-                ("DELETE FROM turns WHERE chat_id=?", (private_chat_id,)),
+                (f"DELETE FROM chats WHERE chat_id IN ({marks})", tuple(private)),
+                (f"DELETE FROM messages WHERE chat_id IN ({marks})", tuple(private)),
+                (f"DELETE FROM turns WHERE chat_id IN ({marks})", tuple(private)),
+                (
+                    "UPDATE chats SET last_context='[]', summary='' WHERE chat_id IN "
+                    "(SELECT chat_id FROM messages WHERE user_id=?)",
+                    (user_id,),
+                ),
                 (
                     "DELETE FROM messages WHERE turn_id IN "
                     "(SELECT turn_id FROM messages WHERE user_id=?)",
@@ -425,7 +442,7 @@ class Database:
                 ("DELETE FROM extraction_log WHERE user_id=?", (user_id,)),
             ]
         )
-        return counts
+        return {"private_messages": in_private, "group_messages": in_groups}
 
     # -- extraction log -------------------------------------------------------------------------
     async def log_extraction(self, log: ExtractionLog) -> None:

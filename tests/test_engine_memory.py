@@ -232,3 +232,32 @@ async def test_a_store_failure_after_the_reply_is_logged_not_raised(
     shown = (await run_command(engine, "extraction", ctx())).text
     assert "failed" in shown and "embeddings service unavailable" in shown
     await store.close()
+
+
+async def test_forgetme_from_a_group_reaches_the_private_chat_and_keeps_the_group_working(
+    mem_engine: Engine, store: MemoryStore, db: Database, llm: FakeLLM
+) -> None:
+    group = ChatRef(-42, "group", "class")
+    await mem_engine.handle_turn(CHAT, ALICE, "alice in private")
+    for i in range(3):
+        await mem_engine.handle_turn(group, ALICE, f"alice says {i}")
+        await mem_engine.handle_turn(group, BOB, f"bob says {i}")
+    await mem_engine.drain()
+    reply = await run_command(mem_engine, "forgetme", ctx(ALICE, chat=group))
+    assert "2 messages of our private chat" in reply.text and "3 of your messages" in reply.text
+    assert await db.messages(CHAT.id) == []
+    left = [m.content for m in await db.messages(group.id) if m.role == "user"]
+    assert left == ["bob says 0", "bob says 1", "bob says 2"]
+    assert (await db.chat(group.id)).summary == ""  # it may have quoted Alice
+    # The group goes on: new turns fold correctly across the gaps Alice left.
+    for i in range(4):
+        assert (await mem_engine.handle_turn(group, BOB, f"bob again {i}")).ok
+        await mem_engine.drain()
+    row = await db.chat(group.id)
+    pending = await db.messages(group.id, from_seq=row.summarized_count)
+    assert [m.content for m in pending if m.role == "user"] == [
+        "bob again 1",
+        "bob again 2",
+        "bob again 3",
+    ]
+    assert all("alice" not in m.content for c in llm.calls[-4:] for m in c.messages)

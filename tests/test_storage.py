@@ -59,9 +59,10 @@ async def test_forget_user_removes_their_turns_in_groups_and_their_private_chat(
     await db.record_turn(turn(-9, 1, "alice in group"))
     await db.record_turn(turn(-9, 2, "bob in group"))
     await db.record_turn(turn(1, 1, "alice private"))
-    counts = await db.forget_user(1, 1)
+    counts = await db.forget_user(1)
     assert counts == {"private_messages": 2, "group_messages": 1}
     group = [m.content for m in await db.messages(-9)]
     assert group == ["bob in group", "re: bob in group"]
     assert await db.messages(1) == []
     assert 1 not in await db.chat_ids()
+    assert (await db.chat(-9)).last_context == []  # it quoted Bob's turn, last; cleared anyway
