@@ -290,9 +290,7 @@ class Engine:
         if not backlog:
             return
         try:
-            fold = await summarize(
-                self.summary_llm, row.summary, backlog, backlog[-1].seq + 1
-            )
+            fold = await summarize(self.summary_llm, row.summary, backlog, backlog[-1].seq + 1)
         except LLMError as exc:
             log.warning("summary update failed for chat %s: %s", chat.id, exc)
             await self.db.note_summary_error(chat.id, f"{utcnow()}: {exc}")
