@@ -10,6 +10,7 @@ import numpy as np
 import numpy.typing as npt
 
 from memora.blocking import run_blocking
+from memora.llm import guard
 
 Kind = Literal["query", "passage"]
 Vectors = npt.NDArray[np.float32]
@@ -93,7 +94,10 @@ class OpenAIEmbedder:
     async def embed(self, texts: list[str], kind: Kind = "passage") -> Embedded:
         if not texts:
             return Embedded(np.zeros((0, self.dim), dtype=np.float32))
-        resp = await self._client.embeddings.create(model=self.name, input=texts)
+        resp = await guard(
+            self._client.embeddings.create(model=self.name, input=texts),
+            "the embeddings service",
+        )
         rows = sorted(resp.data, key=lambda d: d.index)
         tokens = int(getattr(resp.usage, "total_tokens", 0) or 0)
         return Embedded(normalise([r.embedding for r in rows]), tokens)

@@ -59,6 +59,24 @@ class LLMError(Exception):
     """The model could not answer (outage, timeout, refusal, bad response)."""
 
 
+async def guard(coro: Any, service: str = "the model service") -> Any:
+    """Await an SDK call; turn every SDK failure into an LLMError with a short, true reason."""
+    try:
+        return await coro
+    except asyncio.CancelledError:
+        raise
+    except openai.APIStatusError as exc:
+        raise LLMError(f"{service} answered HTTP {exc.status_code}") from exc
+    except openai.APITimeoutError as exc:
+        raise LLMError(f"{service} timed out") from exc
+    except openai.APIConnectionError as exc:
+        raise LLMError(f"{service} could not be reached") from exc
+    except openai.OpenAIError as exc:
+        raise LLMError(f"the call to {service} failed: {type(exc).__name__}") from exc
+    except ValidationError as exc:  # structured output that does not fit the schema
+        raise LLMError("the model returned malformed structured output") from exc
+
+
 class LLM(Protocol):
     """What the core needs from a language model."""
 
@@ -117,26 +135,10 @@ class OpenAILLM:
             return Usage()
         return Usage(int(getattr(raw, inp, 0) or 0), int(getattr(raw, out, 0) or 0))
 
-    async def _guard(self, coro: Any) -> Any:
-        try:
-            return await coro
-        except asyncio.CancelledError:
-            raise
-        except openai.APIStatusError as exc:
-            raise LLMError(f"the model service answered HTTP {exc.status_code}") from exc
-        except openai.APITimeoutError as exc:
-            raise LLMError("the model service timed out") from exc
-        except openai.APIConnectionError as exc:
-            raise LLMError("the model service could not be reached") from exc
-        except openai.OpenAIError as exc:
-            raise LLMError(f"the model call failed: {type(exc).__name__}") from exc
-        except ValidationError as exc:  # structured output that does not fit the schema
-            raise LLMError("the model returned malformed structured output") from exc
-
     # -- the protocol --------------------------------------------------------------------------
     async def complete(self, instructions: str, messages: list[ChatMessage]) -> Completion:
         if self.api == "responses":
-            resp = await self._guard(
+            resp = await guard(
                 self._client.responses.create(
                     model=self.model,
                     instructions=instructions,
@@ -147,7 +149,7 @@ class OpenAILLM:
             text = resp.output_text or ""
             usage = self._usage(resp.usage, "input_tokens", "output_tokens")
         else:
-            resp = await self._guard(
+            resp = await guard(
                 self._client.chat.completions.create(
                     model=self.model,
                     messages=self._chat_messages(instructions, messages),  # type: ignore[arg-type]
@@ -165,7 +167,7 @@ class OpenAILLM:
         self, instructions: str, messages: list[ChatMessage], schema: type[T]
     ) -> Parsed:
         if self.api == "responses":
-            resp = await self._guard(
+            resp = await guard(
                 self._client.responses.parse(
                     model=self.model,
                     instructions=instructions,
@@ -178,7 +180,7 @@ class OpenAILLM:
             parsed = resp.output_parsed
             usage = self._usage(resp.usage, "input_tokens", "output_tokens")
         else:
-            resp = await self._guard(
+            resp = await guard(
                 self._client.chat.completions.parse(
                     model=self.model,
                     messages=self._chat_messages(instructions, messages),  # type: ignore[arg-type]
@@ -194,7 +196,7 @@ class OpenAILLM:
         return Parsed(text=raw, usage=usage, parsed=parsed)
 
     async def count_input_tokens(self, instructions: str, messages: list[ChatMessage]) -> int:
-        resp = await self._guard(
+        resp = await guard(
             self._client.responses.input_tokens.count(
                 model=self.model,
                 instructions=instructions,

@@ -337,6 +337,18 @@ async def test_openai_embedder_vectors(fake: FakeOpenAI) -> None:
     assert req.body["encoding_format"] == "base64"  # the SDK's default on the wire
 
 
+async def test_openai_embedder_outage_is_a_short_llm_error(fake: FakeOpenAI) -> None:
+    fake.down = True
+    embedder = OpenAIEmbedder(
+        model="text-embedding-3-small", api_key="sk-fake", base_url=fake.base_url, max_retries=0
+    )
+    try:
+        with pytest.raises(LLMError, match="embeddings service answered HTTP 503"):
+            await embedder.embed(["hello"])
+    finally:
+        await embedder.aclose()
+
+
 def test_sync_client_float_embeddings_with_dimensions(fake: FakeOpenAI) -> None:
     with openai.OpenAI(api_key="sk-fake", base_url=fake.base_url, max_retries=0) as client:
         resp = client.embeddings.create(
