@@ -680,12 +680,18 @@ async def test_processor_keeps_order_per_chat_and_runs_chats_in_parallel() -> No
     proc = PerChatUpdateProcessor(64)
     await proc.initialize()
     done: dict[int, list[int]] = {1: [], 2: []}
+    running: dict[int, int] = {1: 0, 2: 0}
+    overlapped = False
 
     async def work(chat: int, n: int) -> None:
-        await asyncio.sleep(0.05 if n % 2 else 0.01)  # later updates would overtake if unordered
+        nonlocal overlapped
+        running[chat] += 1
+        assert running[chat] == 1  # never two updates of one chat at once
+        overlapped = overlapped or all(running.values())
+        await asyncio.sleep(0.02 if n % 2 else 0.005)  # later updates would overtake if unordered
         done[chat].append(n)
+        running[chat] -= 1
 
-    t0 = time.perf_counter()
     tasks = [
         asyncio.create_task(proc.process_update(_update(chat, n), work(chat, n)))
         for n in range(6)
@@ -695,11 +701,30 @@ async def test_processor_keeps_order_per_chat_and_runs_chats_in_parallel() -> No
     await asyncio.sleep(0)
     assert proc.active_chats == 2
     await asyncio.gather(*tasks)
-    elapsed = time.perf_counter() - t0
     assert done == {1: list(range(6)), 2: list(range(6))}
-    assert elapsed < 0.8 * 2 * (3 * 0.05 + 3 * 0.01)  # the two chats overlapped
+    assert overlapped  # the two chats ran at the same time
     assert proc.active_chats == 0  # no lock left behind for idle chats
     await proc.shutdown()
+
+
+async def test_a_busy_chat_does_not_take_the_slots_other_chats_need() -> None:
+    proc = PerChatUpdateProcessor(2)
+    gate = asyncio.Event()
+    other_ran = asyncio.Event()
+
+    async def slow() -> None:
+        await gate.wait()
+
+    async def quick() -> None:
+        other_ran.set()
+
+    busy = [asyncio.create_task(proc.process_update(_update(1, n), slow())) for n in range(3)]
+    other = asyncio.create_task(proc.process_update(_update(2, 1), quick()))
+    # Chat 1's first update is still running; chat 2 must not wait behind its queue.
+    await asyncio.wait_for(other_ran.wait(), timeout=5)
+    gate.set()
+    await asyncio.gather(*busy, other)
+    assert proc.active_chats == 0
 
 
 async def test_processor_forgets_locks_of_cancelled_waiters() -> None:

@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 
 from telegram import BotCommand, Update
 from telegram.error import InvalidToken, TelegramError
-from telegram.ext import AIORateLimiter, Application, BaseRateLimiter
+from telegram.ext import AIORateLimiter, Application, BaseRateLimiter, Defaults
 from telegram.request import BaseRequest
 
 from memora.app import open_engine
@@ -113,6 +113,8 @@ def build_application(
         .base_url(cfg.base_url)
         .base_file_url(cfg.base_file_url)
         .rate_limiter(rate_limiter or AIORateLimiter(max_retries=3))
+        # A learner may delete their message while the model answers: reply anyway.
+        .defaults(Defaults(allow_sending_without_reply=True))
         .concurrent_updates(PerChatUpdateProcessor(MAX_CONCURRENT_UPDATES))
         .post_init(_post_init)
         .post_shutdown(_post_shutdown)

@@ -11,11 +11,19 @@ from typing import Any
 from telegram import Update
 from telegram.ext import BaseUpdateProcessor
 
+_WIDE = 1 << 20
+
 
 @dataclass
 class _ChatLock:
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     users: int = 0  # updates holding or waiting for the lock; the entry goes away at zero
+
+
+def _close_unawaited(coroutine: Awaitable[Any]) -> None:
+    """A coroutine cancelled while waiting for its turn must not warn "never awaited"."""
+    if inspect.iscoroutine(coroutine) and inspect.getcoroutinestate(coroutine) == "CORO_CREATED":
+        coroutine.close()
 
 
 def chat_key(update: object) -> int | None:
@@ -36,7 +44,12 @@ class PerChatUpdateProcessor(BaseUpdateProcessor):
     so idle chats cost no memory."""
 
     def __init__(self, max_concurrent_updates: int = 256) -> None:
-        super().__init__(max_concurrent_updates)
+        # PTB's own semaphore (taken in its final `process_update`, before we know the chat)
+        # stays wide: updates queued behind a busy chat must not use up the slots other chats
+        # need. The real limit is ours, taken once the chat's lock is held.
+        super().__init__(max(max_concurrent_updates, _WIDE))
+        self.limit = max_concurrent_updates
+        self._slots = asyncio.Semaphore(max_concurrent_updates)
         self._chats: dict[int, _ChatLock] = {}
 
     @property
@@ -45,26 +58,30 @@ class PerChatUpdateProcessor(BaseUpdateProcessor):
         return len(self._chats)
 
     async def do_process_update(self, update: object, coroutine: Awaitable[Any]) -> None:
-        """Run the update's coroutine under its chat's lock."""
+        """Wait for the update's chat (in arrival order), then for a free slot, then run it."""
         key = chat_key(update)
         if key is None:
-            await coroutine
+            await self._run(coroutine)
             return
         entry = self._chats.get(key)
         if entry is None:
             entry = self._chats[key] = _ChatLock()
         entry.users += 1
-        started = False
         try:
             async with entry.lock:
-                started = True
-                await coroutine
+                await self._run(coroutine)
         finally:
             entry.users -= 1
             if entry.users == 0 and self._chats.get(key) is entry:
                 del self._chats[key]
-            if not started and inspect.iscoroutine(coroutine):
-                coroutine.close()  # cancelled while waiting: don't leave it never awaited
+            _close_unawaited(coroutine)
+
+    async def _run(self, coroutine: Awaitable[Any]) -> None:
+        try:
+            async with self._slots:
+                await coroutine
+        finally:
+            _close_unawaited(coroutine)
 
     async def initialize(self) -> None:
         """Nothing to set up: locks are made on demand."""

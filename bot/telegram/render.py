@@ -11,6 +11,7 @@ import html
 import logging
 import re
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from telegram import Message, ReplyParameters
 from telegram.constants import MessageLimit, ParseMode
@@ -253,18 +254,21 @@ async def send_reply(
         out = Outgoing([EMPTY_ANSWER], False)
     sent: list[Message] = []
 
-    def reply_to() -> ReplyParameters | None:
+    def reply_to() -> dict[str, Any]:
+        """Quote the learner's message once (groups), and only if it still exists."""
         if not quote or sent:
-            return None
-        return ReplyParameters(message.message_id, allow_sending_without_reply=True)
+            return {"do_quote": False}
+        return {
+            "reply_parameters": ReplyParameters(
+                message.message_id, allow_sending_without_reply=True
+            )
+        }
 
     for chunk in out.messages:
         if out.is_html:
             try:
                 sent.append(
-                    await message.reply_text(
-                        chunk, parse_mode=ParseMode.HTML, reply_parameters=reply_to()
-                    )
+                    await message.reply_text(chunk, parse_mode=ParseMode.HTML, **reply_to())
                 )
                 continue
             except BadRequest as exc:
@@ -272,7 +276,7 @@ async def send_reply(
                     raise
                 log.warning("HTML rejected (%s); sending the chunk as plain text", exc)
             chunk = html_to_plain(chunk)
-        sent.append(await message.reply_text(chunk, parse_mode=None, reply_parameters=reply_to()))
+        sent.append(await message.reply_text(chunk, parse_mode=None, **reply_to()))
     for document in out.documents:
         caption, extra = _caption(document.caption)
         sent.append(
@@ -281,11 +285,11 @@ async def send_reply(
                 filename=document.filename,
                 caption=caption or None,
                 parse_mode=None,
-                reply_parameters=reply_to(),
+                **reply_to(),
             )
         )
         for chunk in extra:
-            sent.append(await message.reply_text(chunk, parse_mode=None))
+            sent.append(await message.reply_text(chunk, parse_mode=None, do_quote=False))
     return sent
 
 
