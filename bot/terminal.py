@@ -10,9 +10,12 @@ from typing import TextIO
 from memora.commands import COMMANDS, CommandContext, run_command
 from memora.engine import ChatRef, Engine, UserRef
 
+# Words that run a command when typed alone; everything with an argument needs its "/".
+BARE_WORDS = {"help", "history", "context", "summary", "status", "memories", "extraction"}
 BANNER = (
-    "Memora — terminal chat. Commands (with or without /): history, context, summary, status, "
-    "memories, remember <text>, search <q>, extraction, forget <n>, reset, help, exit"
+    "Memora — terminal chat. Alone on a line: history, context, summary, status, memories, "
+    "extraction, help, exit. With a slash: /remember <text>, /search <q>, /forget <n>, "
+    "/undo <n>, /reset, /forgetme."
 )
 
 
@@ -22,13 +25,15 @@ async def _readline(stream: TextIO) -> str | None:
 
 
 def parse_command(line: str) -> tuple[str, str] | None:
-    """'status', '/status', 'remember I like tea' → (name, arg); None for a normal message."""
-    word, _, arg = line.strip().partition(" ")
-    name = word.removeprefix("/").lower()
-    if name in {"exit", "quit"} or name in COMMANDS:
-        return name, arg.strip()
-    if word.startswith("/"):
-        return name, arg.strip()
+    """'/remember I like tea' → ('remember', 'I like tea'); a bare 'status' or 'exit' →
+    ('status', ''); anything else is a message ("help me with this email" is not /help)."""
+    text = line.strip()
+    if text.startswith("/"):
+        word, _, arg = text[1:].partition(" ")
+        return word.lower(), arg.strip()
+    word = text.lower()
+    if word in {"exit", "quit"} or (word in COMMANDS and word in BARE_WORDS):
+        return word, ""
     return None
 
 

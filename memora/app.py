@@ -6,10 +6,11 @@ import logging
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 
-from memora.config import Settings, require_llm
+from memora.config import ConfigError, Settings, require_llm
 from memora.embeddings import Embedder, LocalUSE, OpenAIEmbedder
 from memora.engine import Engine, EngineConfig
-from memora.llm import LLM, OpenAILLM
+from memora.llm import LLM, ChatMessage, OpenAILLM
+from memora.prompts import TUTOR_INSTRUCTIONS
 from memora.storage import Database
 from memora.tokens import LocalTokenCounter, ProviderTokenCounter, TokenCounter
 
@@ -86,6 +87,19 @@ def default_min_score(settings: Settings) -> float:
     return DEFAULT_MIN_SCORE
 
 
+def check_budget(settings: Settings, instructions: str = TUTOR_INSTRUCTIONS) -> None:
+    """The budget must leave room for a message beside the system prompt, which is never cut."""
+    floor = LocalTokenCounter(settings.memory.safety_margin).count_sync(
+        instructions, [ChatMessage("user", "x" * 200)]
+    )
+    if settings.memory.max_input_tokens < floor:
+        raise ConfigError(
+            f"invalid config value for 'memory.max_input_tokens': "
+            f"{settings.memory.max_input_tokens} leaves no room for a message beside the system "
+            f"prompt (use at least {floor})"
+        )
+
+
 @asynccontextmanager
 async def open_engine(
     settings: Settings, *, llm: LLM | None = None, needs_model: bool = True
@@ -111,6 +125,7 @@ async def open_engine(
             extraction_llm = _llm(settings, settings.llm.extraction_model)
             stack.push_async_callback(extraction_llm.aclose)
 
+        check_budget(settings)
         counter: TokenCounter
         if settings.memory.token_counting == "provider":
             counter = ProviderTokenCounter(main_llm, settings.memory.safety_margin)

@@ -10,6 +10,7 @@ from typing import Any
 
 from memora.engine import ChatRef, Engine, UserRef
 from memora.llm import ChatMessage
+from memora.prompts import MEMORY_BLOCK
 from memora.views import Document, Reply, Status, render_history, render_messages
 
 COMMANDS: dict[str, str] = {
@@ -78,7 +79,22 @@ async def _context(engine: Engine, ctx: CommandContext) -> Reply:
     if not row.last_context:
         return Reply(render_messages("Last request context", []))
     sent = [ChatMessage("system", engine.config.instructions), *row.last_context]
+    if ctx.chat.is_group:
+        speaker = await engine.db.last_speaker(ctx.chat.id)
+        if speaker is not None and speaker[0] != ctx.user.id:
+            sent = [_hide_memories(m, speaker[1]) for m in sent]
     return Reply(render_messages("Last request context (system prompt first)", sent))
+
+
+def _hide_memories(message: ChatMessage, owner: str) -> ChatMessage:
+    """In a group, another member's retrieved memories are theirs alone."""
+    if message.role != "developer" or not message.content.startswith(MEMORY_BLOCK):
+        return message
+    n = message.content.count("\n- ")
+    return ChatMessage(
+        "developer",
+        f"({n} long-term memories of {owner or 'another member'}, hidden: only they can see them)",
+    )
 
 
 async def _summary(engine: Engine, ctx: CommandContext) -> Reply:
@@ -126,9 +142,12 @@ async def _remember(engine: Engine, ctx: CommandContext) -> Reply:
         return _usage("remember")
     if engine.store is None:
         return _no_memory()
+    from memora.dedupe import normalise_text
     from memora.extraction import looks_secret
 
     text = ctx.arg.strip()
+    if not normalise_text(text):
+        return Reply("There is nothing to remember in that: write a few words.", ok=False)
     if looks_secret(text):
         return Reply("That looks like a password, key or card number — I never store those.")
     if len(text) > 500:
@@ -225,13 +244,12 @@ async def _reset(engine: Engine, ctx: CommandContext) -> Reply:
 
 
 async def _forgetme(engine: Engine, ctx: CommandContext) -> Reply:
-    counts = await engine.db.forget_user(ctx.user.id)
-    memories = await engine.store.delete_user(ctx.user.id) if engine.store else 0
+    counts = await engine.forget_user(ctx.user.id)
     return Reply(
         "Deleted everything I stored about you: "
-        f"{memories} long-term memories, {counts['private_messages']} messages of our private "
-        f"chat, {counts['group_messages']} of your messages in groups (with my replies to them, "
-        "and those groups' summaries), and your extraction log."
+        f"{counts['memories']} long-term memories, {counts['private_messages']} messages of our "
+        f"private chat, {counts['group_messages']} of your messages in groups (with my replies "
+        "to them, and those groups' summaries), and your extraction log."
     )
 
 
@@ -290,6 +308,12 @@ async def export_chat(engine: Engine, chat_id: int) -> dict[str, Any]:
 async def _export(engine: Engine, ctx: CommandContext) -> Reply:
     if not ctx.is_admin:
         return Reply("Only the bot's admins can export data.", ok=False)
+    if ctx.chat.is_group:
+        return Reply(
+            "An export holds every participant's data: ask for it in a private chat with me "
+            "(/export <chat_id>).",
+            ok=False,
+        )
     target = ctx.chat.id
     if ctx.arg.strip():
         try:

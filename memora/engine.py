@@ -98,6 +98,8 @@ class Engine:
         # Weak values: a chat's lock lives while some turn holds or awaits it, then goes away.
         self._locks: weakref.WeakValueDictionary[int, asyncio.Lock] = weakref.WeakValueDictionary()
         self._after: dict[int, asyncio.Task[None]] = {}
+        # Bumped by forget_user: work begun before it must not write anything about the user.
+        self._epochs: dict[int, int] = {}
 
     # -- ordering -------------------------------------------------------------------------------
     def lock(self, chat_id: int) -> asyncio.Lock:
@@ -134,6 +136,17 @@ class Engine:
 
         task.add_done_callback(forget)
 
+    async def forget_user(self, user_id: int) -> dict[str, int]:
+        """Delete everything stored about a user, including what in-flight work would write."""
+        self._epochs[user_id] = self._epochs.get(user_id, 0) + 1
+        await self.drain()  # summaries and extractions already under way finish first
+        counts = await self.db.forget_user(user_id)
+        counts["memories"] = await self.store.delete_user(user_id) if self.store else 0
+        return counts
+
+    def _epoch(self, user_id: int) -> int:
+        return self._epochs.get(user_id, 0)
+
     # -- the turn -------------------------------------------------------------------------------
     async def handle_turn(
         self,
@@ -166,6 +179,7 @@ class Engine:
         extract: bool,
         prefix: str,
     ) -> Reply:
+        epoch = self._epoch(user.id)
         await self.db.ensure_chat(chat.id, chat.kind, chat.title)
         row = await self.db.chat(chat.id)
         pending = await self.db.messages(chat.id, from_seq=row.summarized_count)
@@ -206,6 +220,8 @@ class Engine:
             embedding_tokens=embed_tokens,
             memories_used=len(memory_lines) - built.memories_dropped,
         )
+        if self._epoch(user.id) != epoch:  # the user asked to be forgotten meanwhile
+            return Reply(prefix + answer.text)
         turn_id = await self.db.record_turn(
             NewTurn(
                 chat_id=chat.id,

@@ -116,6 +116,9 @@ async def build_context(
     any backlog before it, so the summary always covers a prefix of the history). When nothing
     is left to fold, the lowest-ranked memories are dropped; then OverBudget is raised.
     """
+    alone = await counter.count(instructions, [current])
+    if alone > budget:  # no fold can help: refuse before spending anything
+        raise OverBudget(alone, budget)
     folds: list[Fold] = []
     summary, offset = window.summary, window.summarized_count
     recent = window.recent(max_recent_turns)

@@ -296,11 +296,15 @@ class Database:
     async def _record_turn(self, turn: NewTurn) -> int:
         await self.db.execute("BEGIN IMMEDIATE")
         try:
+            # Never below the summary offset: deleted turns (/forgetme) must not make new
+            # turns look summarized already.
             async with self.db.execute(
-                "SELECT COALESCE(MAX(seq), -1) FROM messages WHERE chat_id=?", (turn.chat_id,)
+                "SELECT MAX(COALESCE((SELECT MAX(seq) + 1 FROM messages WHERE chat_id=?), 0), "
+                "COALESCE((SELECT summarized_count FROM chats WHERE chat_id=?), 0))",
+                (turn.chat_id, turn.chat_id),
             ) as cur:
                 row = await cur.fetchone()
-            seq = int(row[0]) + 1 if row else 0
+            seq = int(row[0]) if row else 0
             cols = ", ".join(_USAGE_COLS)
             cur2 = await self.db.execute(
                 f"INSERT INTO turns(chat_id, user_id, created_at, {cols}) "
@@ -416,8 +420,9 @@ class Database:
         ) as cur:
             in_private = int((await cur.fetchone() or [0])[0])
         async with self.db.execute(
-            f"SELECT COUNT(*) FROM messages WHERE user_id=? AND chat_id NOT IN ({marks})",
-            (user_id, *private),
+            "SELECT COUNT(*) FROM messages m JOIN chats c ON c.chat_id = m.chat_id "
+            "WHERE m.user_id=? AND c.kind != 'private'",
+            (user_id,),
         ) as cur:
             in_groups = int((await cur.fetchone() or [0])[0])
         # In groups a user's message goes together with the reply to it (same turn), so the
@@ -475,6 +480,16 @@ class Database:
         ) as cur:
             row = await cur.fetchone()
         return ExtractionLog(*row) if row else None
+
+    async def last_speaker(self, chat_id: int) -> tuple[int, str] | None:
+        """Who sent the chat's last user message (whose turn the last context was)."""
+        async with self.db.execute(
+            "SELECT user_id, user_name FROM messages WHERE chat_id=? AND role='user' "
+            "ORDER BY seq DESC LIMIT 1",
+            (chat_id,),
+        ) as cur:
+            row = await cur.fetchone()
+        return (int(row[0]), str(row[1])) if row and row[0] is not None else None
 
     async def participants(self, chat_id: int) -> list[tuple[int, str]]:
         async with self.db.execute(

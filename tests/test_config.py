@@ -112,3 +112,15 @@ def test_cli_prints_one_line_not_a_traceback(tmp_path: Path) -> None:
     assert "Traceback" not in proc.stderr
     assert proc.stderr.strip().count("\n") == 0
     assert "llm.api" in proc.stderr
+
+
+def test_a_budget_smaller_than_the_system_prompt_is_refused(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from memora.app import check_budget
+
+    monkeypatch.setenv("MEMORA_MEMORY__MAX_INPUT_TOKENS", "150")
+    with pytest.raises(ConfigError, match=r"memory\.max_input_tokens.*at least \d+"):
+        check_budget(load_settings())
+    monkeypatch.setenv("MEMORA_MEMORY__MAX_INPUT_TOKENS", "1000")
+    check_budget(load_settings())

@@ -232,3 +232,15 @@ async def test_per_chat_bookkeeping_does_not_grow(engine: Engine) -> None:
     gc.collect()
     assert len(engine._locks) == 0
     assert len(engine._after) == 0
+
+
+async def test_a_message_that_can_never_fit_costs_no_summary_calls(
+    db: Database, counter: LocalTokenCounter
+) -> None:
+    llm = FakeLLM()
+    engine = Engine(db=db, llm=llm, counter=counter, config=EngineConfig(max_input_tokens=600))
+    await talk(engine, 3)
+    calls = len(llm.calls)
+    reply = await engine.handle_turn(CHAT, ALICE, "word " * 700)
+    assert not reply.ok and "too long to fit" in reply.text
+    assert len(llm.calls) == calls  # refused before any fold

@@ -3,6 +3,7 @@ the memory commands, privacy between users, and memories surviving a restart."""
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 from memora.commands import CommandContext, run_command
@@ -261,3 +262,71 @@ async def test_forgetme_from_a_group_reaches_the_private_chat_and_keeps_the_grou
         "bob again 3",
     ]
     assert all("alice" not in m.content for c in llm.calls[-4:] for m in c.messages)
+
+
+async def test_forgetme_covers_work_still_running_elsewhere(
+    mem_engine: Engine, store: MemoryStore, db: Database, llm: FakeLLM
+) -> None:
+    group, bob_private = ChatRef(-5, "group", "class"), ChatRef(BOB.id)
+    # An extraction of Bob's is still running when he asks to be forgotten.
+    llm.parsed.append(facts(("Bob's English level is B1", "level")))
+    assert (await mem_engine.handle_turn(group, BOB, "My level is B1")).ok
+    llm.delay = 0.2  # the extraction task has not called the model yet
+    await run_command(mem_engine, "forgetme", ctx(BOB, chat=bob_private))
+    await mem_engine.drain()
+    assert await store.count(BOB.id) == 0
+    assert await db.extraction(BOB.id) is None
+    # A turn of Bob's waiting for the model in the group is answered but not stored.
+    llm.delay = 0.3
+    pending = asyncio.create_task(mem_engine.handle_turn(group, BOB, "I work at TSMC"))
+    await asyncio.sleep(0.05)
+    await run_command(mem_engine, "forgetme", ctx(BOB, chat=bob_private))
+    reply = await pending
+    assert reply.ok and not reply.stored
+    await mem_engine.drain()
+    assert [m for m in await db.messages(group.id) if m.user_id == BOB.id] == []
+
+
+async def test_turns_after_a_forgetme_are_neither_lost_nor_counted_as_summarized(
+    mem_engine: Engine, db: Database, llm: FakeLLM
+) -> None:
+    group = ChatRef(-6, "group", "class")
+    await mem_engine.handle_turn(group, ALICE, "hello all")
+    for i in range(5):
+        await mem_engine.handle_turn(group, BOB, f"bob turn {i}")
+        await mem_engine.drain()
+    await run_command(mem_engine, "forgetme", ctx(BOB, chat=group))
+    await mem_engine.handle_turn(group, ALICE, "My exam date is 2026-05-10")
+    await mem_engine.drain()
+    await mem_engine.handle_turn(group, ALICE, "when is my exam?")
+    sent = [m.content for m in llm.calls[-1].messages]
+    assert "[Alice] My exam date is 2026-05-10" in sent
+    row = await db.chat(group.id)
+    assert row.summarized_count <= (await db.messages(group.id))[-1].seq + 1
+
+
+async def test_context_in_a_group_hides_another_members_memories(
+    mem_engine: Engine, store: MemoryStore
+) -> None:
+    group = ChatRef(-8, "group", "class")
+    await store.add(BOB.id, "Bob has a job interview at Google in March", source="manual")
+    await mem_engine.handle_turn(group, BOB, "Help me prepare for my Google interview")
+    alice_view = (await run_command(mem_engine, "context", ctx(ALICE, chat=group))).text
+    assert "Google in March" not in alice_view
+    assert "memories of Bob, hidden" in alice_view
+    bob_view = (await run_command(mem_engine, "context", ctx(BOB, chat=group))).text
+    assert "Google in March" in bob_view
+    await mem_engine.drain()
+
+
+async def test_export_is_refused_in_groups_and_empty_memories_are_refused(
+    mem_engine: Engine,
+) -> None:
+    group = ChatRef(-9, "group", "class")
+    await mem_engine.handle_turn(group, ALICE, "hi")
+    admin = CommandContext(group, ALICE, "", is_admin=True)
+    refused = await run_command(mem_engine, "export", admin)
+    assert not refused.ok and refused.document is None and "private chat" in refused.text
+    nothing = await run_command(mem_engine, "remember", ctx(arg="... 😀"))
+    assert not nothing.ok and "nothing to remember" in nothing.text
+    await mem_engine.drain()

@@ -56,11 +56,21 @@ def chat(env: dict[str, str], lines: list[str], *args: str) -> str:
 def test_parse_command_with_or_without_slash() -> None:
     assert parse_command("status") == ("status", "")
     assert parse_command("/STATUS") == ("status", "")
-    assert parse_command("remember I like tea") == ("remember", "I like tea")
+    assert parse_command("/remember I like tea") == ("remember", "I like tea")
     assert parse_command("/exit") == ("exit", "")
+    assert parse_command("exit") == ("exit", "")
     assert parse_command("/whatever x") == ("whatever", "x")
-    assert parse_command("history of English is long") == ("history", "of English is long")
-    assert parse_command("How are you?") is None
+    # Sentences that start with a command word are messages, not commands.
+    for sentence in [
+        "history of English is long",
+        "help me write an email to my boss",
+        "Remember that I have an exam on Friday?",
+        "reset the verb to past tense",
+        "forget it, next question",
+        "remember",
+        "How are you?",
+    ]:
+        assert parse_command(sentence) is None, sentence
 
 
 def test_terminal_chat_talks_remembers_and_persists(
