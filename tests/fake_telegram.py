@@ -1701,21 +1701,29 @@ class FakeTelegram:
             errors = [(m, status, text) for m, _, status, text in self._errors[-4:]]
             return f"last calls: {calls!r}; errors: {errors!r}"
 
+    def _check(
+        self, predicate: Callable[[], T | None], deadline: float, timeout: float, what: str
+    ) -> tuple[T | None, float]:
+        """One poll: the predicate's value if truthy, else the time left (WaitTimeout at 0)."""
+        result = predicate()
+        if result:
+            return result, 0.0
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise WaitTimeout(
+                f"timed out after {timeout}s waiting for {what or predicate!r}; " + self._describe()
+            )
+        return None, remaining
+
     def wait_for(
         self, predicate: Callable[[], T | None], timeout: float = 10.0, what: str = ""
     ) -> T:
         """Poll ``predicate`` (outside the lock) until truthy; returns its value."""
         deadline = time.monotonic() + timeout
         while True:
-            result = predicate()
+            result, remaining = self._check(predicate, deadline, timeout, what)
             if result:
                 return result
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise WaitTimeout(
-                    f"timed out after {timeout}s waiting for {what or predicate!r}; "
-                    + self._describe()
-                )
             with self._cond:
                 self._cond.wait(min(0.05, remaining))
 
@@ -1725,15 +1733,9 @@ class FakeTelegram:
         """Like wait_for, but sleeps with asyncio so the event loop keeps running."""
         deadline = time.monotonic() + timeout
         while True:
-            result = predicate()
+            result, remaining = self._check(predicate, deadline, timeout, what)
             if result:
                 return result
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise WaitTimeout(
-                    f"timed out after {timeout}s waiting for {what or predicate!r}; "
-                    + self._describe()
-                )
             await asyncio.sleep(min(0.02, remaining))
 
     def _messages_after(self, chat_id: int | None, count: int, after: Any) -> Callable[[], Any]:
