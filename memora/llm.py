@@ -3,18 +3,32 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol, TypeVar
+from typing import Any, Literal, Protocol, TypeVar, cast
 
 import openai
-from openai import AsyncOpenAI
+from openai import AsyncOpenAI, AsyncStream
+from openai.types.responses import (
+    ResponseCompletedEvent,
+    ResponseErrorEvent,
+    ResponseFailedEvent,
+    ResponseIncompleteEvent,
+    ResponseStreamEvent,
+    ResponseTextDeltaEvent,
+)
 from pydantic import BaseModel, ValidationError
 
 log = logging.getLogger(__name__)
 
 Role = Literal["system", "developer", "user", "assistant"]
 T = TypeVar("T", bound=BaseModel)
+
+OnDelta = Callable[[str], Awaitable[None]]
+"""Called while a reply is being written, with the whole text so far (not just the new piece)."""
 
 
 @dataclass(frozen=True)
@@ -59,10 +73,11 @@ class LLMError(Exception):
     """The model could not answer (outage, timeout, refusal, bad response)."""
 
 
-async def guard(coro: Any, service: str = "the model service") -> Any:
-    """Await an SDK call; turn every SDK failure into an LLMError with a short, true reason."""
+@contextmanager
+def translated(service: str = "the model service") -> Iterator[None]:
+    """Turn every SDK failure raised inside the block into an LLMError with a short, true reason."""
     try:
-        return await coro
+        yield
     except asyncio.CancelledError:
         raise
     except openai.APIStatusError as exc:
@@ -77,10 +92,42 @@ async def guard(coro: Any, service: str = "the model service") -> Any:
         raise LLMError("the model returned malformed structured output") from exc
 
 
+async def guard(coro: Any, service: str = "the model service") -> Any:
+    """Await an SDK call; turn every SDK failure into an LLMError with a short, true reason."""
+    with translated(service):
+        return await coro
+
+
+@contextmanager
+def _mid_stream() -> Iterator[None]:
+    """Failures while an answer streams in: a broken connection is not "could not be reached"."""
+    try:
+        yield
+    except openai.APITimeoutError:
+        raise
+    except openai.APIConnectionError as exc:
+        raise LLMError("the connection to the model service broke mid-answer") from exc
+    except openai.APIStatusError:
+        raise
+    except openai.APIError as exc:  # an error event in the stream
+        raise LLMError("the model service failed mid-answer") from exc
+    except json.JSONDecodeError as exc:
+        raise LLMError("the model service sent a malformed stream") from exc
+
+
 class LLM(Protocol):
     """What the core needs from a language model."""
 
-    async def complete(self, instructions: str, messages: list[ChatMessage]) -> Completion: ...
+    async def complete(
+        self,
+        instructions: str,
+        messages: list[ChatMessage],
+        on_delta: OnDelta | None = None,
+    ) -> Completion:
+        """The answer. With `on_delta`, the text is streamed: `on_delta` is awaited with the whole
+        text so far each time more arrives; the Completion returned is the same either way, and
+        a failure part-way raises LLMError like any other."""
+        ...
 
     async def parse(
         self, instructions: str, messages: list[ChatMessage], schema: type[T]
@@ -136,7 +183,20 @@ class OpenAILLM:
         return Usage(int(getattr(raw, inp, 0) or 0), int(getattr(raw, out, 0) or 0))
 
     # -- the protocol --------------------------------------------------------------------------
-    async def complete(self, instructions: str, messages: list[ChatMessage]) -> Completion:
+    async def complete(
+        self,
+        instructions: str,
+        messages: list[ChatMessage],
+        on_delta: OnDelta | None = None,
+    ) -> Completion:
+        if on_delta is not None:
+            if self.api == "responses":
+                completion = await self._stream_responses(instructions, messages, on_delta)
+            else:
+                completion = await self._stream_chat(instructions, messages, on_delta)
+            if not completion.text.strip():
+                raise LLMError("the model returned an empty answer")
+            return completion
         if self.api == "responses":
             resp = await guard(
                 self._client.responses.create(
@@ -162,6 +222,77 @@ class OpenAILLM:
         if not text.strip():
             raise LLMError("the model returned an empty answer")
         return Completion(text=text, usage=usage)
+
+    async def _stream_responses(
+        self, instructions: str, messages: list[ChatMessage], on_delta: OnDelta
+    ) -> Completion:
+        """Responses API with stream=true: text from `response.output_text.delta` events; the
+        final text and usage from the `response.completed` (or `.incomplete`) event."""
+        text = ""
+        final: Any = None
+        with translated():
+            created = self._client.responses.create(
+                model=self.model,
+                instructions=instructions,
+                input=[m.as_dict() for m in messages],  # type: ignore[misc]
+                stream=True,
+                **self._extra(),
+            )
+            stream = cast(AsyncStream[ResponseStreamEvent], await created)
+            async with stream:
+                with _mid_stream():
+                    async for event in stream:
+                        if isinstance(event, ResponseTextDeltaEvent):
+                            text += event.delta
+                            await on_delta(text)
+                        elif isinstance(event, ResponseCompletedEvent | ResponseIncompleteEvent):
+                            final = event.response
+                            break
+                        elif isinstance(event, ResponseFailedEvent):
+                            error = event.response.error
+                            code = error.code if error is not None else "failed"
+                            raise LLMError(f"the model service failed mid-answer: {code}")
+                        elif isinstance(event, ResponseErrorEvent):
+                            why = event.code or "error"
+                            raise LLMError(f"the model service failed mid-answer: {why}")
+        if final is None:
+            raise LLMError("the answer stream ended before the answer was complete")
+        return Completion(
+            text=final.output_text or text,
+            usage=self._usage(final.usage, "input_tokens", "output_tokens"),
+        )
+
+    async def _stream_chat(
+        self, instructions: str, messages: list[ChatMessage], on_delta: OnDelta
+    ) -> Completion:
+        """Chat Completions with stream=true: `choices[0].delta.content` pieces until a
+        finish_reason; usage from the last chunk (`stream_options.include_usage`)."""
+        text = ""
+        finished = False
+        usage: Any = None
+        with translated():
+            stream = await self._client.chat.completions.create(
+                model=self.model,
+                messages=cast(Any, self._chat_messages(instructions, messages)),
+                stream=True,
+                stream_options={"include_usage": True},
+            )
+            async with stream:
+                with _mid_stream():
+                    async for chunk in stream:
+                        if chunk.usage is not None:
+                            usage = chunk.usage
+                        for choice in chunk.choices:
+                            if choice.index != 0:
+                                continue
+                            if choice.delta is not None and choice.delta.content:
+                                text += choice.delta.content
+                                await on_delta(text)
+                            if choice.finish_reason is not None:
+                                finished = True
+        if not finished:
+            raise LLMError("the answer stream ended before the answer was complete")
+        return Completion(text=text, usage=self._usage(usage, "prompt_tokens", "completion_tokens"))
 
     async def parse(
         self, instructions: str, messages: list[ChatMessage], schema: type[T]

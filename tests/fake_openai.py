@@ -3,8 +3,12 @@
 It speaks enough of the wire format for the SDK's own parsing to work:
 
 - ``POST /v1/responses``               plain text, or structured (``text.format.type ==
-  "json_schema"``, what ``client.responses.parse(text_format=Model)`` sends)
-- ``POST /v1/chat/completions``        plain text, or structured (``response_format`` json_schema)
+  "json_schema"``, what ``client.responses.parse(text_format=Model)`` sends); with
+  ``stream: true`` a server-sent event stream (``response.created`` … one
+  ``response.output_text.delta`` per word … ``response.completed`` with usage)
+- ``POST /v1/chat/completions``        plain text, or structured (``response_format`` json_schema);
+  with ``stream: true`` ``chat.completion.chunk`` events, a usage chunk when
+  ``stream_options.include_usage`` is set, then ``data: [DONE]``
 - ``POST /v1/responses/input_tokens``  ``{"object": "response.input_tokens", "input_tokens": N}``
 - ``POST /v1/embeddings``              deterministic hashed character-n-gram vectors
 - ``GET  /v1/models``                  a tiny model list
@@ -13,7 +17,8 @@ It speaks enough of the wire format for the SDK's own parsing to work:
 Every request is recorded (``server.requests``), including each retry the SDK makes. Answers are
 scripted with ``queue_reply`` (FIFO, first priority) or a ``responder`` hook; the default echoes
 the last user message and builds a minimal valid object for structured calls. Failures are
-injected with ``fail_next``, ``down``, ``latency`` and ``kind_latency``.
+injected with ``fail_next``, ``down``, ``latency`` and ``kind_latency``; a streamed answer can be
+cut part-way with ``FakeReply(cut_after=N, cut=...)`` and paced with ``stream_delay``.
 
 Usage::
 
@@ -32,6 +37,7 @@ import base64
 import hashlib
 import json
 import math
+import re
 import select
 import signal
 import socket
@@ -50,6 +56,7 @@ from typing import Any, Literal
 Kind = Literal["reply", "structured", "count", "embed", "other"]
 Api = Literal["responses", "chat_completions", "embeddings", "models"]
 FailMode = Literal["status", "disconnect"]
+CutMode = Literal["disconnect", "end", "error"]
 
 DEFAULT_EMBEDDING_DIM = 1536
 GENERATION_KINDS: frozenset[str] = frozenset({"reply", "structured"})
@@ -80,6 +87,11 @@ class FakeRequest:
     def last_user_message(self) -> str:
         return next((m["content"] for m in reversed(self.messages) if m["role"] == "user"), "")
 
+    @property
+    def stream(self) -> bool:
+        """Whether the client asked for a server-sent event stream."""
+        return bool(self.body.get("stream"))
+
 
 @dataclass
 class FakeReply:
@@ -91,6 +103,11 @@ class FakeReply:
     cut off (Responses: status "incomplete"; Chat: finish_reason "length"). `usage` overrides
     the token figures: keys "input_tokens" and/or "output_tokens" (for count calls,
     "input_tokens" is the count; for embed calls it is the billed tokens).
+
+    Streamed answers only: `cut_after=N` stops the stream after N text deltas, the way `cut`
+    says: "disconnect" drops the connection mid-body, "end" ends the body cleanly but without
+    the final events (no ``response.completed``, no finish_reason, no ``[DONE]``), "error" sends
+    an error event (Responses: ``error``; Chat: a chunk with an ``error`` object) and ends.
     """
 
     text: str | None = None
@@ -98,6 +115,8 @@ class FakeReply:
     refusal: str | None = None
     incomplete: bool = False
     usage: dict[str, int] | None = None
+    cut_after: int | None = None
+    cut: CutMode = "disconnect"
 
 
 Answer = FakeReply | str | dict[str, Any] | list[Any] | int
@@ -402,6 +421,136 @@ def _chat_body(req: FakeRequest, reply: FakeReply, text: str, usage: tuple[int, 
     }
 
 
+@dataclass
+class _EventStream:
+    """A server-sent event answer: framed events in order; `drop` closes the socket after them
+    instead of ending the body."""
+
+    frames: list[bytes]
+    drop: bool = False
+
+
+def _frame(data: Any, event: str | None = None) -> bytes:
+    head = f"event: {event}\n" if event else ""
+    body = data if isinstance(data, str) else json.dumps(data)
+    return f"{head}data: {body}\n\n".encode()
+
+
+def text_pieces(text: str) -> list[str]:
+    """How the fake streams a text: one piece per word, with the whitespace after it."""
+    return re.findall(r"\s+|\S+\s*", text) if text else []
+
+
+def _responses_stream(
+    req: FakeRequest, reply: FakeReply, text: str, usage: tuple[int, int]
+) -> tuple[list[bytes], list[bytes], list[bytes], Callable[[int], bytes]]:
+    """(head, deltas, tail, error-frame maker) of a Responses event stream."""
+    final = _responses_body(req, reply, text, usage)
+    message = final["output"][-1]
+    out_index = len(final["output"]) - 1
+    seq = 0
+
+    def event(kind: str, **fields: Any) -> bytes:
+        nonlocal seq
+        frame = _frame({"type": kind, **fields, "sequence_number": seq}, kind)
+        seq += 1
+        return frame
+
+    started = {
+        **final,
+        "status": "in_progress",
+        "completed_at": None,
+        "incomplete_details": None,
+        "output": [],
+        "usage": None,
+    }
+    item = {**message, "status": "in_progress", "content": []}
+    where = {"item_id": message["id"], "output_index": out_index, "content_index": 0}
+    empty_part = {"type": "output_text", "text": "", "annotations": [], "logprobs": []}
+    head = [
+        event("response.created", response=started),
+        event("response.in_progress", response=started),
+        event("response.output_item.added", output_index=out_index, item=item),
+        event("response.content_part.added", **where, part=empty_part),
+    ]
+    deltas: list[bytes] = []
+    tail: list[bytes] = []
+    if reply.refusal is None:
+        deltas = [
+            event("response.output_text.delta", **where, delta=piece, logprobs=[])
+            for piece in text_pieces(text)
+        ]
+        tail.append(event("response.output_text.done", **where, text=text, logprobs=[]))
+    else:
+        tail.append(event("response.refusal.done", **where, refusal=reply.refusal))
+    tail += [
+        event("response.content_part.done", **where, part=message["content"][0]),
+        event("response.output_item.done", output_index=out_index, item=message),
+        event("response.incomplete" if reply.incomplete else "response.completed", response=final),
+    ]
+
+    def error(at: int) -> bytes:
+        data = {
+            "type": "error",
+            "code": "server_error",
+            "message": "The server had an error while streaming (fake).",
+            "param": None,
+            "sequence_number": at,
+        }
+        return _frame(data, "error")
+
+    return head, deltas, tail, error
+
+
+def _chat_stream(
+    req: FakeRequest, reply: FakeReply, text: str, usage: tuple[int, int]
+) -> tuple[list[bytes], list[bytes], list[bytes], Callable[[int], bytes]]:
+    """(head, deltas, tail, error-frame maker) of a Chat Completions chunk stream."""
+    final = _chat_body(req, reply, text, usage)
+    with_usage = bool((req.body.get("stream_options") or {}).get("include_usage"))
+    base = {
+        "id": final["id"],
+        "object": "chat.completion.chunk",
+        "created": final["created"],
+        "model": final["model"],
+        "service_tier": final["service_tier"],
+        "system_fingerprint": final["system_fingerprint"],
+    }
+
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> bytes:
+        choice = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}
+        return _frame({**base, "choices": [choice], **({"usage": None} if with_usage else {})})
+
+    head = [chunk({"role": "assistant", "content": "", "refusal": None})]
+    if reply.refusal is None:
+        deltas = [chunk({"content": piece}) for piece in text_pieces(text)]
+    else:
+        deltas = [chunk({"refusal": piece}) for piece in text_pieces(reply.refusal)]
+    tail = [chunk({}, final["choices"][0]["finish_reason"])]
+    if with_usage:
+        tail.append(_frame({**base, "choices": [], "usage": final["usage"]}))
+    tail.append(_frame("[DONE]"))
+
+    def error(at: int) -> bytes:
+        message = "The server had an error while streaming (fake)."
+        return _frame(error_body(message, "server_error"))
+
+    return head, deltas, tail, error
+
+
+def _event_stream(
+    req: FakeRequest, reply: FakeReply, text: str, usage: tuple[int, int]
+) -> _EventStream:
+    build = _responses_stream if req.api == "responses" else _chat_stream
+    head, deltas, tail, error = build(req, reply, text, usage)
+    if reply.cut_after is None:
+        return _EventStream(head + deltas + tail)
+    frames = head + deltas[: reply.cut_after]
+    if reply.cut == "error":
+        return _EventStream([*frames, error(len(frames))])
+    return _EventStream(frames, drop=reply.cut == "disconnect")
+
+
 def _embeddings_body(req: FakeRequest, reply: FakeReply | None) -> Any:
     dim = req.body.get("dimensions") or DEFAULT_EMBEDDING_DIM
     b64 = req.body.get("encoding_format") == "base64"  # the SDK asks for base64 by default
@@ -525,11 +674,10 @@ class _Handler(BaseHTTPRequestHandler):
             req, bad_json=raw != b"" and parsed is None, client_gone=self._client_gone
         )
         if status == 0:  # disconnect without an answer
-            self.close_connection = True
-            try:
-                self.connection.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
+            self._drop()
+            return
+        if isinstance(payload, _EventStream):
+            self._stream(payload)
             return
         data = json.dumps(payload).encode()
         self.send_response(status)
@@ -541,6 +689,35 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header(k, v)
         self.end_headers()
         self.wfile.write(data)
+        self.wfile.flush()
+
+    def _drop(self) -> None:
+        self.close_connection = True
+        try:
+            self.connection.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+
+    def _stream(self, answer: _EventStream) -> None:
+        """Server-sent events, one HTTP chunk each, paced by `stream_delay`."""
+        fake = self.server.fake
+        self.send_response(200)
+        self.send_header("content-type", "text/event-stream; charset=utf-8")
+        self.send_header("transfer-encoding", "chunked")
+        self.send_header("cache-control", "no-cache")
+        self.send_header("x-request-id", "req_" + uuid.uuid4().hex[:16])
+        self.end_headers()
+        self.wfile.flush()
+        for i, frame in enumerate(answer.frames):
+            if i and fake.stream_delay > 0 and fake._stopping.wait(fake.stream_delay):
+                self._drop()
+                return
+            self.wfile.write(b"%x\r\n%s\r\n" % (len(frame), frame))
+            self.wfile.flush()
+        if answer.drop:
+            self._drop()
+            return
+        self.wfile.write(b"0\r\n\r\n")
         self.wfile.flush()
 
 
@@ -557,6 +734,7 @@ class FakeOpenAI:
         self.responder: Responder = default_responder
         self.latency: float = 0.0  # seconds added to every answer
         self.kind_latency: dict[str, float] = {}  # extra seconds per request kind
+        self.stream_delay: float = 0.0  # seconds between the events of a streamed answer
         self.down: bool = False  # every request answers 503
         self.api_key: str | None = None  # when set, other bearer tokens get 401
         self.retry_after_ms: float | None = 1.0  # sent with error answers; keeps retries fast
@@ -658,6 +836,7 @@ class FakeOpenAI:
         self.responder = default_responder
         self.latency = 0.0
         self.kind_latency = {}
+        self.stream_delay = 0.0
         self.down = False
         self.api_key = None
         self.retry_after_ms = 1.0
@@ -736,8 +915,8 @@ class FakeOpenAI:
             return self._error(failure.status, failure.message)
         if bad_json:
             return self._error(400, "We could not parse the JSON body of your request.")
-        if req.body.get("stream"):
-            return self._error(400, "FakeOpenAI does not support stream=true.")
+        if req.stream and req.kind not in GENERATION_KINDS:
+            return self._error(400, "stream=true is only for responses and chat completions.")
         if req.api == "models" and req.kind == "other":
             models = ["gpt-fake", "text-embedding-3-small"]
             data = [{"id": m, "object": "model", "created": 0, "owned_by": "fake"} for m in models]
@@ -769,6 +948,8 @@ class FakeOpenAI:
             usage.get("input_tokens", input_tokens_of(req)),
             usage.get("output_tokens", approx_tokens(reply.refusal or text)),
         )
+        if req.stream:
+            return 200, _event_stream(req, reply, text, tokens), {}
         if req.api == "responses":
             return 200, _responses_body(req, reply, text, tokens), {}
         return 200, _chat_body(req, reply, text, tokens), {}

@@ -11,6 +11,7 @@ import urllib.error
 import urllib.request
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
+from itertools import pairwise
 from typing import Literal
 
 import numpy as np
@@ -21,12 +22,14 @@ from pydantic import BaseModel
 from memora.embeddings import OpenAIEmbedder
 from memora.llm import ChatMessage, LLMError, OpenAILLM
 from tests.fake_openai import (
+    CutMode,
     FakeOpenAI,
     FakeReply,
     FakeRequest,
     approx_tokens,
     fake_embedding,
     minimal_instance,
+    text_pieces,
 )
 
 API = Literal["responses", "chat_completions"]
@@ -313,6 +316,121 @@ def test_unknown_path_is_openai_style_404(fake: FakeOpenAI) -> None:
     assert body["error"]["type"] == "invalid_request_error"
     assert "POST /v1/nope" in body["error"]["message"]
     assert fake.last_request.kind == "other"
+
+
+# -- streamed replies ------------------------------------------------------------------------------
+class Collector:
+    """An on_delta callback that keeps every text it is given."""
+
+    def __init__(self) -> None:
+        self.texts: list[str] = []
+
+    async def __call__(self, text: str) -> None:
+        self.texts.append(text)
+
+
+def growing(texts: list[str]) -> bool:
+    """Each text extends the one before it."""
+    return all(b.startswith(a) and len(b) > len(a) for a, b in pairwise(texts))
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_stream_delivers_the_text_so_far_in_order(fake: FakeOpenAI, api: API) -> None:
+    answer = "Good question! Use **could** for polite requests: Could you help me?"
+    fake.queue_reply(answer)
+    seen = Collector()
+    async with make_llm(fake, api) as llm:
+        out = await llm.complete(INSTR, MSGS, on_delta=seen)
+    assert out.text == answer
+    pieces = text_pieces(answer)
+    assert len(pieces) > 5 and seen.texts == ["".join(pieces[: i + 1]) for i in range(len(pieces))]
+    assert growing(seen.texts) and seen.texts[-1] == answer
+    assert out.usage.input_tokens == expected_input_tokens(INSTR, MSGS)
+    assert out.usage.output_tokens == approx_tokens(answer)
+    [req] = fake.requests
+    assert req.stream and req.kind == "reply" and req.messages == [m.as_dict() for m in MSGS]
+    if api == "chat_completions":
+        assert req.body["stream_options"] == {"include_usage": True}
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_streamed_and_plain_answers_agree(fake: FakeOpenAI, api: API) -> None:
+    scripted = FakeReply(text="Same either way.", usage={"input_tokens": 11, "output_tokens": 4})
+    fake.queue_reply(scripted)
+    fake.queue_reply(scripted)
+    async with make_llm(fake, api) as llm:
+        plain = await llm.complete(INSTR, MSGS)
+        streamed = await llm.complete(INSTR, MSGS, on_delta=Collector())
+    assert streamed == plain
+    assert (streamed.usage.input_tokens, streamed.usage.output_tokens) == (11, 4)
+    assert [r.stream for r in fake.requests] == [False, True]
+
+
+async def test_stream_with_reasoning_item(fake: FakeOpenAI) -> None:
+    llm = OpenAILLM(
+        model="gpt-fake", api_key="sk-fake", base_url=fake.base_url, reasoning_effort="low"
+    )
+    try:
+        seen = Collector()
+        out = await llm.complete(INSTR, MSGS, on_delta=seen)
+    finally:
+        await llm.aclose()
+    assert out.text == "Echo: Yes, I went to school yesterday." == seen.texts[-1]
+    assert fake.last_request.body["reasoning"] == {"effort": "low"}
+
+
+@pytest.mark.parametrize("api", APIS)
+@pytest.mark.parametrize(
+    ("cut", "why"),
+    [
+        ("disconnect", "the connection to the model service broke mid-answer"),
+        ("end", "the answer stream ended before the answer was complete"),
+        ("error", "the model service failed mid-answer"),
+    ],
+)
+async def test_a_cut_stream_is_an_llm_error(
+    fake: FakeOpenAI, api: API, cut: CutMode, why: str
+) -> None:
+    fake.queue_reply(FakeReply(text="one two three four five", cut_after=2, cut=cut))
+    seen = Collector()
+    async with make_llm(fake, api, max_retries=2) as llm:
+        with pytest.raises(LLMError) as info:
+            await llm.complete(INSTR, MSGS, on_delta=seen)
+        assert str(info.value).startswith(why)
+        assert seen.texts == ["one ", "one two "]
+        assert len(fake.requests) == 1  # a stream that has begun is never retried
+        again = await llm.complete(INSTR, MSGS, on_delta=Collector())
+    assert again.text.startswith("Echo:")
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_a_stalled_stream_times_out(fake: FakeOpenAI, api: API) -> None:
+    fake.stream_delay = 1.0
+    seen = Collector()
+    started = time.monotonic()
+    async with make_llm(fake, api, client_timeout=0.3, max_retries=0) as llm:
+        with pytest.raises(LLMError, match="timed out"):
+            await llm.complete(INSTR, MSGS, on_delta=seen)
+    assert time.monotonic() - started < 2.0
+    assert seen.texts == []
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_failures_before_a_stream_starts_are_retried(fake: FakeOpenAI, api: API) -> None:
+    fake.fail_next(1, status=503)
+    seen = Collector()
+    async with make_llm(fake, api, max_retries=1) as llm:
+        out = await llm.complete(INSTR, MSGS, on_delta=seen)
+    assert out.text == seen.texts[-1] == "Echo: Yes, I went to school yesterday."
+    assert [r.retry_count for r in fake.requests] == [0, 1]
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_an_empty_streamed_answer_is_an_llm_error(fake: FakeOpenAI, api: API) -> None:
+    fake.queue_reply("")
+    async with make_llm(fake, api) as llm:
+        with pytest.raises(LLMError, match="empty answer"):
+            await llm.complete(INSTR, MSGS, on_delta=Collector())
 
 
 # -- embeddings ------------------------------------------------------------------------------------
