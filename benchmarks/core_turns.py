@@ -19,7 +19,7 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from memora.engine import ChatRef, Engine, EngineConfig, UserRef
-from memora.llm import ChatMessage, Completion, Parsed, Usage
+from memora.llm import ChatMessage, Completion, OnDelta, Parsed, Usage
 from memora.storage import Database
 from memora.tokens import LocalTokenCounter
 
@@ -47,12 +47,16 @@ class ZeroLatencyLLM:
     def __init__(self) -> None:
         self.calls = 0
 
-    async def complete(self, instructions: str, messages: list[ChatMessage]) -> Completion:
+    async def complete(
+        self, instructions: str, messages: list[ChatMessage], on_delta: OnDelta | None = None
+    ) -> Completion:
         self.calls += 1
         if "summary" in instructions.lower():
             text = " ".join(m.content[:400] for m in messages)[:700]
         else:
             text = REPLY
+        if on_delta is not None:
+            await on_delta(text)
         return Completion(text, Usage(len(str(messages)) // 4, len(text) // 4))
 
     async def parse(

@@ -37,7 +37,7 @@ from bot.telegram import STATE_KEY, BotState, build_application
 from bot.telegram.handlers import register
 from memora.config import Settings, TelegramConfig
 from memora.engine import Engine, EngineConfig
-from memora.llm import ChatMessage, Completion, Parsed, Usage
+from memora.llm import ChatMessage, Completion, OnDelta, Parsed, Usage
 from memora.storage import Database
 from memora.tokens import LocalTokenCounter
 from tests.fake_telegram import FakeTelegram
@@ -49,9 +49,13 @@ class SlowEcho:
     def __init__(self, latency: float) -> None:
         self.latency = latency
 
-    async def complete(self, instructions: str, messages: list[ChatMessage]) -> Completion:
+    async def complete(
+        self, instructions: str, messages: list[ChatMessage], on_delta: OnDelta | None = None
+    ) -> Completion:
         await asyncio.sleep(self.latency)
         last = next((m.content for m in reversed(messages) if m.role == "user"), "")
+        if on_delta is not None:
+            await on_delta(f"Echo: {last}")
         return Completion(f"Echo: {last}", Usage(len(last) // 4 + 1, len(last) // 4 + 3))
 
     async def parse(self, instructions: str, messages: list[ChatMessage], schema: Any) -> Parsed:

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
-from memora.llm import LLM, ChatMessage, LLMError
+from memora.llm import LLM, ChatMessage, LLMError, OnDelta
 from memora.prompts import TUTOR_INSTRUCTIONS
 from memora.ranking import DEFAULT_MIN_SCORE
 from memora.shortterm import BuiltContext, OverBudget, Window, build_context, summarize
@@ -70,6 +70,23 @@ OVER_BUDGET = (
     "{budget}). Please shorten it or split it into parts. Nothing was saved."
 )
 EMPTY = "I didn't get any text. Write a message, or /help for what I can do."
+
+
+def _shielded(on_delta: OnDelta, prefix: str) -> OnDelta:
+    """The adapter's progress callback, prefixed, and never able to break the turn."""
+    broken = False
+
+    async def deliver(text: str) -> None:
+        nonlocal broken
+        if broken:
+            return
+        try:
+            await on_delta(prefix + text)
+        except Exception:
+            broken = True
+            log.exception("the progress callback failed; the reply goes on without it")
+
+    return deliver
 
 
 class Engine:
@@ -157,8 +174,14 @@ class Engine:
         message_id: int | None = None,
         extract: bool = True,
         prefix: str = "",
+        on_delta: OnDelta | None = None,
     ) -> Reply:
-        """Answer one learner message; the whole turn is stored only once the reply exists."""
+        """Answer one learner message; the whole turn is stored only once the reply exists.
+
+        With `on_delta`, the reply is streamed: it is awaited with the reply text so far (prefix
+        included) as the model writes it. It only shows progress: what counts is the Reply
+        returned, and a turn that fails part-way stores nothing, like any failed turn. A callback
+        that raises is logged and not called again; the turn goes on."""
         text = text.strip()
         if not text:
             return Reply(EMPTY, ok=False)
@@ -168,7 +191,7 @@ class Engine:
             )
         async with self.lock(chat.id):
             await self.settle(chat.id)
-            return await self._turn(chat, user, text, message_id, extract, prefix)
+            return await self._turn(chat, user, text, message_id, extract, prefix, on_delta)
 
     async def _turn(
         self,
@@ -178,6 +201,7 @@ class Engine:
         message_id: int | None,
         extract: bool,
         prefix: str,
+        on_delta: OnDelta | None = None,
     ) -> Reply:
         epoch = self._epoch(user.id)
         await self.db.ensure_chat(chat.id, chat.kind, chat.title)
@@ -207,7 +231,12 @@ class Engine:
         summary_tokens = await self._save_folds(chat.id, window, built)
 
         try:
-            answer = await self.llm.complete(self.config.instructions, built.messages)
+            if on_delta is None:
+                answer = await self.llm.complete(self.config.instructions, built.messages)
+            else:
+                answer = await self.llm.complete(
+                    self.config.instructions, built.messages, on_delta=_shielded(on_delta, prefix)
+                )
         except LLMError as exc:
             log.warning("reply failed for chat %s: %s", chat.id, exc)
             return Reply(LLM_FAILED.format(why=exc), ok=False)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -11,7 +12,7 @@ from typing import TypeVar
 
 from pydantic import BaseModel
 
-from memora.llm import ChatMessage, Completion, LLMError, Parsed, Usage
+from memora.llm import ChatMessage, Completion, LLMError, OnDelta, Parsed, Usage
 
 T = TypeVar("T", bound=BaseModel)
 
@@ -24,6 +25,25 @@ class Call:
     instructions: str
     messages: list[ChatMessage]
     schema: str | None = None
+    streamed: bool = False  # complete() was given an on_delta callback
+
+
+@dataclass(frozen=True)
+class CutStream:
+    """A reply that fails part-way: streamed, `text` arrives before `error` is raised; not
+    streamed, the call just fails."""
+
+    text: str
+    error: Exception = field(default_factory=lambda: outage())
+
+
+def split_deltas(text: str, n: int) -> list[str]:
+    """The text so far after each of (at most) n deltas of whole words; the last is `text`."""
+    words = re.findall(r"\s+|\S+\s*", text)
+    if not words:
+        return [text] if text else []
+    step = max(1, -(-len(words) // n))
+    return ["".join(words[: i + step]) for i in range(0, len(words), step)]
 
 
 @dataclass
@@ -32,15 +52,19 @@ class FakeLLM:
 
     `replies` answer `complete` calls made with the reply prompt, `summaries` those made with the
     summary prompt (told apart by `is_summary`), `parsed` answer `parse` calls (a dict, a JSON
-    string, a BaseModel or an exception).
+    string, a BaseModel or an exception). Given `on_delta`, `complete` delivers its answer in
+    `deltas` pieces of whole words (the text so far each time), `delta_delay` seconds apart; a
+    `CutStream` reply delivers its text and then fails.
     """
 
-    replies: deque[str | Exception] = field(default_factory=deque)
-    summaries: deque[str | Exception] = field(default_factory=deque)
+    replies: deque[str | Exception | CutStream] = field(default_factory=deque)
+    summaries: deque[str | Exception | CutStream] = field(default_factory=deque)
     parsed: deque[object] = field(default_factory=deque)
     calls: list[Call] = field(default_factory=list)
     is_summary: Callable[[str], bool] = lambda instr: "summary" in instr.lower()
     delay: float = 0.0
+    deltas: int = 4
+    delta_delay: float = 0.0
     closed: bool = False
 
     @staticmethod
@@ -48,22 +72,40 @@ class FakeLLM:
         text = instructions + "".join(m.content for m in messages)
         return Usage(input_tokens=len(text) // 4 + 1, output_tokens=len(out) // 4 + 1)
 
-    async def complete(self, instructions: str, messages: list[ChatMessage]) -> Completion:
-        self.calls.append(Call("complete", instructions, list(messages)))
+    async def complete(
+        self,
+        instructions: str,
+        messages: list[ChatMessage],
+        on_delta: OnDelta | None = None,
+    ) -> Completion:
+        self.calls.append(
+            Call("complete", instructions, list(messages), streamed=on_delta is not None)
+        )
         if self.delay:
             await asyncio.sleep(self.delay)
         summary = self.is_summary(instructions)
         queue = self.summaries if summary else self.replies
+        error: Exception | None = None
         if queue:
             item = queue.popleft()
             if isinstance(item, Exception):
                 raise item
-            text = item
+            if isinstance(item, CutStream):
+                text, error = item.text, item.error
+            else:
+                text = item
         elif summary:
             text = "Summary: " + " | ".join(m.content[:60] for m in messages)[:400]
         else:
             last = next((m.content for m in reversed(messages) if m.role == "user"), "")
             text = f"Echo: {last}"
+        if on_delta is not None:
+            for i, so_far in enumerate(split_deltas(text, self.deltas)):
+                if i and self.delta_delay:
+                    await asyncio.sleep(self.delta_delay)
+                await on_delta(so_far)
+        if error is not None:
+            raise error
         return Completion(text=text, usage=self._usage(instructions, messages, text))
 
     async def parse(

@@ -10,7 +10,7 @@ from memora.llm import ChatMessage, LLMError
 from memora.prompts import SUMMARY_BLOCK
 from memora.storage import Database
 from memora.tokens import LocalTokenCounter
-from tests.fakes import FakeLLM
+from tests.fakes import CutStream, FakeLLM
 
 ALICE = UserRef(1, "Alice")
 BOB = UserRef(2, "Bob")
@@ -244,3 +244,69 @@ async def test_a_message_that_can_never_fit_costs_no_summary_calls(
     reply = await engine.handle_turn(CHAT, ALICE, "word " * 700)
     assert not reply.ok and "too long to fit" in reply.text
     assert len(llm.calls) == calls  # refused before any fold
+
+
+# -- streamed replies ------------------------------------------------------------------------------
+class Deltas:
+    """An on_delta callback that records the texts it gets (optionally failing)."""
+
+    def __init__(self, fail: bool = False) -> None:
+        self.texts: list[str] = []
+        self.fail = fail
+
+    async def __call__(self, text: str) -> None:
+        self.texts.append(text)
+        if self.fail:
+            raise RuntimeError("the adapter broke")
+
+
+async def test_a_streamed_turn_shows_progress_and_is_stored_once(
+    engine: Engine, llm: FakeLLM, db: Database
+) -> None:
+    await talk(engine, 3)
+    seen = Deltas()
+    answer = "A longer answer that arrives in several pieces, word by word."
+    llm.replies.append(answer)
+    reply = await engine.handle_turn(CHAT, ALICE, "stream this", on_delta=seen)
+    assert reply.ok and reply.stored and reply.text == answer
+    assert len(seen.texts) >= 3 and seen.texts[-1] == answer
+    assert all(answer.startswith(t) for t in seen.texts)
+    await engine.drain()  # the summary of the turn that left the window is not streamed
+    assert [c.streamed for c in llm.calls if c.kind == "complete"] == [False] * 3 + [True, False]
+    msgs = await db.messages(CHAT.id)
+    assert [(m.role, m.content) for m in msgs[-2:]] == [
+        ("user", "stream this"),
+        ("assistant", answer),
+    ]
+    assert len(msgs) == 8
+
+
+async def test_a_failure_mid_stream_stores_nothing(
+    engine: Engine, llm: FakeLLM, db: Database
+) -> None:
+    await talk(engine, 2)
+    before = await db.messages(CHAT.id)
+    ctx_before = (await db.chat(CHAT.id)).last_context
+    seen = Deltas()
+    llm.replies.append(CutStream("Half of an answer that never"))
+    reply = await engine.handle_turn(CHAT, ALICE, "this one breaks", on_delta=seen)
+    assert not reply.ok and not reply.stored and "Nothing was saved" in reply.text
+    assert seen.texts and seen.texts[-1] == "Half of an answer that never"
+    await engine.drain()
+    assert await db.messages(CHAT.id) == before
+    assert (await db.chat(CHAT.id)).last_context == ctx_before
+
+
+async def test_a_failing_callback_never_breaks_the_turn(engine: Engine, db: Database) -> None:
+    seen = Deltas(fail=True)
+    reply = await engine.handle_turn(CHAT, ALICE, "one two three four five six", on_delta=seen)
+    assert reply.ok and reply.stored
+    assert len(seen.texts) == 1  # not called again after it failed
+    assert len(await db.messages(CHAT.id)) == 2
+
+
+async def test_streamed_text_carries_the_prefix(engine: Engine) -> None:
+    seen = Deltas()
+    reply = await engine.handle_turn(CHAT, ALICE, "hello", prefix="✅ Saved\n\n", on_delta=seen)
+    assert seen.texts[-1] == reply.text == "✅ Saved\n\nEcho: hello"
+    assert all(t.startswith("✅ Saved\n\n") for t in seen.texts)
