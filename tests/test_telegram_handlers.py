@@ -11,6 +11,7 @@ import re
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -20,9 +21,10 @@ from telegram.ext import AIORateLimiter, Application
 from telegram.request import BaseRequest, RequestData
 
 import bot.telegram.handlers as handlers
+import bot.telegram.streaming as streaming
 from bot.telegram import ALLOWED_UPDATES, build_application, run_bot
 from bot.telegram.processor import PerChatUpdateProcessor
-from bot.telegram.render import EMPTY_ANSWER, MAX_TEXT, tg_len
+from bot.telegram.render import EMPTY_ANSWER, MAX_TEXT, html_to_plain, tg_len
 from memora.commands import COMMANDS, CommandContext, run_command
 from memora.config import ConfigError, Settings, TelegramConfig
 from memora.engine import Engine, EngineConfig
@@ -30,7 +32,7 @@ from memora.llm import ChatMessage
 from memora.storage import Database, NewTurn, TurnUsage
 from memora.tokens import LocalTokenCounter
 from memora.views import Reply
-from tests.fakes import FakeLLM, outage
+from tests.fakes import CutStream, FakeLLM, outage
 
 TOKEN = "123456:SECRET-token-value"
 BOT_ID = 123456
@@ -56,6 +58,33 @@ class RecordingRequest(BaseRequest):
         self.calls: list[Call] = []
         self.reject_html = False  # answer 400 "can't parse entities" to any parse_mode=HTML
         self._next_id = 500
+        # What each chat shows now: message_id → (chat_id, text, parse_mode), deletions applied.
+        self.shown: dict[int, tuple[int, str, str | None]] = {}
+        self._failures: dict[str, list[str]] = {}
+
+    def fail(self, method: str, description: str, times: int = 1) -> None:
+        """Answer the next `times` calls of `method` with a 400 and this description."""
+        self._failures.setdefault(method, []).extend([description] * times)
+
+    @staticmethod
+    def _error(description: str) -> tuple[int, bytes]:
+        body = {"ok": False, "error_code": 400, "description": description}
+        return 400, json.dumps(body).encode()
+
+    @staticmethod
+    def rendered(text: str, parse_mode: str | None) -> tuple[str, list[str]]:
+        """What the user sees: the text and its formatting (what "not modified" compares)."""
+        if parse_mode == "HTML":
+            return html_to_plain(text), re.findall(r"<[^>]+>", text)
+        return text, []
+
+    def chat_view(self, chat_id: int) -> list[tuple[str, list[str]]]:
+        """The bot's messages in a chat as the user sees them now, oldest first."""
+        return [
+            self.rendered(text, mode)
+            for _, (chat, text, mode) in sorted(self.shown.items())
+            if chat == chat_id
+        ]
 
     @property
     def read_timeout(self) -> float | None:
@@ -92,18 +121,39 @@ class RecordingRequest(BaseRequest):
         params: dict[str, Any] = dict(request_data.parameters) if request_data else {}
         files = dict(request_data.multipart_data) if request_data else {}
         self.calls.append(Call(name, params, files))
+        if self._failures.get(name):
+            return self._error(self._failures[name].pop(0))
         result: Any = True
+        html = params.get("parse_mode") == "HTML"
         if name == "getMe":
             result = {**BOT_USER, "can_join_groups": True, "can_read_all_group_messages": False}
         elif name == "sendMessage":
-            if self.reject_html and params.get("parse_mode") == "HTML":
-                body = {
-                    "ok": False,
-                    "error_code": 400,
-                    "description": "Bad Request: can't parse entities: unsupported start tag",
-                }
-                return 400, json.dumps(body).encode()
+            if self.reject_html and html:
+                return self._error("Bad Request: can't parse entities: unsupported start tag")
             result = self._message(int(params["chat_id"]), text=params["text"])
+            self.shown[result["message_id"]] = (
+                int(params["chat_id"]),
+                str(params["text"]),
+                params.get("parse_mode"),
+            )
+        elif name == "editMessageText":
+            message_id, chat_id = int(params["message_id"]), int(params["chat_id"])
+            if message_id not in self.shown:
+                return self._error("Bad Request: message to edit not found")
+            if self.reject_html and html:
+                return self._error("Bad Request: can't parse entities: unsupported start tag")
+            _, text, mode = self.shown[message_id]
+            now = (str(params["text"]), params.get("parse_mode"))
+            if self.rendered(text, mode) == self.rendered(*now):
+                return self._error(
+                    "Bad Request: message is not modified: specified new message content and "
+                    "reply markup are exactly the same as a current content and reply markup"
+                )
+            self.shown[message_id] = (chat_id, *now)
+            result = {**self._message(chat_id, text=now[0]), "message_id": message_id}
+        elif name == "deleteMessage":
+            if self.shown.pop(int(params["message_id"]), None) is None:
+                return self._error("Bad Request: message to delete not found")
         elif name == "sendDocument":
             doc = {"file_id": "f1", "file_unique_id": "u1", "file_name": "x"}
             result = self._message(int(params["chat_id"]), document=doc)
@@ -795,3 +845,245 @@ def test_run_bot_webhook_mode(monkeypatch: pytest.MonkeyPatch) -> None:
     assert seen["url_path"] == "tg/hook"
     assert seen["webhook_url"] == "https://bot.example.org/tg/hook"
     assert (seen["listen"], seen["port"], seen["secret_token"]) == ("0.0.0.0", 8088, "s3cret_value")
+
+
+# -- streamed replies (telegram.stream_replies) ----------------------------------------------
+LESSON = (
+    "**Great** question! Here is how to ask politely:\n\n"
+    "- Use *could*: `Could you help me?`\n"
+    "- Use *would*: `Would you mind closing the window?`\n\n"
+    "Practice a few sentences & send them to me."
+)
+
+
+@pytest.fixture
+def fast_edits(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No pause between edits, so every delta can show (the throttle test sets its own)."""
+    monkeypatch.setattr(streaming, "EDIT_EVERY", 0.0)
+    monkeypatch.setattr(streaming, "GROUP_EDIT_EVERY", 0.0)
+
+
+async def streamed(
+    make_harness: Callable[..., Awaitable[Harness]], answer: str | Exception | CutStream, **kw: Any
+) -> tuple[Harness, list[Call]]:
+    """One turn with stream_replies on; the harness and the calls it caused."""
+    group = kw.pop("group", False)
+    h = await make_harness(llm=FakeLLM(deltas=6, delta_delay=0.02), stream_replies=True, **kw)
+    h.llm.replies.append(answer)
+    calls = await h.send("How do I ask politely?", group=group)
+    return h, calls
+
+
+async def plain_view(
+    make_harness: Callable[..., Awaitable[Harness]],
+    answer: str,
+    question: str = "How do I ask politely?",
+    *,
+    group: bool = False,
+) -> list[tuple[str, list[str]]]:
+    """What the chat shows after the same turn without streaming."""
+    h = await make_harness()
+    h.llm.replies.append(answer)
+    await h.send(question, group=group)
+    return h.req.chat_view(GROUP if group else ALICE)
+
+
+def sent_and_edited(calls: list[Call]) -> list[Call]:
+    return [c for c in calls if c.method in ("sendMessage", "editMessageText", "deleteMessage")]
+
+
+@pytest.mark.usefixtures("fast_edits")
+async def test_a_streamed_reply_grows_in_one_message_then_is_rendered(
+    make_harness: Callable[..., Awaitable[Harness]],
+) -> None:
+    h, calls = await streamed(make_harness, LESSON)
+    first, *edits = sent_and_edited(calls)
+    assert first.method == "sendMessage" and "parse_mode" not in first.params
+    assert "reply_parameters" not in first.params  # private chat: no quote
+    assert len(edits) >= 2 and {c.method for c in edits} == {"editMessageText"}
+    assert len({c.params["message_id"] for c in edits}) == 1  # always the same message
+    previews = [str(first.params["text"])] + [str(c.params["text"]) for c in edits[:-1]]
+    assert all("parse_mode" not in c.params for c in edits[:-1])  # previews are plain text
+    assert all(LESSON.startswith(p) for p in previews)
+    assert all(len(a) < len(b) for a, b in pairwise(previews))  # only edits that change it
+    final = edits[-1]
+    assert final.params["parse_mode"] == "HTML" and "<b>Great</b>" in final.params["text"]
+    assert h.req.chat_view(ALICE) == await plain_view(make_harness, LESSON)
+    assert await h.history(ALICE) == [("user", "How do I ask politely?"), ("assistant", LESSON)]
+    assert [c.streamed for c in h.llm.calls if c.kind == "complete"] == [True]
+
+
+async def test_edits_are_throttled(
+    make_harness: Callable[..., Awaitable[Harness]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(streaming, "EDIT_EVERY", 3600.0)  # nothing between the first and last
+    h, calls = await streamed(make_harness, LESSON)
+    assert [c.method for c in sent_and_edited(calls)] == ["sendMessage", "editMessageText"]
+    assert h.req.chat_view(ALICE) == await plain_view(make_harness, LESSON)
+
+
+@pytest.mark.usefixtures("fast_edits")
+async def test_a_long_streamed_reply_ends_as_the_usual_chunks(
+    make_harness: Callable[..., Awaitable[Harness]],
+) -> None:
+    paragraphs = [f"Paragraph {i}. " + "Practice makes perfect. " * 40 for i in range(10)]
+    answer = "\n\n".join(p.strip() for p in paragraphs)
+    h, calls = await streamed(make_harness, answer)
+    methods = [c.method for c in sent_and_edited(calls)]
+    assert methods[0] == "sendMessage" and methods[-2:] == ["sendMessage", "sendMessage"]
+    previews = [c for c in sent_and_edited(calls) if "parse_mode" not in c.params]
+    assert all(tg_len(str(c.params["text"])) <= MAX_TEXT for c in previews)
+    assert str(previews[-1].params["text"]).endswith(streaming.MORE)  # cut to one message
+    view = h.req.chat_view(ALICE)
+    assert len(view) == 3 and view == await plain_view(make_harness, answer)
+
+
+@pytest.mark.usefixtures("fast_edits")
+async def test_a_turn_failing_mid_stream_edits_the_preview_into_the_apology(
+    make_harness: Callable[..., Awaitable[Harness]],
+) -> None:
+    h, calls = await streamed(make_harness, CutStream("Good question! The polite way is"))
+    first, *edits = sent_and_edited(calls)
+    assert first.method == "sendMessage" and edits[-1].method == "editMessageText"
+    ((text, tags),) = h.req.chat_view(ALICE)
+    assert "couldn't reach my language model" in text and "Nothing was saved" in text
+    assert tags == []
+    assert await h.history(ALICE) == []
+
+
+async def test_a_failure_before_any_text_is_answered_as_usual(
+    make_harness: Callable[..., Awaitable[Harness]],
+) -> None:
+    h, calls = await streamed(make_harness, outage())
+    assert [c.method for c in sent_and_edited(calls)] == ["sendMessage"]
+    assert "couldn't reach my language model" in h.req.chat_view(ALICE)[0][0]
+
+
+@pytest.mark.usefixtures("fast_edits")
+async def test_an_unchanged_edit_is_ignored_and_streaming_goes_on(
+    make_harness: Callable[..., Awaitable[Harness]],
+) -> None:
+    h = await make_harness(llm=FakeLLM(deltas=6, delta_delay=0.02), stream_replies=True)
+    h.req.fail(
+        "editMessageText", "Bad Request: message is not modified: specified new message content"
+    )
+    h.llm.replies.append(LESSON)
+    calls = await h.send("How do I ask politely?")
+    edits = [c for c in calls if c.method == "editMessageText"]
+    assert len(edits) >= 3  # the refused one, later previews, the final rendering
+    assert h.req.chat_view(ALICE) == await plain_view(make_harness, LESSON)
+
+
+@pytest.mark.usefixtures("fast_edits")
+async def test_refused_edits_stop_the_preview_but_never_lose_the_reply(
+    make_harness: Callable[..., Awaitable[Harness]],
+) -> None:
+    h = await make_harness(llm=FakeLLM(deltas=6, delta_delay=0.02), stream_replies=True)
+    h.req.fail("editMessageText", "Bad Request: message can't be edited", times=100)
+    h.llm.replies.append(LESSON)
+    calls = await h.send("How do I ask politely?")
+    methods = [c.method for c in sent_and_edited(calls)]
+    # one refused preview edit stops streaming; the final edit is refused too, so the preview
+    # is taken back and the reply sent as usual
+    assert methods == [
+        "sendMessage",
+        "editMessageText",
+        "editMessageText",
+        "deleteMessage",
+        "sendMessage",
+    ]
+    assert h.req.chat_view(ALICE) == await plain_view(make_harness, LESSON)
+
+
+@pytest.mark.usefixtures("fast_edits")
+async def test_a_preview_that_cannot_be_sent_falls_back_to_a_plain_reply(
+    make_harness: Callable[..., Awaitable[Harness]],
+) -> None:
+    h = await make_harness(llm=FakeLLM(deltas=6, delta_delay=0.02), stream_replies=True)
+    h.req.fail("sendMessage", "Bad Request: not enough rights to send text messages")
+    h.llm.replies.append(LESSON)
+    calls = await h.send("How do I ask politely?")
+    assert [c.method for c in sent_and_edited(calls)] == ["sendMessage", "sendMessage"]
+    assert h.req.chat_view(ALICE) == await plain_view(make_harness, LESSON)
+
+
+@pytest.mark.usefixtures("fast_edits")
+async def test_html_the_server_rejects_is_edited_in_as_plain_text(
+    make_harness: Callable[..., Awaitable[Harness]],
+) -> None:
+    h = await make_harness(llm=FakeLLM(deltas=3, delta_delay=0.02), stream_replies=True)
+    h.req.reject_html = True
+    h.llm.replies.append("**Great** work & keep going")
+    await h.send("Check my sentence")
+    assert h.req.chat_view(ALICE) == [("Great work & keep going", [])]
+
+
+@pytest.mark.usefixtures("fast_edits")
+async def test_a_streamed_group_reply_quotes_the_learner_once(
+    make_harness: Callable[..., Awaitable[Harness]],
+) -> None:
+    paragraphs = [f"Paragraph {i}. " + "Practice makes perfect. " * 40 for i in range(10)]
+    answer = "\n\n".join(p.strip() for p in paragraphs)
+    h = await make_harness(llm=FakeLLM(deltas=6, delta_delay=0.02), stream_replies=True)
+    h.llm.replies.append(answer)
+    question = f"@{BOT_NAME} tell me everything"
+    calls = await h.send(question, group=True)
+    sends = [c for c in calls if c.method == "sendMessage"]
+    assert sends[0].params["reply_parameters"]["message_id"] == h._message_id
+    assert all("reply_parameters" not in c.params for c in sends[1:])
+    assert h.req.chat_view(GROUP) == await plain_view(make_harness, answer, question, group=True)
+
+
+async def test_typing_stops_when_the_first_text_arrives(
+    make_harness: Callable[..., Awaitable[Harness]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(handlers, "TYPING_EVERY", 0.05)
+    monkeypatch.setattr(streaming, "EDIT_EVERY", 0.0)
+    h = await make_harness(llm=FakeLLM(delay=0.3, deltas=4, delta_delay=0.1), stream_replies=True)
+    calls = await h.send("hello there, how are you today?")
+    methods = [c.method for c in calls]
+    assert methods.count("sendChatAction") >= 3
+    first_text = methods.index("sendMessage")
+    assert "sendChatAction" not in methods[first_text:]
+
+
+@pytest.mark.usefixtures("fast_edits")
+async def test_an_unexpected_error_mid_stream_takes_the_preview_back(
+    make_harness: Callable[..., Awaitable[Harness]],
+) -> None:
+    boom = CutStream("Half of an answer", error=RuntimeError("database exploded"))
+    h, calls = await streamed(make_harness, boom)
+    assert [c.method for c in sent_and_edited(calls)][-2:] == ["deleteMessage", "sendMessage"]
+    assert h.req.chat_view(ALICE) == [(handlers.ERROR, [])]
+    assert await h.history(ALICE) == []
+
+
+async def test_without_stream_replies_nothing_is_streamed(
+    make_harness: Callable[..., Awaitable[Harness]],
+) -> None:
+    h = await make_harness(llm=FakeLLM(deltas=6, delta_delay=0.02))
+    h.llm.replies.append(LESSON)
+    calls = await h.send("How do I ask politely?")
+    assert [c.method for c in sent_and_edited(calls)] == ["sendMessage"]
+    assert [c.streamed for c in h.llm.calls] == [False]
+
+
+@pytest.mark.usefixtures("fast_edits")
+async def test_a_streamed_reply_too_long_for_messages_ends_as_a_file(
+    make_harness: Callable[..., Awaitable[Harness]],
+) -> None:
+    answer = "\n\n".join(f"Paragraph {i}. " + "Practice makes perfect. " * 40 for i in range(25))
+    h, calls = await streamed(make_harness, answer)
+    methods = [c.method for c in calls if c.method != "sendChatAction"]
+    assert methods[0] == "sendMessage" and methods[-2:] == ["deleteMessage", "sendDocument"]
+    assert h.req.chat_view(ALICE) == []  # the preview is gone; the file is the answer
+    (doc,) = h.req.of("sendDocument")
+    assert doc.files["document"][1].decode() == answer.strip()
+
+
+async def test_a_blank_streamed_answer_still_gets_a_reply(
+    make_harness: Callable[..., Awaitable[Harness]],
+) -> None:
+    h, calls = await streamed(make_harness, "   ")
+    assert [c.method for c in sent_and_edited(calls)] == ["sendMessage"]
+    assert h.req.chat_view(ALICE) == [(EMPTY_ANSWER, [])]

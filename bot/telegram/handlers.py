@@ -26,9 +26,11 @@ from telegram.ext import (
 from memora.commands import COMMANDS, CommandContext, run_command
 from memora.config import Settings, TelegramConfig
 from memora.engine import ChatRef, Engine, UserRef
+from memora.llm import OnDelta
 from memora.views import Reply
 
 from .render import send_reply
+from .streaming import answer_streamed
 
 log = logging.getLogger(__name__)
 
@@ -145,8 +147,9 @@ def allowed(state: BotState, user_id: int) -> bool:
 
 
 @asynccontextmanager
-async def typing(message: Message, every: float | None = None) -> AsyncIterator[None]:
-    """Show "typing…" in the message's chat until the block ends (re-sent every few seconds)."""
+async def typing(message: Message, every: float | None = None) -> AsyncIterator[Callable[[], None]]:
+    """Show "typing…" in the message's chat until the block ends (re-sent every few seconds), or
+    until the function it yields is called."""
     period = every or TYPING_EVERY
     thread = message.message_thread_id if message.is_topic_message else None
 
@@ -161,14 +164,18 @@ async def typing(message: Message, every: float | None = None) -> AsyncIterator[
             await asyncio.sleep(period)
 
     task = asyncio.create_task(keep_typing(), name=f"typing-{message.chat_id}")
+
+    def stop() -> None:
+        task.cancel()
+
     try:
-        yield
+        yield stop
     finally:
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
 
 
-def _maybe_typing(message: Message, on: bool) -> AbstractAsyncContextManager[None]:
+def _maybe_typing(message: Message, on: bool) -> AbstractAsyncContextManager[object]:
     return typing(message) if on else nullcontext()
 
 
@@ -217,7 +224,8 @@ async def on_unknown_command(update: Update, context: ContextTypes.DEFAULT_TYPE)
 
 
 async def on_text(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
-    """A learner's message → one engine turn, with "typing…" shown while it runs."""
+    """A learner's message → one engine turn, with "typing…" shown while it runs (with
+    telegram.stream_replies, until the reply starts growing in one message)."""
     incoming = incoming_text(update)
     if incoming is None:
         return
@@ -234,10 +242,18 @@ async def on_text(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
     if not text:
         await message.reply_text(BARE_MENTION)
         return
-    async with typing(message):
-        reply = await state.need_engine().handle_turn(
-            chat, user, text, message_id=message.message_id
+    engine, question = state.need_engine(), text
+
+    async def turn(on_delta: OnDelta | None = None) -> Reply:
+        return await engine.handle_turn(
+            chat, user, question, message_id=message.message_id, on_delta=on_delta
         )
+
+    if state.telegram.stream_replies:
+        await answer_streamed(message, turn, typing(message), group=chat.is_group)
+        return
+    async with typing(message):
+        reply = await turn()
     await send_reply(message, reply, markdown=reply.stored, quote=chat.is_group)
 
 

@@ -2,7 +2,8 @@
 
 Pure functions first (conversion, splitting, planning); the one sending function at the end never
 lets a formatting error lose a reply: on "can't parse entities" it resends the same chunk as plain
-text.
+text. It can also finish a streamed reply by editing the message that showed it into the first
+chunk.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import Any
 
 from telegram import Message, ReplyParameters
 from telegram.constants import MessageLimit, ParseMode
-from telegram.error import BadRequest
+from telegram.error import BadRequest, TelegramError
 
 from memora.views import Document, Reply
 
@@ -124,7 +125,7 @@ _UNSAFE = re.compile(r"<[^>]*>|&#?\w+;")  # never cut inside a tag or an entity
 _HTML_RESERVE = 64  # room for the closing tags appended to a cut chunk
 
 
-def _prefix_fits(text: str, budget: int) -> int:
+def prefix_fits(text: str, budget: int) -> int:
     """The longest prefix (in code points) whose Telegram length is within budget."""
     used = 0
     for i, ch in enumerate(text):
@@ -136,7 +137,7 @@ def _prefix_fits(text: str, budget: int) -> int:
 
 def _cut(piece: str, budget: int, *, is_html: bool) -> tuple[int, int]:
     """Where to end this chunk and where the next one starts."""
-    hi = _prefix_fits(piece, budget)
+    hi = prefix_fits(piece, budget)
     unsafe: set[int] = set()
     if is_html:
         for m in _UNSAFE.finditer(piece, 0, hi + MAX_TEXT):  # a tag may straddle hi
@@ -188,7 +189,7 @@ def split_text(text: str, limit: int = MAX_TEXT, *, is_html: bool = False) -> li
         while True:
             start, nxt = _cut(piece, budget, is_html=is_html)
             if start <= len(prefix):  # nothing beyond the reopened tags fits: hard progress
-                start = nxt = len(prefix) + max(1, _prefix_fits(rest, budget - tg_len(prefix)))
+                start = nxt = len(prefix) + max(1, prefix_fits(rest, budget - tg_len(prefix)))
             head = piece[:start].rstrip()
             still_open = _open_tags(head, []) if is_html else []
             closing = "".join(f"</{name}>" for name, _ in reversed(still_open))
@@ -239,6 +240,50 @@ def _parse_error(exc: BadRequest) -> bool:
     return "can't parse entities" in text or "can't find end" in text or "unsupported" in text
 
 
+def not_modified(exc: BadRequest) -> bool:
+    """Telegram's answer to an edit that would change nothing."""
+    return "message is not modified" in str(exc).lower()
+
+
+def quoting(message: Message, quote: bool) -> dict[str, Any]:
+    """Arguments for reply_text: quote the learner's message (in groups) even if it has been
+    deleted meanwhile, or don't quote at all."""
+    if not quote:
+        return {"do_quote": False}
+    return {
+        "reply_parameters": ReplyParameters(message.message_id, allow_sending_without_reply=True)
+    }
+
+
+async def _delete_quietly(message: Message) -> None:
+    try:
+        await message.delete()
+    except TelegramError as exc:
+        log.warning("could not delete message %s: %s", message.message_id, exc)
+
+
+async def _edit_into(target: Message, chunk: str, *, is_html: bool) -> Message | None:
+    """Make an already-sent message show this chunk (HTML, or plain text if the HTML is
+    rejected); None when it cannot be edited."""
+    text, mode = chunk, (ParseMode.HTML if is_html else None)
+    while True:
+        try:
+            done = await target.edit_text(text, parse_mode=mode)
+            return done if isinstance(done, Message) else target
+        except BadRequest as exc:
+            if not_modified(exc):  # it already shows exactly this
+                return target
+            if mode is not None and _parse_error(exc):
+                log.warning("HTML rejected (%s); editing the chunk in as plain text", exc)
+                text, mode = html_to_plain(chunk), None
+                continue
+            log.warning("could not edit message %s: %s", target.message_id, exc)
+            return None
+        except TelegramError as exc:
+            log.warning("could not edit message %s: %s", target.message_id, exc)
+            return None
+
+
 async def send_reply(
     message: Message,
     reply: Reply,
@@ -246,25 +291,33 @@ async def send_reply(
     markdown: bool,
     name: str = "reply",
     quote: bool = False,
+    edit: Message | None = None,
 ) -> list[Message]:
     """Send a Reply under `message`: chunks in order, then any document. On an HTML parse error
-    the same chunk is resent as plain text."""
+    the same chunk is resent as plain text.
+
+    `edit` is a message already sent for this reply (a streamed preview): it is edited into the
+    first chunk instead of sending one, so the chat ends exactly as if the reply had been sent
+    normally. If it cannot be edited, or the reply has no text chunk (it goes out as a file), it
+    is deleted and everything is sent as new messages."""
     out = plan(reply, markdown=markdown, name=name)
     if not out.messages and not out.documents:  # never leave a message unanswered
         out = Outgoing([EMPTY_ANSWER], False)
     sent: list[Message] = []
+    chunks = list(out.messages)
+    if edit is not None:
+        edited = await _edit_into(edit, chunks[0], is_html=out.is_html) if chunks else None
+        if edited is None:
+            await _delete_quietly(edit)
+        else:
+            sent.append(edited)
+            chunks = chunks[1:]
 
     def reply_to() -> dict[str, Any]:
         """Quote the learner's message once (groups), and only if it still exists."""
-        if not quote or sent:
-            return {"do_quote": False}
-        return {
-            "reply_parameters": ReplyParameters(
-                message.message_id, allow_sending_without_reply=True
-            )
-        }
+        return quoting(message, quote and not sent)
 
-    for chunk in out.messages:
+    for chunk in chunks:
         if out.is_html:
             try:
                 sent.append(
