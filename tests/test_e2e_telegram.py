@@ -251,3 +251,35 @@ def test_a_rejected_token_is_a_config_error(
     )
     assert wrong not in done.stderr + done.stdout
     assert "Traceback" not in done.stderr
+
+
+def test_a_streamed_reply_grows_in_one_message_and_ends_formatted(tmp_path: Path) -> None:
+    answer = (
+        "**Well done!** Your sentence is almost right. Say *I went to school yesterday*, "
+        "because the past of *go* is *went*, not *goed*. Irregular verbs like this one "
+        "are worth practising a few at a time, out loud, until they feel natural."
+    )
+    with FakeTelegram() as tg, FakeOpenAI() as llm:
+        process = BotProcess(tg, llm, tmp_path / "data", tmp_path / "bot.log")
+        process.env["MEMORA_TELEGRAM__STREAM_REPLIES"] = "true"
+        process.start()
+        try:
+            llm.stream_delay = 0.1  # about 4 s of words: room for a few throttled edits
+            llm.queue_reply(answer, kind="reply")
+            tg.user_sends("Is 'I goed to school yesterday' correct?")
+            done = tg.wait_for(
+                lambda: [m for m in tg.sent_messages(ALICE) if m.get("parse_mode") == "HTML"],
+                WAIT,
+                "the streamed reply to be rendered",
+            )
+        finally:
+            llm.stream_delay = 0.0
+            assert process.stop() == 0, process.output()
+    (message,) = tg.sent_messages(ALICE)
+    assert done[0]["message_id"] == message["message_id"]
+    assert message["text"].startswith("Well done! Your sentence is almost right.")
+    assert "**" not in message["text"] and message["entities"][0]["type"] == "bold"
+    assert message["edits"] >= 2  # at least one preview edit, then the formatted text
+    (request,) = llm.requests_of("reply")
+    assert request.stream
+    assert "Traceback" not in process.output(), process.output()
