@@ -26,6 +26,7 @@ log = logging.getLogger(__name__)
 
 Role = Literal["system", "developer", "user", "assistant"]
 T = TypeVar("T", bound=BaseModel)
+T_ = TypeVar("T_")
 
 OnDelta = Callable[[str], Awaitable[None]]
 """Called while a reply is being written, with the whole text so far (not just the new piece)."""
@@ -73,6 +74,10 @@ class LLMError(Exception):
     """The model could not answer (outage, timeout, refusal, bad response)."""
 
 
+class _StreamRefused(Exception):
+    """The server answered a streamed request with HTTP 400 before any text."""
+
+
 @contextmanager
 def translated(service: str = "the model service") -> Iterator[None]:
     """Turn every SDK failure raised inside the block into an LLMError with a short, true reason."""
@@ -96,6 +101,14 @@ async def guard(coro: Any, service: str = "the model service") -> Any:
     """Await an SDK call; turn every SDK failure into an LLMError with a short, true reason."""
     with translated(service):
         return await coro
+
+
+async def _refusable(coro: Awaitable[T_]) -> T_:
+    """Start a streamed request; an HTTP 400 becomes _StreamRefused (see OpenAILLM.complete)."""
+    try:
+        return await coro
+    except openai.BadRequestError as exc:
+        raise _StreamRefused from exc
 
 
 @contextmanager
@@ -125,8 +138,9 @@ class LLM(Protocol):
         on_delta: OnDelta | None = None,
     ) -> Completion:
         """The answer. With `on_delta`, the text is streamed: `on_delta` is awaited with the whole
-        text so far each time more arrives; the Completion returned is the same either way, and
-        a failure part-way raises LLMError like any other."""
+        text so far each time more arrives (possibly never, e.g. from a server that cannot
+        stream). The Completion returned is the same either way, and a failure part-way raises
+        LLMError like any other."""
         ...
 
     async def parse(
@@ -155,6 +169,7 @@ class OpenAILLM:
         self.model = model
         self.api = api
         self.reasoning_effort = reasoning_effort
+        self.streams = True  # False once the server has shown it cannot stream
         self._client = AsyncOpenAI(
             api_key=api_key, base_url=base_url, timeout=timeout, max_retries=max_retries
         )
@@ -189,11 +204,19 @@ class OpenAILLM:
         messages: list[ChatMessage],
         on_delta: OnDelta | None = None,
     ) -> Completion:
-        if on_delta is not None:
-            if self.api == "responses":
-                completion = await self._stream_responses(instructions, messages, on_delta)
-            else:
-                completion = await self._stream_chat(instructions, messages, on_delta)
+        if on_delta is not None and self.streams:
+            try:
+                if self.api == "responses":
+                    completion = await self._stream_responses(instructions, messages, on_delta)
+                else:
+                    completion = await self._stream_chat(instructions, messages, on_delta)
+            except _StreamRefused:
+                # Some OpenAI-compatible servers reject stream=true (or stream_options). Ask
+                # again without streaming; if that works, the server cannot stream: stop trying.
+                plain = await self.complete(instructions, messages)
+                log.warning("the model server refuses streamed requests; replies are not streamed")
+                self.streams = False
+                return plain
             if not completion.text.strip():
                 raise LLMError("the model returned an empty answer")
             return completion
@@ -238,7 +261,7 @@ class OpenAILLM:
                 stream=True,
                 **self._extra(),
             )
-            stream = cast(AsyncStream[ResponseStreamEvent], await created)
+            stream = cast(AsyncStream[ResponseStreamEvent], await _refusable(created))
             async with stream:
                 with _mid_stream():
                     async for event in stream:
@@ -271,11 +294,13 @@ class OpenAILLM:
         finished = False
         usage: Any = None
         with translated():
-            stream = await self._client.chat.completions.create(
-                model=self.model,
-                messages=cast(Any, self._chat_messages(instructions, messages)),
-                stream=True,
-                stream_options={"include_usage": True},
+            stream = await _refusable(
+                self._client.chat.completions.create(
+                    model=self.model,
+                    messages=cast(Any, self._chat_messages(instructions, messages)),
+                    stream=True,
+                    stream_options={"include_usage": True},
+                )
             )
             async with stream:
                 with _mid_stream():

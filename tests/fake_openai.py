@@ -18,7 +18,8 @@ Every request is recorded (``server.requests``), including each retry the SDK ma
 scripted with ``queue_reply`` (FIFO, first priority) or a ``responder`` hook; the default echoes
 the last user message and builds a minimal valid object for structured calls. Failures are
 injected with ``fail_next``, ``down``, ``latency`` and ``kind_latency``; a streamed answer can be
-cut part-way with ``FakeReply(cut_after=N, cut=...)`` and paced with ``stream_delay``.
+cut part-way with ``FakeReply(cut_after=N, cut=...)`` and paced with ``stream_delay``;
+``refuse_streams`` answers every streamed request with 400.
 
 Usage::
 
@@ -735,6 +736,7 @@ class FakeOpenAI:
         self.latency: float = 0.0  # seconds added to every answer
         self.kind_latency: dict[str, float] = {}  # extra seconds per request kind
         self.stream_delay: float = 0.0  # seconds between the events of a streamed answer
+        self.refuse_streams: bool = False  # answer stream=true with 400, like servers without it
         self.down: bool = False  # every request answers 503
         self.api_key: str | None = None  # when set, other bearer tokens get 401
         self.retry_after_ms: float | None = 1.0  # sent with error answers; keeps retries fast
@@ -837,6 +839,7 @@ class FakeOpenAI:
         self.latency = 0.0
         self.kind_latency = {}
         self.stream_delay = 0.0
+        self.refuse_streams = False
         self.down = False
         self.api_key = None
         self.retry_after_ms = 1.0
@@ -915,8 +918,8 @@ class FakeOpenAI:
             return self._error(failure.status, failure.message)
         if bad_json:
             return self._error(400, "We could not parse the JSON body of your request.")
-        if req.stream and req.kind not in GENERATION_KINDS:
-            return self._error(400, "stream=true is only for responses and chat completions.")
+        if req.stream and (self.refuse_streams or req.kind not in GENERATION_KINDS):
+            return self._error(400, "This server does not support stream=true (fake).")
         if req.api == "models" and req.kind == "other":
             models = ["gpt-fake", "text-embedding-3-small"]
             data = [{"id": m, "object": "model", "created": 0, "owned_by": "fake"} for m in models]

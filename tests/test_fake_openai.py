@@ -433,6 +433,31 @@ async def test_an_empty_streamed_answer_is_an_llm_error(fake: FakeOpenAI, api: A
             await llm.complete(INSTR, MSGS, on_delta=Collector())
 
 
+@pytest.mark.parametrize("api", APIS)
+async def test_a_server_that_cannot_stream_gets_plain_requests(fake: FakeOpenAI, api: API) -> None:
+    fake.refuse_streams = True
+    seen = Collector()
+    async with make_llm(fake, api) as llm:
+        first = await llm.complete(INSTR, MSGS, on_delta=seen)
+        second = await llm.complete(INSTR, MSGS, on_delta=seen)
+    assert first.text == second.text == "Echo: Yes, I went to school yesterday."
+    assert seen.texts == []  # no progress to show, but the answers arrive
+    assert [r.stream for r in fake.requests] == [True, False, False]  # tried once, then plain
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_a_bad_request_is_not_mistaken_for_a_server_that_cannot_stream(
+    fake: FakeOpenAI, api: API
+) -> None:
+    fake.fail_next(2, status=400)  # the streamed try and the plain retry both fail
+    async with make_llm(fake, api) as llm:
+        with pytest.raises(LLMError, match="HTTP 400"):
+            await llm.complete(INSTR, MSGS, on_delta=Collector())
+        assert llm.streams
+        await llm.complete(INSTR, MSGS, on_delta=Collector())
+    assert [r.stream for r in fake.requests] == [True, False, True]
+
+
 # -- embeddings ------------------------------------------------------------------------------------
 async def test_openai_embedder_vectors(fake: FakeOpenAI) -> None:
     texts = ["I like green apples", "I like green apples a lot", "Quantum chromodynamics"]

@@ -983,15 +983,10 @@ async def test_refused_edits_stop_the_preview_but_never_lose_the_reply(
     h.llm.replies.append(LESSON)
     calls = await h.send("How do I ask politely?")
     methods = [c.method for c in sent_and_edited(calls)]
-    # one refused preview edit stops streaming; the final edit is refused too, so the preview
-    # is taken back and the reply sent as usual
-    assert methods == [
-        "sendMessage",
-        "editMessageText",
-        "editMessageText",
-        "deleteMessage",
-        "sendMessage",
-    ]
+    # a refused preview edit stops streaming; the final edit is refused too, so the preview is
+    # taken back and the reply sent as usual
+    assert methods[0] == "sendMessage" and methods.count("editMessageText") <= 2
+    assert methods[-3:] == ["editMessageText", "deleteMessage", "sendMessage"]
     assert h.req.chat_view(ALICE) == await plain_view(make_harness, LESSON)
 
 
