@@ -62,7 +62,10 @@ class BotProcess:
                 stderr=subprocess.STDOUT,
             )
         self.starts += 1
-        # ready once it has published its commands and asked for updates
+        self.wait_ready()
+
+    def wait_ready(self) -> None:
+        """Ready once it has published its commands and asked for updates."""
         self.tg.wait_for(
             lambda: len(self.tg.calls_to("deleteWebhook")) >= self.starts or self.exited(),
             WAIT,

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import json
 import socket
-import subprocess
-import sys
 import time
 import urllib.error
 import urllib.request
@@ -20,7 +18,7 @@ import pytest
 from memora.commands import help_text
 from tests.fake_openai import FakeOpenAI
 from tests.fake_telegram import FakeTelegram
-from tests.test_e2e_telegram import ROOT, WAIT, BotProcess
+from tests.test_e2e_telegram import WAIT, BotProcess
 
 pytestmark = pytest.mark.slow
 
@@ -54,17 +52,8 @@ class WebhookBot(BotProcess):
         self.next_message_id = 100_000  # far above the ids the fake gives the bot's messages
         self.next_update_id = 500_000
 
-    def start(self) -> None:
-        assert self.proc is None
-        with self.log.open("ab") as out:
-            self.proc = subprocess.Popen(
-                [sys.executable, "-m", "bot.cli", "run"],
-                cwd=ROOT,
-                env=self.env,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-            )
-        self.starts += 1
+    def wait_ready(self) -> None:
+        """Ready once the webhook is set and its port accepts connections."""
         self.tg.wait_for(
             lambda: len(self.tg.calls_to("setWebhook")) >= self.starts or self.exited(),
             WAIT,
