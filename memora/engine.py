@@ -46,6 +46,18 @@ class UserRef:
 
 
 @dataclass(frozen=True)
+class Answered:
+    """A turn that was answered and stored: what the after-reply work needs."""
+
+    chat: ChatRef
+    user: UserRef
+    text: str
+    reply: str
+    turn_id: int
+    message_id: int | None  # the platform's id of the learner's message
+
+
+@dataclass(frozen=True)
 class EngineConfig:
     max_input_tokens: int = 1000
     max_recent_turns: int = 3
@@ -276,7 +288,8 @@ class Engine:
             memories_used=usage.memories_used,
             session_total=total.total,
         )
-        after = self._after_reply(chat, user, text, answer.text, turn_id, message_id, extract)
+        done = Answered(chat, user, text, answer.text, turn_id, message_id)
+        after = self._after_reply(done, extract)
         self._schedule(chat.id, after)
         return Reply(prefix + answer.text, stats=stats, stored=True)
 
@@ -312,19 +325,10 @@ class Engine:
         return tokens
 
     # -- after the reply ------------------------------------------------------------------------
-    async def _after_reply(
-        self,
-        chat: ChatRef,
-        user: UserRef,
-        text: str,
-        reply: str,
-        turn_id: int,
-        message_id: int | None,
-        extract: bool,
-    ) -> None:
-        await self._fold_backlog(chat, turn_id)
+    async def _after_reply(self, done: Answered, extract: bool) -> None:
+        await self._fold_backlog(done.chat, done.turn_id)
         if extract and self.store is not None and self.config.extraction_enabled:
-            await self._extract(chat, user, text, reply, turn_id, message_id)
+            await self._extract(done)
 
     async def _fold_backlog(self, chat: ChatRef, turn_id: int) -> None:
         row = await self.db.chat(chat.id)
@@ -345,15 +349,8 @@ class Engine:
         )
         await self.db.add_turn_usage(turn_id, summary_tokens=fold.tokens)
 
-    async def _extract(
-        self,
-        chat: ChatRef,
-        user: UserRef,
-        text: str,
-        reply: str,
-        turn_id: int,
-        message_id: int | None,
-    ) -> None:
+    async def _extract(self, done: Answered) -> None:
+        chat, user, text, turn_id = done.chat, done.user, done.text, done.turn_id
         from memora import extraction
 
         assert self.store is not None
@@ -367,7 +364,7 @@ class Engine:
         outcome = await extraction.extract(
             self.extraction_llm,
             user_message=text,
-            assistant_reply=reply,
+            assistant_reply=done.reply,
             existing=existing,
             now=now,
         )
@@ -386,7 +383,7 @@ class Engine:
                 outcome,
                 existing,
                 chat_id=chat.id,
-                message_id=message_id,  # the platform's id of the learner's message
+                message_id=done.message_id,  # the platform's id of the learner's message
                 now=now,
             )
         except Exception as exc:  # the embedder or the store failed; the reply already went out
