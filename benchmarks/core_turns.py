@@ -99,7 +99,7 @@ async def main(turns: int, recent: int, budget: int) -> None:
             after_ms.append((time.perf_counter() - t1) * 1000)
             overhead_ms.append((t1 - t0) * 1000)
             assert reply.ok and reply.stats is not None, reply.text
-            sent.append(reply.stats.counted_input)
+            sent.append(reply.stats.usage.counted_input)
             baseline.append(
                 counter.count_sync(config.instructions, [*history, ChatMessage("user", text)])
             )

@@ -277,15 +277,11 @@ class Engine:
         )
         total = await self.db.total_usage(chat.id)
         stats = TurnStats(
+            usage=usage,
             newly_summarized=(
                 built.folds[-1].summarized_count - window.summarized_count if built.folds else 0
             ),
             context_messages=len(built.messages),
-            counted_input=built.counted,
-            actual_input=usage.actual_input,
-            output_tokens=usage.output_tokens,
-            summary_tokens=summary_tokens,
-            memories_used=usage.memories_used,
             session_total=total.total,
         )
         done = Answered(chat, user, text, answer.text, turn_id, message_id)

@@ -19,23 +19,20 @@ class Document:
 
 @dataclass(frozen=True)
 class TurnStats:
-    """The per-turn memory status line (the seed's figures)."""
+    """The per-turn memory status line (the seed's figures): the turn's usage plus context."""
 
+    usage: TurnUsage
     newly_summarized: int
     context_messages: int
-    counted_input: int
-    actual_input: int
-    output_tokens: int
-    summary_tokens: int
-    memories_used: int
     session_total: int
 
     def render(self) -> str:
+        u = self.usage
         return (
             f"[memory] summarized +{self.newly_summarized} msgs · context {self.context_messages} "
-            f"msgs · input counted {self.counted_input} / actual {self.actual_input} · output "
-            f"{self.output_tokens} · summary {self.summary_tokens} · memories used "
-            f"{self.memories_used} · session total {self.session_total}"
+            f"msgs · input counted {u.counted_input} / actual {u.actual_input} · output "
+            f"{u.output_tokens} · summary {u.summary_tokens} · memories used "
+            f"{u.memories_used} · session total {self.session_total}"
         )
 
 

@@ -34,7 +34,7 @@ async def test_reply_is_stored_as_one_pair(engine: Engine, db: Database) -> None
         ("assistant", reply.text),
     ]
     assert msgs[0].user_id == ALICE.id
-    assert reply.stats is not None and reply.stats.counted_input > 0
+    assert reply.stats is not None and reply.stats.usage.counted_input > 0
 
 
 async def test_context_is_summary_plus_last_turns_plus_message(
@@ -111,8 +111,8 @@ async def test_over_budget_turn_folds_oldest_turns_synchronously(
     reply = await engine.handle_turn(CHAT, ALICE, "short question")
     assert reply.ok and reply.stats is not None
     assert reply.stats.newly_summarized >= 2  # at least the oldest turn was folded first
-    assert reply.stats.counted_input <= 400
-    assert reply.stats.summary_tokens > 0
+    assert reply.stats.usage.counted_input <= 400
+    assert reply.stats.usage.summary_tokens > 0
     sent = llm.calls[-1].messages
     assert sent[0].content.startswith(SUMMARY_BLOCK)
     assert await counter.count(engine.config.instructions, sent) <= 400
