@@ -18,6 +18,7 @@ from memora.engine import Engine, EngineConfig
 from memora.longterm import MemoryStore
 from memora.storage import Database
 from memora.tokens import LocalTokenCounter
+from tests.engines import ChromaServer, Postgres
 from tests.fakes import FakeLLM
 
 
@@ -84,3 +85,40 @@ async def mem_engine(
     eng = Engine(db=db, llm=llm, counter=counter, store=store)
     yield eng
     await eng.drain()
+
+
+# -- real shared engines (PostgreSQL, Chroma server), started once per session ------------------
+@pytest.fixture(scope="session")
+def engines_root() -> Iterator[Path]:
+    from tests.engines import engine_root
+
+    with engine_root() as root:
+        yield root
+
+
+@pytest.fixture(scope="session")
+def postgres(engines_root: Path) -> Iterator[Postgres]:
+    """A PostgreSQL 16 server from the pgserver wheel; the run fails if it cannot start."""
+    from tests.engines import start_postgres
+
+    server = start_postgres(engines_root)
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def postgres_url(postgres: Postgres) -> str:
+    """A fresh, empty database of its own for this test."""
+    from tests.engines import fresh_database
+
+    return fresh_database(postgres)
+
+
+@pytest.fixture(scope="session")
+def chroma_server(engines_root: Path) -> Iterator[ChromaServer]:
+    """`chroma run` from the chromadb wheel on a free port; the run fails if it cannot start."""
+    from tests.engines import start_chroma
+
+    server = start_chroma(engines_root)
+    yield server
+    server.stop()

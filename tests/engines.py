@@ -1,0 +1,161 @@
+"""Real shared engines for the tests, brought by pip alone: PostgreSQL and a Chroma server.
+
+- PostgreSQL 16 comes from the `pgserver` wheel (a dev dependency): `initdb` + `pg_ctl` in a temp
+  directory, served over a Unix socket, as root too. No system package, no Docker.
+- The Chroma server is the `chroma run` command of the chromadb wheel the product already needs.
+
+Each engine is started once per test session by a session-scoped fixture and torn down at the end.
+If an engine cannot start, the fixture raises :class:`EngineUnavailable` with the engine's own
+output: every test that needs it ERRORS (the run fails); nothing is ever skipped for want of an
+engine, so a green run always means the shared-store tests ran.
+
+Each test gets its own database (:func:`fresh_database`), created from an empty template in a few
+milliseconds, so tests never see each other's rows and need no clean-up.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import contextlib
+import itertools
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+import warnings
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+START_TIMEOUT_S = 60.0
+
+
+class EngineUnavailable(RuntimeError):
+    """A real engine the tests need did not start: the run must fail, not skip."""
+
+
+# -- PostgreSQL ---------------------------------------------------------------------------------
+@dataclass
+class Postgres:
+    """A running PostgreSQL server; `url` names its `postgres` maintenance database."""
+
+    url: str
+    stop: Callable[[], None]
+
+    def url_for(self, database: str) -> str:
+        parts = urlsplit(self.url)
+        return urlunsplit(parts._replace(path=f"/{database}"))
+
+
+def start_postgres(root: Path) -> Postgres:
+    """initdb + start a PostgreSQL 16 server from the pgserver wheel under `root`."""
+    try:
+        with warnings.catch_warnings():
+            # platformdirs warns that XDG_RUNTIME_DIR is unset (CI, root): harmless here.
+            warnings.simplefilter("ignore")
+            import pgserver
+
+            server = pgserver.get_server(root / "pgdata", cleanup_mode="delete")
+    except Exception as exc:  # pragma: no cover - the failure path is the point
+        raise EngineUnavailable(f"PostgreSQL (pgserver) did not start: {exc!r}") from exc
+    return Postgres(url=server.get_uri(), stop=server.cleanup)
+
+
+_database_numbers = itertools.count(1)
+
+
+def fresh_database(pg: Postgres) -> str:
+    """A new, empty database on the server; returns its URL (dropped with the server)."""
+    import asyncio
+
+    import asyncpg
+
+    name = f"t{os.getpid()}_{next(_database_numbers)}"
+
+    async def create() -> None:
+        conn = await asyncpg.connect(pg.url)
+        try:
+            await conn.execute(f'CREATE DATABASE "{name}" TEMPLATE template0')
+        finally:
+            await conn.close()
+
+    # Its own thread and loop: callers may be sync fixtures or tests inside a running loop.
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        pool.submit(asyncio.run, create()).result()
+    return pg.url_for(name)
+
+
+# -- Chroma server ------------------------------------------------------------------------------
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass
+class ChromaServer:
+    url: str
+    process: subprocess.Popen[bytes]
+    log_path: Path
+
+    def stop(self) -> None:
+        """Kill it: its data is a temp directory, and a graceful stop takes seconds."""
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait(timeout=15)
+
+
+def chroma_command() -> list[str]:
+    """The `chroma` console script of the interpreter running the tests."""
+    script = Path(sys.executable).parent / "chroma"
+    if not script.exists():
+        raise EngineUnavailable(f"the chromadb wheel's `chroma` command is missing ({script})")
+    return [str(script)]
+
+
+def start_chroma(root: Path) -> ChromaServer:
+    """`chroma run --path DIR --port N` on 127.0.0.1; waits for its heartbeat."""
+    port = free_port()
+    data = root / "chroma-server"
+    data.mkdir(parents=True, exist_ok=True)
+    log_path = root / "chroma-server.log"
+    with log_path.open("wb") as log:
+        process = subprocess.Popen(
+            [
+                *chroma_command(),
+                "run",
+                "--path",
+                str(data),
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(port),
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env={**os.environ, "ANONYMIZED_TELEMETRY": "False"},
+        )
+    server = ChromaServer(f"http://127.0.0.1:{port}", process, log_path)
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            break
+        with contextlib.suppress(OSError, urllib.error.URLError):
+            with urllib.request.urlopen(f"{server.url}/api/v2/heartbeat", timeout=2) as resp:
+                if resp.status == 200:
+                    return server
+        time.sleep(0.2)
+    server.stop()
+    tail = log_path.read_text(errors="replace")[-2000:]
+    raise EngineUnavailable(f"the Chroma server did not start on port {port}:\n{tail}")
+
+
+@contextlib.contextmanager
+def engine_root() -> Iterator[Path]:
+    with tempfile.TemporaryDirectory(prefix="memora-engines-") as tmp:
+        yield Path(tmp)
