@@ -11,7 +11,6 @@ It speaks enough of the wire format for the SDK's own parsing to work:
   ``stream_options.include_usage`` is set, then ``data: [DONE]``
 - ``POST /v1/responses/input_tokens``  ``{"object": "response.input_tokens", "input_tokens": N}``
 - ``POST /v1/embeddings``              deterministic hashed character-n-gram vectors
-- ``GET  /v1/models``                  a tiny model list
 - anything else                        404 in OpenAI's error format
 
 Every request is recorded (``server.requests``), including each retry the SDK makes. Answers are
@@ -26,21 +25,17 @@ Usage::
     with FakeOpenAI() as server:
         llm = OpenAILLM(model="gpt-test", api_key="sk-fake", base_url=server.base_url)
 
-Standalone (echo behaviour, until Ctrl-C)::
-
-    python -m tests.fake_openai --port 8765
+To grow it: a new endpoint is one branch in ``_describe`` (its kind) and one in ``_handle``.
 """
 
 from __future__ import annotations
 
-import argparse
 import base64
 import hashlib
 import json
 import math
 import re
 import select
-import signal
 import socket
 import struct
 import sys
@@ -55,7 +50,7 @@ from types import TracebackType
 from typing import Any, Literal
 
 Kind = Literal["reply", "structured", "count", "embed", "other"]
-Api = Literal["responses", "chat_completions", "embeddings", "models"]
+Api = Literal["responses", "chat_completions", "embeddings"]
 FailMode = Literal["status", "disconnect"]
 CutMode = Literal["disconnect", "end", "error"]
 
@@ -289,8 +284,6 @@ def _describe(method: str, path: str, body: dict[str, Any], headers: dict[str, s
             req.texts = [" ".join(map(str, raw))]  # one pre-tokenised input
         elif isinstance(raw, list):
             req.texts = [t if isinstance(t, str) else " ".join(map(str, t)) for t in raw]
-    elif method == "GET" and path == "/v1/models":
-        req.api = "models"
     return req
 
 
@@ -619,8 +612,7 @@ class _Handler(BaseHTTPRequestHandler):
             self.server.fake._track(self.connection, add=False)
 
     def log_message(self, format: str, *args: Any) -> None:
-        if self.server.fake.verbose:
-            sys.stderr.write(f"fake-openai: {format % args}\n")
+        pass
 
     def do_GET(self) -> None:
         self._serve("GET")
@@ -628,27 +620,7 @@ class _Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         self._serve("POST")
 
-    def do_DELETE(self) -> None:
-        self._serve("DELETE")
-
-    def do_PUT(self) -> None:
-        self._serve("PUT")
-
-    def do_PATCH(self) -> None:
-        self._serve("PATCH")
-
     def _read_body(self) -> bytes:
-        if self.headers.get("transfer-encoding", "").lower() == "chunked":
-            chunks = []
-            while True:
-                size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
-                if size == 0:
-                    while self.rfile.readline().strip():
-                        pass
-                    break
-                chunks.append(self.rfile.read(size))
-                self.rfile.readline()
-            return b"".join(chunks)
         length = int(self.headers.get("content-length") or 0)
         return self.rfile.read(length) if length else b""
 
@@ -728,19 +700,16 @@ class FakeOpenAI:
     Thread-safe; usable from sync tests, async tests and subprocesses (pass `base_url`).
     """
 
-    def __init__(self, host: str = "127.0.0.1", port: int = 0, *, verbose: bool = False) -> None:
+    def __init__(self, host: str = "127.0.0.1", port: int = 0) -> None:
         self.host = host
         self.port = port
-        self.verbose = verbose
         self.responder: Responder = default_responder
         self.latency: float = 0.0  # seconds added to every answer
         self.kind_latency: dict[str, float] = {}  # extra seconds per request kind
         self.stream_delay: float = 0.0  # seconds between the events of a streamed answer
         self.refuse_streams: bool = False  # answer stream=true with 400, like servers without it
         self.down: bool = False  # every request answers 503
-        self.api_key: str | None = None  # when set, other bearer tokens get 401
         self.retry_after_ms: float | None = 1.0  # sent with error answers; keeps retries fast
-        self.responder_errors: list[Exception] = []  # exceptions raised by `responder`
         self._lock = threading.Lock()
         self._requests: list[FakeRequest] = []
         self._queue: deque[tuple[Kind | None, Answer]] = deque()
@@ -834,14 +803,12 @@ class FakeOpenAI:
             self._requests.clear()
             self._queue.clear()
             self._failures.clear()
-            self.responder_errors.clear()
         self.responder = default_responder
         self.latency = 0.0
         self.kind_latency = {}
         self.stream_delay = 0.0
         self.refuse_streams = False
         self.down = False
-        self.api_key = None
         self.retry_after_ms = 1.0
 
     # -- inspection ------------------------------------------------------------------------------
@@ -907,9 +874,6 @@ class FakeOpenAI:
             # consume replies queued for later requests: just drop the connection.
             if self._stopping.wait(delay) or epoch != self._epoch or client_gone():
                 return 0, None, {}
-        if self.api_key is not None:
-            if req.headers.get("authorization") != f"Bearer {self.api_key}":
-                return self._error(401)
         if self.down:
             return self._error(503)
         if failure is not None:
@@ -920,10 +884,6 @@ class FakeOpenAI:
             return self._error(400, "We could not parse the JSON body of your request.")
         if req.stream and (self.refuse_streams or req.kind not in GENERATION_KINDS):
             return self._error(400, "This server does not support stream=true (fake).")
-        if req.api == "models" and req.kind == "other":
-            models = ["gpt-fake", "text-embedding-3-small"]
-            data = [{"id": m, "object": "model", "created": 0, "owned_by": "fake"} for m in models]
-            return 200, {"object": "list", "data": data}, {}
         if req.kind == "other":
             return self._error(404, f"Invalid URL ({req.method} {req.path})")
         with self._lock:
@@ -937,13 +897,7 @@ class FakeOpenAI:
                 count = usage.get("input_tokens", count)
             return 200, {"object": "response.input_tokens", "input_tokens": count}, {}
         if not found:
-            try:
-                answer = self.responder(req)
-            except Exception as exc:  # a broken test responder: say so, and don't get retried
-                with self._lock:
-                    self.responder_errors.append(exc)
-                status, payload, headers = self._error(500, f"FakeOpenAI responder raised {exc!r}")
-                return status, payload, {**headers, "x-should-retry": "false"}
+            answer = self.responder(req)
         reply = _as_reply(answer, req.kind)
         text = _reply_text(reply)
         usage = reply.usage or {}
@@ -956,27 +910,3 @@ class FakeOpenAI:
         if req.api == "responses":
             return 200, _responses_body(req, reply, text, tokens), {}
         return 200, _chat_body(req, reply, text, tokens), {}
-
-
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description="Serve a fake OpenAI API (echo replies).")
-    parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=int, default=8765)
-    parser.add_argument("--latency", type=float, default=0.0, help="seconds added to answers")
-    parser.add_argument("--quiet", action="store_true", help="do not log requests")
-    args = parser.parse_args(argv)
-    server = FakeOpenAI(args.host, args.port, verbose=not args.quiet)
-    server.latency = args.latency
-    signal.signal(signal.SIGTERM, signal.default_int_handler)  # `kill` stops it like Ctrl-C
-    with server:
-        print(
-            f"fake OpenAI API at {server.base_url} (any API key works); Ctrl-C to stop", flush=True
-        )
-        try:
-            threading.Event().wait()
-        except KeyboardInterrupt:
-            print("stopped")
-
-
-if __name__ == "__main__":
-    main()

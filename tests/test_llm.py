@@ -1,21 +1,16 @@
-"""The fake OpenAI server, exercised through the real SDK via our own clients (memora.llm)."""
+"""The LLM client (memora.llm.OpenAILLM) and the OpenAI embedder, through the real openai SDK
+over HTTP to tests/fake_openai.py: both APIs, structured output, streaming, failures."""
 
 from __future__ import annotations
 
-import asyncio
 import json
-import subprocess
-import sys
 import time
-import urllib.error
-import urllib.request
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from itertools import pairwise
 from typing import Literal
 
 import numpy as np
-import openai
 import pytest
 from pydantic import BaseModel
 
@@ -25,10 +20,8 @@ from tests.fake_openai import (
     CutMode,
     FakeOpenAI,
     FakeReply,
-    FakeRequest,
     approx_tokens,
     fake_embedding,
-    minimal_instance,
     text_pieces,
 )
 
@@ -109,36 +102,6 @@ async def test_complete_echoes_last_user_message_with_usage(fake: FakeOpenAI, ap
     assert req.headers["authorization"] == "Bearer sk-fake"
 
 
-@pytest.mark.parametrize("api", APIS)
-async def test_queued_and_responder_answers(fake: FakeOpenAI, api: API) -> None:
-    fake.queue_reply("first")
-    fake.queue_reply(FakeReply(text="second", usage={"input_tokens": 7, "output_tokens": 3}))
-    fake.responder = lambda req: f"hook saw {len(req.messages)} messages"
-    async with make_llm(fake, api) as llm:
-        first = await llm.complete(INSTR, MSGS)
-        second = await llm.complete(INSTR, MSGS)
-        third = await llm.complete(INSTR, MSGS)
-    assert (first.text, second.text, third.text) == ("first", "second", "hook saw 3 messages")
-    assert (second.usage.input_tokens, second.usage.output_tokens) == (7, 3)
-
-
-async def test_responses_with_string_input_and_reasoning(fake: FakeOpenAI) -> None:
-    client = openai.AsyncOpenAI(api_key="sk-fake", base_url=fake.base_url, max_retries=0)
-    try:
-        resp = await client.responses.create(
-            model="gpt-fake", input="plain string input", reasoning={"effort": "low"}
-        )
-    finally:
-        await client.close()
-    assert resp.output_text == "Echo: plain string input"
-    assert [item.type for item in resp.output] == ["reasoning", "message"]
-    assert resp.usage is not None and resp.usage.total_tokens == (
-        resp.usage.input_tokens + resp.usage.output_tokens
-    )
-    assert fake.last_request.messages == [{"role": "user", "content": "plain string input"}]
-    assert fake.last_request.instructions is None
-
-
 # -- structured output -----------------------------------------------------------------------------
 @pytest.mark.parametrize("api", APIS)
 async def test_parse_scripted_object(fake: FakeOpenAI, api: API) -> None:
@@ -191,28 +154,6 @@ async def test_parse_malformed_json_is_llm_error(fake: FakeOpenAI, api: API) -> 
     async with make_llm(fake, api) as llm:
         with pytest.raises(LLMError, match="malformed structured output"):
             await llm.parse(INSTR, MSGS, Correction)
-
-
-def test_minimal_instance_constraints() -> None:
-    schema = {
-        "type": "object",
-        "properties": {
-            "n": {"type": "integer", "minimum": 2},
-            "s": {"type": "string", "minLength": 3},
-            "xs": {"type": "array", "items": {"type": "boolean"}, "minItems": 2},
-            "c": {"const": "fixed"},
-            "when": {"type": "string", "format": "date-time"},
-            "maybe": {"type": ["number", "null"]},
-        },
-    }
-    assert minimal_instance(schema) == {
-        "n": 2,
-        "s": "xxx",
-        "xs": [False, False],
-        "c": "fixed",
-        "when": "1970-01-01T00:00:00Z",
-        "maybe": None,
-    }
 
 
 # -- token counting --------------------------------------------------------------------------------
@@ -277,45 +218,6 @@ async def test_timeout_raises_llm_error(fake: FakeOpenAI) -> None:
         with pytest.raises(LLMError, match="timed out"):
             await llm.complete(INSTR, MSGS)
     assert time.monotonic() - started < 1.5
-
-
-async def test_kind_latency_only_slows_that_kind(fake: FakeOpenAI) -> None:
-    fake.kind_latency["count"] = 1.0
-    async with make_llm(fake, client_timeout=0.1, max_retries=0) as llm:
-        assert (await llm.complete(INSTR, MSGS)).text.startswith("Echo:")
-        with pytest.raises(LLMError, match="timed out"):
-            await llm.count_input_tokens(INSTR, MSGS)
-
-
-async def test_wrong_api_key_is_401(fake: FakeOpenAI) -> None:
-    fake.api_key = "sk-right"
-    async with make_llm(fake) as llm:
-        with pytest.raises(LLMError, match="HTTP 401"):
-            await llm.complete(INSTR, MSGS)
-
-
-async def test_broken_responder_is_a_500_not_retried(fake: FakeOpenAI) -> None:
-    def broken(req: FakeRequest) -> str:
-        raise RuntimeError("oops")
-
-    fake.responder = broken
-    async with make_llm(fake, max_retries=2) as llm:
-        with pytest.raises(LLMError, match="HTTP 500"):
-            await llm.complete(INSTR, MSGS)
-    assert len(fake.requests) == 1
-    assert [str(e) for e in fake.responder_errors] == ["oops"]
-
-
-def test_unknown_path_is_openai_style_404(fake: FakeOpenAI) -> None:
-    request = urllib.request.Request(fake.base_url + "/nope", data=b"{}", method="POST")
-    with pytest.raises(urllib.error.HTTPError) as info:
-        urllib.request.urlopen(request, timeout=5)
-    with info.value as err:
-        assert err.code == 404
-        body = json.loads(err.read())
-    assert body["error"]["type"] == "invalid_request_error"
-    assert "POST /v1/nope" in body["error"]["message"]
-    assert fake.last_request.kind == "other"
 
 
 # -- streamed replies ------------------------------------------------------------------------------
@@ -490,66 +392,3 @@ async def test_openai_embedder_outage_is_a_short_llm_error(fake: FakeOpenAI) -> 
             await embedder.embed(["hello"])
     finally:
         await embedder.aclose()
-
-
-def test_sync_client_float_embeddings_with_dimensions(fake: FakeOpenAI) -> None:
-    with openai.OpenAI(api_key="sk-fake", base_url=fake.base_url, max_retries=0) as client:
-        resp = client.embeddings.create(
-            model="text-embedding-3-small", input="hello", dimensions=64, encoding_format="float"
-        )
-    assert len(resp.data) == 1 and len(resp.data[0].embedding) == 64
-    assert resp.data[0].embedding == fake_embedding("hello", 64)
-
-
-# -- bookkeeping -----------------------------------------------------------------------------------
-async def test_reset_clears_everything(fake: FakeOpenAI) -> None:
-    fake.queue_reply("queued")
-    fake.fail_next(3)
-    fake.down = True
-    fake.latency = 5.0
-    fake.reset()
-    async with make_llm(fake, max_retries=0) as llm:
-        out = await llm.complete(INSTR, MSGS)
-    assert out.text.startswith("Echo:")
-    assert len(fake.requests) == 1
-
-
-def test_start_stop_and_base_url() -> None:
-    server = FakeOpenAI()
-    with pytest.raises(RuntimeError):
-        _ = server.base_url
-    with server:
-        assert server.base_url.startswith("http://127.0.0.1:")
-        assert server.base_url.endswith("/v1")
-    server.stop()  # idempotent
-
-
-async def test_timed_out_request_does_not_steal_later_replies(fake: FakeOpenAI) -> None:
-    fake.latency = 0.25
-    async with make_llm(fake, client_timeout=0.05, max_retries=0) as llm:
-        with pytest.raises(LLMError, match="timed out"):
-            await llm.complete(INSTR, MSGS)
-        fake.latency = 0.0
-        fake.queue_reply("for the second call")
-        await asyncio.sleep(0.3)  # the first handler wakes up and finds its client gone
-        assert (await llm.complete(INSTR, MSGS)).text == "for the second call"
-
-
-def test_subprocess_can_use_the_server(fake: FakeOpenAI) -> None:
-    script = (
-        "import json, sys, urllib.request as u\n"
-        "msgs = [{'role': 'user', 'content': 'from child'}]\n"
-        "body = json.dumps({'model': 'm', 'messages': msgs})\n"
-        "req = u.Request(sys.argv[1] + '/chat/completions', data=body.encode(),\n"
-        "                headers={'content-type': 'application/json'})\n"
-        "print(json.load(u.urlopen(req, timeout=5))['choices'][0]['message']['content'])\n"
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", script, fake.base_url],
-        capture_output=True,
-        text=True,
-        timeout=10,
-        check=True,
-    )
-    assert done.stdout.strip() == "Echo: from child"
-    assert fake.last_request.messages == [{"role": "user", "content": "from child"}]
