@@ -343,7 +343,7 @@ class Engine:
         await self.db.save_summary(
             chat.id, fold.summary, fold.summarized_count, expected_from=row.summarized_count
         )
-        await self.db.add_turn_usage(turn_id, summary_tokens=fold.tokens)
+        await self.db.add_turn_usage(turn_id, TurnUsage(summary_tokens=fold.tokens))
 
     async def _extract(self, done: Answered) -> None:
         chat, user, text, turn_id = done.chat, done.user, done.text, done.turn_id
@@ -369,7 +369,7 @@ class Engine:
         for secret, _why in outcome.rejected:  # never keep a rejected secret, not even in the log
             raw = raw.replace(secret, "[redacted]")
         if outcome.error:
-            await self.db.add_turn_usage(turn_id, extraction_tokens=tokens)
+            await self.db.add_turn_usage(turn_id, TurnUsage(extraction_tokens=tokens))
             await self._log_extraction(user, chat, "failed", raw, outcome.error, tokens)
             return
         try:
@@ -384,11 +384,13 @@ class Engine:
             )
         except Exception as exc:  # the embedder or the store failed; the reply already went out
             log.exception("storing extracted memories failed for user %s", user.id)
-            await self.db.add_turn_usage(turn_id, extraction_tokens=tokens)
+            await self.db.add_turn_usage(turn_id, TurnUsage(extraction_tokens=tokens))
             await self._log_extraction(user, chat, "failed", raw, f"store: {exc}", tokens)
             return
         embed = sum(r.embedding_tokens for r in results)
-        await self.db.add_turn_usage(turn_id, extraction_tokens=tokens, embedding_tokens=embed)
+        await self.db.add_turn_usage(
+            turn_id, TurnUsage(extraction_tokens=tokens, embedding_tokens=embed)
+        )
         detail = "\n".join(f"{r.action}: {r.memory.text}" for r in results)
         if outcome.rejected:
             detail += "\n" + "\n".join(

@@ -1,12 +1,18 @@
-"""SQLite persistence for short-term memory (aiosqlite, WAL, ordered named migrations)."""
+"""SQLite persistence for short-term memory (aiosqlite, WAL; the schema lives in migrations.py).
+
+Every multi-statement write goes through `Database.transaction()`: one connection is shared by
+every chat, so a transaction holds a lock for its whole span and rolls back on any exception,
+cancellation included.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import json
 import sqlite3
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -14,78 +20,11 @@ from typing import Any
 import aiosqlite
 
 from memora.llm import ChatMessage
+from memora.migrations import applied, migrate
 
 
 def utcnow() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
-
-
-# -- migrations: ordered, named, each runs once; PRAGMA user_version records how many ran --------
-async def _m001_initial(db: aiosqlite.Connection) -> None:
-    await _script(
-        db,
-        """
-        CREATE TABLE chats (
-            chat_id INTEGER PRIMARY KEY,
-            kind TEXT NOT NULL DEFAULT 'private',
-            title TEXT NOT NULL DEFAULT '',
-            summary TEXT NOT NULL DEFAULT '',
-            summarized_count INTEGER NOT NULL DEFAULT 0,
-            last_context TEXT NOT NULL DEFAULT '[]',
-            last_summary_error TEXT NOT NULL DEFAULT '',
-            created_at TEXT NOT NULL,
-            updated_at TEXT NOT NULL
-        );
-        CREATE TABLE messages (
-            id INTEGER PRIMARY KEY AUTOINCREMENT,
-            chat_id INTEGER NOT NULL REFERENCES chats(chat_id) ON DELETE CASCADE,
-            seq INTEGER NOT NULL,
-            role TEXT NOT NULL CHECK (role IN ('user', 'assistant')),
-            content TEXT NOT NULL,
-            user_id INTEGER,
-            user_name TEXT NOT NULL DEFAULT '',
-            turn_id INTEGER NOT NULL,
-            external_id INTEGER,
-            created_at TEXT NOT NULL,
-            UNIQUE (chat_id, seq)
-        );
-        CREATE INDEX messages_user ON messages(user_id);
-        CREATE TABLE turns (
-            id INTEGER PRIMARY KEY AUTOINCREMENT,
-            chat_id INTEGER NOT NULL REFERENCES chats(chat_id) ON DELETE CASCADE,
-            user_id INTEGER,
-            created_at TEXT NOT NULL,
-            counted_input INTEGER NOT NULL DEFAULT 0,
-            actual_input INTEGER NOT NULL DEFAULT 0,
-            output_tokens INTEGER NOT NULL DEFAULT 0,
-            summary_tokens INTEGER NOT NULL DEFAULT 0,
-            extraction_tokens INTEGER NOT NULL DEFAULT 0,
-            embedding_tokens INTEGER NOT NULL DEFAULT 0,
-            memories_used INTEGER NOT NULL DEFAULT 0
-        );
-        CREATE INDEX turns_chat ON turns(chat_id);
-        CREATE TABLE extraction_log (
-            user_id INTEGER PRIMARY KEY,
-            chat_id INTEGER,
-            at TEXT NOT NULL,
-            status TEXT NOT NULL,
-            raw TEXT NOT NULL DEFAULT '',
-            detail TEXT NOT NULL DEFAULT '',
-            tokens INTEGER NOT NULL DEFAULT 0
-        );
-        """,
-    )
-
-
-async def _script(db: aiosqlite.Connection, script: str) -> None:
-    """Run statements one by one: executescript() would COMMIT the migration's transaction."""
-    for statement in script.split(";"):
-        if statement.strip():
-            await db.execute(statement)
-
-
-Migration = Callable[[aiosqlite.Connection], Awaitable[None]]
-MIGRATIONS: list[tuple[str, Migration]] = [("initial", _m001_initial)]
 
 
 @dataclass(frozen=True)
@@ -156,15 +95,11 @@ class ExtractionLog:
     tokens: int
 
 
-_USAGE_COLS = (
-    "counted_input",
-    "actual_input",
-    "output_tokens",
-    "summary_tokens",
-    "extraction_tokens",
-    "embedding_tokens",
-    "memories_used",
-)
+_USAGE_COLS = tuple(f.name for f in fields(TurnUsage))  # the turns table's usage columns
+
+
+def _usage_values(usage: TurnUsage) -> tuple[int, ...]:
+    return tuple(getattr(usage, c) for c in _USAGE_COLS)
 
 
 class Database:
@@ -196,45 +131,34 @@ class Database:
         await self._db.execute("PRAGMA synchronous=FULL")
         await self._db.execute("PRAGMA foreign_keys=ON")
         await self._db.execute("PRAGMA busy_timeout=5000")
-        await self._migrate()
+        await migrate(self.db, self.transaction)
 
     async def close(self) -> None:
         if self._db is not None:
             await self._db.close()
             self._db = None
 
-    async def _migrate(self) -> None:
-        async with self.db.execute("PRAGMA user_version") as cur:
-            row = await cur.fetchone()
-        done = int(row[0]) if row else 0
-        for index, (_name, migration) in enumerate(MIGRATIONS[done:], start=done + 1):
-            await self.db.execute("BEGIN IMMEDIATE")
-            try:
-                await migration(self.db)
-                await self.db.execute(f"PRAGMA user_version = {index}")
-                await self.db.execute("COMMIT")
-            except BaseException:
-                await self.db.execute("ROLLBACK")
-                raise
-
     async def schema_version(self) -> int:
-        async with self.db.execute("PRAGMA user_version") as cur:
-            row = await cur.fetchone()
-        return int(row[0]) if row else 0
+        """How many migrations this database has run."""
+        return len(await applied(self.db))
 
-    async def _tx(self, statements: list[tuple[str, tuple[Any, ...]]]) -> None:
+    @asynccontextmanager
+    async def transaction(self) -> AsyncIterator[aiosqlite.Connection]:
+        """BEGIN IMMEDIATE ... COMMIT; any exception (or cancellation) rolls the whole block back.
+
+        Holds the connection's lock for the whole block, so no other chat's write lands inside
+        it. Not reentrant: do not call another writing method of this class inside the block.
+        """
         async with self._tx_lock:
-            await self._tx_unlocked(statements)
-
-    async def _tx_unlocked(self, statements: list[tuple[str, tuple[Any, ...]]]) -> None:
-        await self.db.execute("BEGIN IMMEDIATE")
-        try:
-            for sql, params in statements:
-                await self.db.execute(sql, params)
-            await self.db.execute("COMMIT")
-        except BaseException:
-            await self.db.execute("ROLLBACK")
-            raise
+            db = self.db
+            await db.execute("BEGIN IMMEDIATE")
+            try:
+                yield db
+                await db.execute("COMMIT")
+            except BaseException:
+                if db.in_transaction:
+                    await db.execute("ROLLBACK")
+                raise
 
     # -- chats ----------------------------------------------------------------------------------
     async def ensure_chat(self, chat_id: int, kind: str = "private", title: str = "") -> None:
@@ -285,59 +209,49 @@ class Database:
 
     async def record_turn(self, turn: NewTurn) -> int:
         """Write user message, reply, usage and last context atomically; return the turn id."""
-        now = utcnow()
-        await self._write(  # a chat seen for the first time; never changes a known chat's kind
-            "INSERT OR IGNORE INTO chats(chat_id, created_at, updated_at) VALUES (?,?,?)",
-            (turn.chat_id, now, now),
-        )
-        async with self._tx_lock:
-            return await self._record_turn(turn)
-
-    async def _record_turn(self, turn: NewTurn) -> int:
-        await self.db.execute("BEGIN IMMEDIATE")
-        try:
-            # Never below the summary offset: deleted turns (/forgetme) must not make new
-            # turns look summarized already.
-            async with self.db.execute(
-                "SELECT MAX(COALESCE((SELECT MAX(seq) + 1 FROM messages WHERE chat_id=?), 0), "
-                "COALESCE((SELECT summarized_count FROM chats WHERE chat_id=?), 0))",
-                (turn.chat_id, turn.chat_id),
-            ) as cur:
-                row = await cur.fetchone()
-            seq = int(row[0]) if row else 0
+        async with self.transaction() as db:
+            # A chat seen for the first time; never changes a known chat's kind.
+            await db.execute(
+                "INSERT OR IGNORE INTO chats(chat_id, created_at, updated_at) VALUES (?,?,?)",
+                (turn.chat_id, turn.at, turn.at),
+            )
+            seq = await self._next_seq(db, turn.chat_id)
             cols = ", ".join(_USAGE_COLS)
-            cur2 = await self.db.execute(
+            cur = await db.execute(
                 f"INSERT INTO turns(chat_id, user_id, created_at, {cols}) "
                 f"VALUES (?,?,?,{','.join('?' * len(_USAGE_COLS))})",
-                (
-                    turn.chat_id,
-                    turn.user_id,
-                    turn.at,
-                    *(getattr(turn.usage, c) for c in _USAGE_COLS),
-                ),
+                (turn.chat_id, turn.user_id, turn.at, *_usage_values(turn.usage)),
             )
-            turn_id = int(cur2.lastrowid or 0)
+            turn_id = int(cur.lastrowid or 0)
             for offset, (role, text, uid, name, ext) in enumerate(
                 [
                     ("user", turn.user_text, turn.user_id, turn.user_name, turn.external_id),
                     ("assistant", turn.reply_text, None, "", None),
                 ]
             ):
-                await self.db.execute(
+                await db.execute(
                     "INSERT INTO messages(chat_id, seq, role, content, user_id, user_name, "
                     "turn_id, external_id, created_at) VALUES (?,?,?,?,?,?,?,?,?)",
                     (turn.chat_id, seq + offset, role, text, uid, name, turn_id, ext, turn.at),
                 )
             ctx = json.dumps([m.as_dict() for m in turn.context], ensure_ascii=False)
-            await self.db.execute(
+            await db.execute(
                 "UPDATE chats SET last_context=?, updated_at=? WHERE chat_id=?",
                 (ctx, turn.at, turn.chat_id),
             )
-            await self.db.execute("COMMIT")
-        except BaseException:
-            await self.db.execute("ROLLBACK")
-            raise
         return turn_id
+
+    @staticmethod
+    async def _next_seq(db: aiosqlite.Connection, chat_id: int) -> int:
+        """The next message's seq: never below the summary offset, so turns deleted by
+        /forgetme cannot make new turns look summarized already."""
+        async with db.execute(
+            "SELECT MAX(COALESCE((SELECT MAX(seq) + 1 FROM messages WHERE chat_id=?), 0), "
+            "COALESCE((SELECT summarized_count FROM chats WHERE chat_id=?), 0))",
+            (chat_id, chat_id),
+        ) as cur:
+            row = await cur.fetchone()
+        return int(row[0]) if row else 0
 
     async def save_summary(
         self, chat_id: int, summary: str, summarized_count: int, *, expected_from: int
@@ -362,13 +276,12 @@ class Database:
     async def note_summary_error(self, chat_id: int, error: str) -> None:
         await self._write("UPDATE chats SET last_summary_error=? WHERE chat_id=?", (error, chat_id))
 
-    async def add_turn_usage(self, turn_id: int, **tokens: int) -> None:
-        sets = ", ".join(f"{k} = {k} + ?" for k in tokens if k in _USAGE_COLS)
-        if sets:
-            await self._write(
-                f"UPDATE turns SET {sets} WHERE id=?",
-                (*(v for k, v in tokens.items() if k in _USAGE_COLS), turn_id),
-            )
+    async def add_turn_usage(self, turn_id: int, usage: TurnUsage) -> None:
+        """Add tokens spent after the reply (summary, extraction, embedding) to the turn's row."""
+        await self._write(
+            f"UPDATE turns SET {', '.join(f'{c} = {c} + ?' for c in _USAGE_COLS)} WHERE id=?",
+            (*_usage_values(usage), turn_id),
+        )
 
     async def last_usage(self, chat_id: int) -> TurnUsage:
         async with self.db.execute(
@@ -393,17 +306,14 @@ class Database:
     async def reset_chat(self, chat_id: int) -> int:
         """Forget this chat's short-term memory; return how many messages were deleted."""
         n = await self.message_count(chat_id)
-        await self._tx(
-            [
-                ("DELETE FROM messages WHERE chat_id=?", (chat_id,)),
-                ("DELETE FROM turns WHERE chat_id=?", (chat_id,)),
-                (
-                    "UPDATE chats SET summary='', summarized_count=0, last_context='[]', "
-                    "last_summary_error='' WHERE chat_id=?",
-                    (chat_id,),
-                ),
-            ]
-        )
+        async with self.transaction() as db:
+            await db.execute("DELETE FROM messages WHERE chat_id=?", (chat_id,))
+            await db.execute("DELETE FROM turns WHERE chat_id=?", (chat_id,))
+            await db.execute(
+                "UPDATE chats SET summary='', summarized_count=0, last_context='[]', "
+                "last_summary_error='' WHERE chat_id=?",
+                (chat_id,),
+            )
         return n
 
     async def forget_user(self, user_id: int) -> dict[str, int]:
@@ -429,24 +339,24 @@ class Database:
         # history stays user/assistant pairs. The summary and last request context of those
         # groups may quote the user, so both are cleared; the older turns are not folded
         # again (the offset stays), the group simply goes on without that summary.
-        await self._tx(
-            [
-                (f"DELETE FROM chats WHERE chat_id IN ({marks})", tuple(private)),
-                (f"DELETE FROM messages WHERE chat_id IN ({marks})", tuple(private)),
-                (f"DELETE FROM turns WHERE chat_id IN ({marks})", tuple(private)),
-                (
-                    "UPDATE chats SET last_context='[]', summary='' WHERE chat_id IN "
-                    "(SELECT chat_id FROM messages WHERE user_id=?)",
-                    (user_id,),
-                ),
-                (
-                    "DELETE FROM messages WHERE turn_id IN "
-                    "(SELECT turn_id FROM messages WHERE user_id=?)",
-                    (user_id,),
-                ),
-                ("DELETE FROM extraction_log WHERE user_id=?", (user_id,)),
-            ]
-        )
+        async with self.transaction() as db:
+            for sql in (
+                f"DELETE FROM chats WHERE chat_id IN ({marks})",
+                f"DELETE FROM messages WHERE chat_id IN ({marks})",
+                f"DELETE FROM turns WHERE chat_id IN ({marks})",
+            ):
+                await db.execute(sql, tuple(private))
+            await db.execute(
+                "UPDATE chats SET last_context='[]', summary='' WHERE chat_id IN "
+                "(SELECT chat_id FROM messages WHERE user_id=?)",
+                (user_id,),
+            )
+            await db.execute(
+                "DELETE FROM messages WHERE turn_id IN "
+                "(SELECT turn_id FROM messages WHERE user_id=?)",
+                (user_id,),
+            )
+            await db.execute("DELETE FROM extraction_log WHERE user_id=?", (user_id,))
         return {"private_messages": in_private, "group_messages": in_groups}
 
     # -- extraction log -------------------------------------------------------------------------

@@ -1,11 +1,17 @@
-"""SQLite store: migrations, atomic turns, summary offset guard, forget/reset."""
+"""SQLite store: migrations, transactions, atomic turns, summary offset guard, forget/reset."""
 
 from __future__ import annotations
 
+import asyncio
+import sqlite3
 from pathlib import Path
 
+import aiosqlite
+import pytest
+
 from memora.llm import ChatMessage
-from memora.storage import MIGRATIONS, Database, NewTurn, TurnUsage
+from memora.migrations import MIGRATIONS, Migration, applied, migrate, script
+from memora.storage import Database, NewTurn, TurnUsage
 
 
 def turn(chat: int, user: int, text: str, **usage: int) -> NewTurn:
@@ -24,6 +30,7 @@ async def test_migrations_run_once_and_record_the_version(tmp_path: Path) -> Non
     db = Database(tmp_path / "m.sqlite3")
     await db.open()
     assert await db.schema_version() == len(MIGRATIONS)
+    assert await applied(db.db) == [m.name for m in MIGRATIONS]
     await db.record_turn(turn(1, 1, "hello"))
     await db.close()
     again = Database(tmp_path / "m.sqlite3")
@@ -38,7 +45,7 @@ async def test_migrations_run_once_and_record_the_version(tmp_path: Path) -> Non
 async def test_turn_usage_and_totals(db: Database) -> None:
     t1 = await db.record_turn(turn(1, 1, "a", actual_input=10, output_tokens=5))
     await db.record_turn(turn(1, 1, "b", actual_input=20, output_tokens=5))
-    await db.add_turn_usage(t1, summary_tokens=7, extraction_tokens=3)
+    await db.add_turn_usage(t1, TurnUsage(summary_tokens=7, extraction_tokens=3))
     total = await db.total_usage(1)
     assert total.total == 10 + 5 + 20 + 5 + 7 + 3
     assert (await db.last_usage(1)).actual_input == 20
@@ -66,3 +73,148 @@ async def test_forget_user_removes_their_turns_in_groups_and_their_private_chat(
     assert await db.messages(1) == []
     assert 1 not in await db.chat_ids()
     assert (await db.chat(-9)).last_context == []  # it quoted Bob's turn, last; cleared anyway
+
+
+async def test_a_database_that_counted_migrations_in_user_version_is_adopted(
+    tmp_path: Path,
+) -> None:
+    """Databases from before `_migrations` recorded how many ran in PRAGMA user_version."""
+    path = tmp_path / "old.sqlite3"
+    async with aiosqlite.connect(path) as old:
+        await MIGRATIONS[0].apply(old)  # the schema as the old code left it
+        await old.execute("PRAGMA user_version = 1")
+        await old.commit()
+    db = Database(path)
+    await db.open()  # re-running m001 would fail: its tables exist
+    assert await applied(db.db) == [m.name for m in MIGRATIONS]
+    await db.record_turn(turn(1, 1, "still works"))
+    assert [m.content for m in await db.messages(1)] == ["still works", "re: still works"]
+    await db.close()
+
+
+async def test_a_migration_added_later_runs_once_on_an_existing_database(db: Database) -> None:
+    await db.record_turn(turn(1, 1, "before"))
+
+    async def m900_add_mood(conn: aiosqlite.Connection) -> None:
+        await script(conn, "ALTER TABLE chats ADD COLUMN mood TEXT NOT NULL DEFAULT 'calm'")
+
+    later = [*MIGRATIONS, Migration("m900_add_mood", m900_add_mood)]
+    assert await migrate(db.db, db.transaction, later) == ["m900_add_mood"]
+    assert await migrate(db.db, db.transaction, later) == []  # recorded by name: not again
+    async with db.db.execute("SELECT mood FROM chats WHERE chat_id=1") as cur:
+        assert tuple(await cur.fetchone() or ()) == ("calm",)
+    assert len(await db.messages(1)) == 2
+
+
+async def test_a_failing_migration_leaves_nothing_behind_and_runs_again(db: Database) -> None:
+    async def m900_half(conn: aiosqlite.Connection) -> None:
+        await script(conn, "CREATE TABLE reminders (user_id INTEGER); CREATE TABLE nope (")
+
+    with pytest.raises(sqlite3.OperationalError):
+        await migrate(db.db, db.transaction, [*MIGRATIONS, Migration("m900_half", m900_half)])
+    async with db.db.execute("SELECT name FROM sqlite_master WHERE name='reminders'") as cur:
+        assert await cur.fetchone() is None  # the first statement was rolled back too
+    assert "m900_half" not in await applied(db.db)
+
+    async def m900_fixed(conn: aiosqlite.Connection) -> None:
+        await script(conn, "CREATE TABLE reminders (user_id INTEGER)")
+
+    fixed = [*MIGRATIONS, Migration("m900_half", m900_fixed)]
+    assert await migrate(db.db, db.transaction, fixed) == ["m900_half"]
+
+
+def test_migration_names_are_unique_and_ordered() -> None:
+    names = [m.name for m in MIGRATIONS]
+    assert len(set(names)) == len(names)
+    assert names == sorted(names)  # mNNN_ prefixes: the file reads in the order they apply
+
+
+async def test_transaction_rolls_back_everything_on_an_exception(db: Database) -> None:
+    with pytest.raises(RuntimeError):
+        async with db.transaction() as conn:
+            await conn.execute(
+                "INSERT INTO chats(chat_id, created_at, updated_at) VALUES (5, 'x', 'x')"
+            )
+            raise RuntimeError("half-way")
+    assert 5 not in await db.chat_ids()
+    await db.ensure_chat(6)  # the lock was released and the connection is usable
+    assert await db.chat_ids() == [6]
+
+
+async def test_transaction_rolls_back_when_cancelled(db: Database) -> None:
+    inside = asyncio.Event()
+
+    async def slow() -> None:
+        async with db.transaction() as conn:
+            await conn.execute(
+                "INSERT INTO chats(chat_id, created_at, updated_at) VALUES (5, 'x', 'x')"
+            )
+            inside.set()
+            await asyncio.Event().wait()
+
+    task = asyncio.create_task(slow())
+    await inside.wait()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert await db.chat_ids() == []
+    assert not db.db.in_transaction
+
+
+async def test_a_turn_that_fails_half_way_writes_nothing(db: Database) -> None:
+    await db.record_turn(turn(1, 1, "first"))
+    await db.db.execute(
+        "CREATE TRIGGER boom BEFORE INSERT ON messages WHEN NEW.role = 'assistant' "
+        "BEGIN SELECT RAISE(ABORT, 'disk on fire'); END"
+    )
+    with pytest.raises(sqlite3.IntegrityError):
+        await db.record_turn(turn(1, 1, "second"))
+    with pytest.raises(sqlite3.IntegrityError):
+        await db.record_turn(turn(2, 2, "a new chat"))
+    assert [m.content for m in await db.messages(1)] == ["first", "re: first"]
+    assert len(await db.turn_rows(1)) == 1
+    assert (await db.chat(1)).last_context == [ChatMessage("user", "first")]
+    assert await db.chat_ids() == [1]  # the new chat's row went with its failed turn
+
+
+async def test_concurrent_turns_in_one_chat_get_contiguous_sequence_numbers(db: Database) -> None:
+    await asyncio.gather(*(db.record_turn(turn(1, 1, f"m{i}")) for i in range(20)))
+    messages = await db.messages(1)
+    assert [m.seq for m in messages] == list(range(40))
+    assert all(messages[i].role == "user" for i in range(0, 40, 2))
+    assert all(messages[i + 1].content == f"re: {messages[i].content}" for i in range(0, 40, 2))
+
+
+async def test_new_turns_never_land_below_the_summary_offset(db: Database) -> None:
+    await db.ensure_chat(-9, "group")
+    await db.record_turn(turn(-9, 1, "alice 1"))
+    await db.record_turn(turn(-9, 2, "bob 1"))
+    assert await db.save_summary(-9, "alice and bob met", 4, expected_from=0)
+    await db.forget_user(1)  # leaves seqs 2-3 only; the offset stays at 4
+    await db.record_turn(turn(-9, 2, "bob 2"))
+    unsummarized = await db.messages(-9, from_seq=(await db.chat(-9)).summarized_count)
+    assert [m.content for m in unsummarized] == ["bob 2", "re: bob 2"]
+
+
+async def test_reset_starts_the_chat_over_and_keeps_other_chats(db: Database) -> None:
+    await db.record_turn(turn(1, 1, "a"))
+    await db.record_turn(turn(1, 1, "b"))
+    await db.record_turn(turn(2, 2, "other"))
+    assert await db.save_summary(1, "s", 2, expected_from=0)
+    assert await db.reset_chat(1) == 4
+    row = await db.chat(1)
+    assert (row.summary, row.summarized_count, row.last_context) == ("", 0, [])
+    assert await db.total_usage(1) == TurnUsage()
+    await db.record_turn(turn(1, 1, "fresh"))
+    assert [m.seq for m in await db.messages(1)] == [0, 1]
+    assert len(await db.messages(2)) == 2
+
+
+async def test_add_turn_usage_adds_every_field_of_the_typed_usage(db: Database) -> None:
+    t = await db.record_turn(turn(1, 1, "a", counted_input=9, actual_input=10))
+    extra = TurnUsage(summary_tokens=1, extraction_tokens=2, embedding_tokens=3)
+    await db.add_turn_usage(t, extra)
+    await db.add_turn_usage(t, extra)
+    assert await db.last_usage(1) == TurnUsage(
+        counted_input=9, actual_input=10, summary_tokens=2, extraction_tokens=4, embedding_tokens=6
+    )

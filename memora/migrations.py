@@ -1,0 +1,180 @@
+"""Schema migrations for the SQLite store: ordered, named, each applied once in its own transaction.
+
+To add a table or a column, append one function at the bottom of this module::
+
+    @migration
+    async def m002_reminders(db: aiosqlite.Connection) -> None:
+        await script(db, '''
+            CREATE TABLE reminders (
+                user_id INTEGER PRIMARY KEY,
+                at TEXT NOT NULL
+            );
+        ''')
+
+That is all: `Database.open()` applies every migration whose name is not yet recorded, in the
+order they appear here. Rules, because databases in the wild have already run the old ones:
+
+- never edit, rename, reorder or delete a migration that has landed; fix forward with a new one;
+- use `script()` (or `db.execute`), never `executescript()`, which would COMMIT half-way;
+- the name is the function's name; prefix it with the next number so the file reads in order.
+
+Each migration runs inside one `BEGIN IMMEDIATE` transaction together with the row that records
+it in `_migrations`, so a migration that fails leaves no table behind and no record: it runs
+again, whole, on the next start. (simonw/llm's migrations.py is the model; it records names the
+same way but does not wrap each one in a transaction.) Migrations are recorded by name, not by
+count, so two branches that each add one merge without renumbering anyone's database.
+
+Hand-written rather than a tool: the store is raw SQL over aiosqlite with no ORM, and the
+migration tools on PyPI (alembic, yoyo) need SQLAlchemy or a synchronous driver of their own;
+this module is the few dozen lines that the job takes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+import aiosqlite
+
+MigrationFn = Callable[[aiosqlite.Connection], Awaitable[None]]
+Transaction = Callable[[], AbstractAsyncContextManager[aiosqlite.Connection]]
+
+
+@dataclass(frozen=True)
+class Migration:
+    name: str
+    apply: MigrationFn
+
+
+MIGRATIONS: list[Migration] = []
+
+
+def migration(fn: MigrationFn) -> MigrationFn:
+    """Register `fn` as the next migration, named after the function."""
+    name = getattr(fn, "__name__", "")
+    if not name or any(m.name == name for m in MIGRATIONS):
+        raise ValueError(f"migration names must be unique: {name!r}")
+    MIGRATIONS.append(Migration(name, fn))
+    return fn
+
+
+async def script(db: aiosqlite.Connection, sql: str) -> None:
+    """Run statements one by one: executescript() would COMMIT the migration's transaction."""
+    for statement in sql.split(";"):
+        if statement.strip():
+            await db.execute(statement)
+
+
+async def applied(db: aiosqlite.Connection) -> list[str]:
+    """Names of the migrations this database has run, in the order it ran them."""
+    async with db.execute(
+        "SELECT name FROM sqlite_master WHERE type='table' AND name='_migrations'"
+    ) as cur:
+        if await cur.fetchone() is None:
+            return []
+    async with db.execute("SELECT name FROM _migrations ORDER BY rowid") as cur:
+        return [str(r[0]) for r in await cur.fetchall()]
+
+
+async def migrate(
+    db: aiosqlite.Connection,
+    transaction: Transaction,
+    migrations: Sequence[Migration] = MIGRATIONS,
+) -> list[str]:
+    """Apply every migration not yet recorded, each in its own transaction; return their names."""
+    async with transaction() as conn:
+        await _adopt_legacy_version(conn, migrations)
+    done = set(await applied(db))
+    ran: list[str] = []
+    for m in migrations:
+        if m.name in done:
+            continue
+        async with transaction() as conn:
+            await m.apply(conn)
+            await conn.execute(
+                "INSERT INTO _migrations(name, applied_at) VALUES (?, ?)",
+                (m.name, datetime.now(UTC).isoformat(timespec="seconds")),
+            )
+        ran.append(m.name)
+    return ran
+
+
+async def _adopt_legacy_version(db: aiosqlite.Connection, migrations: Sequence[Migration]) -> None:
+    """Create the record table; a database from before it counted its migrations in user_version.
+
+    Those databases ran the first `user_version` migrations of the list, so record their names.
+    """
+    async with db.execute(
+        "SELECT name FROM sqlite_master WHERE type='table' AND name='_migrations'"
+    ) as cur:
+        if await cur.fetchone() is not None:
+            return
+    await db.execute("CREATE TABLE _migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)")
+    async with db.execute("PRAGMA user_version") as cur:
+        row = await cur.fetchone()
+    legacy = int(row[0]) if row else 0
+    for m in migrations[:legacy]:
+        await db.execute(
+            "INSERT INTO _migrations(name, applied_at) VALUES (?, 'before _migrations')",
+            (m.name,),
+        )
+
+
+# -- the migrations, oldest first: append only ----------------------------------------------------
+@migration
+async def m001_initial(db: aiosqlite.Connection) -> None:
+    await script(
+        db,
+        """
+        CREATE TABLE chats (
+            chat_id INTEGER PRIMARY KEY,
+            kind TEXT NOT NULL DEFAULT 'private',
+            title TEXT NOT NULL DEFAULT '',
+            summary TEXT NOT NULL DEFAULT '',
+            summarized_count INTEGER NOT NULL DEFAULT 0,
+            last_context TEXT NOT NULL DEFAULT '[]',
+            last_summary_error TEXT NOT NULL DEFAULT '',
+            created_at TEXT NOT NULL,
+            updated_at TEXT NOT NULL
+        );
+        CREATE TABLE messages (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            chat_id INTEGER NOT NULL REFERENCES chats(chat_id) ON DELETE CASCADE,
+            seq INTEGER NOT NULL,
+            role TEXT NOT NULL CHECK (role IN ('user', 'assistant')),
+            content TEXT NOT NULL,
+            user_id INTEGER,
+            user_name TEXT NOT NULL DEFAULT '',
+            turn_id INTEGER NOT NULL,
+            external_id INTEGER,
+            created_at TEXT NOT NULL,
+            UNIQUE (chat_id, seq)
+        );
+        CREATE INDEX messages_user ON messages(user_id);
+        CREATE TABLE turns (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            chat_id INTEGER NOT NULL REFERENCES chats(chat_id) ON DELETE CASCADE,
+            user_id INTEGER,
+            created_at TEXT NOT NULL,
+            counted_input INTEGER NOT NULL DEFAULT 0,
+            actual_input INTEGER NOT NULL DEFAULT 0,
+            output_tokens INTEGER NOT NULL DEFAULT 0,
+            summary_tokens INTEGER NOT NULL DEFAULT 0,
+            extraction_tokens INTEGER NOT NULL DEFAULT 0,
+            embedding_tokens INTEGER NOT NULL DEFAULT 0,
+            memories_used INTEGER NOT NULL DEFAULT 0
+        );
+        CREATE INDEX turns_chat ON turns(chat_id);
+        CREATE TABLE extraction_log (
+            user_id INTEGER PRIMARY KEY,
+            chat_id INTEGER,
+            at TEXT NOT NULL,
+            status TEXT NOT NULL,
+            raw TEXT NOT NULL DEFAULT '',
+            detail TEXT NOT NULL DEFAULT '',
+            tokens INTEGER NOT NULL DEFAULT 0
+        );
+        """,
+    )
