@@ -178,3 +178,11 @@ async def m001_initial(db: aiosqlite.Connection) -> None:
         );
         """,
     )
+
+
+@migration
+async def m002_learner(db: aiosqlite.Connection) -> None:
+    """The learner model (issue 9): profile and its history, mistakes, vocabulary, review."""
+    from memora.learner.schema import LEARNER_SCHEMA
+
+    await script(db, LEARNER_SCHEMA)

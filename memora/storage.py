@@ -19,6 +19,7 @@ from typing import Any
 
 import aiosqlite
 
+from memora.learner.schema import USER_TABLES
 from memora.llm import ChatMessage
 from memora.migrations import applied, migrate
 
@@ -357,6 +358,8 @@ class Database:
                 (user_id,),
             )
             await db.execute("DELETE FROM extraction_log WHERE user_id=?", (user_id,))
+            for table in USER_TABLES:  # the learner model (memora/learner/schema.py)
+                await db.execute(f"DELETE FROM {table} WHERE user_id=?", (user_id,))
         return {"private_messages": in_private, "group_messages": in_groups}
 
     # -- extraction log -------------------------------------------------------------------------

@@ -1,0 +1,188 @@
+"""The learner profile: a few validated fields, with where each value came from.
+
+The profile holds the *stable, structured* facts a tutor needs in every reply (level, scores,
+goal and its date, explanation language, interests, study time, time zone); recurring
+difficulties are derived from the mistake log, never typed in. Everything else the learner tells
+about themselves stays a long-term memory (see the README: "Profile or memory?").
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from datetime import date, datetime, tzinfo
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
+
+from memora.learner.model import CEFR_LEVELS, FIELD_HELP, PROFILE_FIELDS
+
+MAX_VALUE_CHARS = 120
+RECURRING_MIN = 3  # mistakes of one category ...
+RECURRING_DAYS = 14  # ... within this many days make it a recurring difficulty (issue 9)
+
+_LEVEL = re.compile(r"^\s*(?:CEFR\s*)?([ABC][12])\s*[+-]?\s*$", re.IGNORECASE)
+
+
+class ProfileError(ValueError):
+    """A value the learner (or the model) gave does not fit the field; the message says why."""
+
+
+@dataclass(frozen=True)
+class FieldValue:
+    """One profile field's current value and where it came from."""
+
+    value: str
+    source: str  # "conversation" | "you" | "undo"
+    updated_at: str
+
+
+@dataclass(frozen=True)
+class Difficulty:
+    """A mistake category the learner keeps getting wrong."""
+
+    category: str
+    count: int  # mistakes of this category in the last RECURRING_DAYS days
+
+
+@dataclass(frozen=True)
+class Profile:
+    """A user's profile as stored, plus the difficulties derived from their mistakes."""
+
+    user_id: int
+    fields: dict[str, FieldValue] = field(default_factory=dict)
+    difficulties: tuple[Difficulty, ...] = ()
+
+    def get(self, name: str) -> str | None:
+        item = self.fields.get(name)
+        return item.value if item else None
+
+    @property
+    def empty(self) -> bool:
+        return not self.fields and not self.difficulties
+
+    def zone(self) -> tzinfo:
+        """The learner's time zone (UTC until they tell us)."""
+        return ZoneInfo(self.get("timezone") or "UTC")
+
+    def today(self, now: datetime) -> date:
+        return now.astimezone(self.zone()).date()
+
+
+def known_field(name: str) -> str:
+    """The canonical field name ("Explanation-Language" → "explanation_language")."""
+    key = name.strip().lower().replace("-", "_").replace(" ", "_")
+    aliases = {"language": "explanation_language", "tz": "timezone", "date": "goal_date"}
+    key = aliases.get(key, key)
+    if key not in PROFILE_FIELDS:
+        raise ProfileError(
+            f"I have no profile field '{name}'. Fields: {', '.join(PROFILE_FIELDS)}."
+        )
+    return key
+
+
+def _timezone(value: str) -> str:
+    name = value.strip()
+    if name.upper() in {"UTC", "GMT", "Z"}:
+        return "UTC"
+    try:
+        ZoneInfo(name)
+        return name
+    except (ZoneInfoNotFoundError, ValueError):
+        pass
+    for candidate in available_timezones():  # "asia/taipei" is Asia/Taipei
+        if candidate.lower() == name.lower():
+            return candidate
+    raise ProfileError(
+        f"'{name}' is not a time zone I know. Use an IANA name such as Asia/Taipei, "
+        "Asia/Shanghai or Europe/London."
+    )
+
+
+def clean_value(name: str, value: str) -> str:
+    """The value as stored, or ProfileError with a clear reason."""
+    from memora.extraction import looks_secret
+
+    text = " ".join(value.split())
+    if not text:
+        raise ProfileError(f"Give a value: /profile set {name} <{FIELD_HELP[name]}>.")
+    if name == "level":
+        m = _LEVEL.match(text)
+        if not m:
+            raise ProfileError(
+                f"'{text}' is not a CEFR level. Use one of {', '.join(CEFR_LEVELS)} "
+                "(exam scores go in: /profile set scores TOEIC 850)."
+            )
+        return m.group(1).upper()
+    if name == "goal_date":
+        try:
+            return date.fromisoformat(text).isoformat()
+        except ValueError:
+            raise ProfileError(f"'{text}' is not a date: write it as YYYY-MM-DD.") from None
+    if name == "timezone":
+        return _timezone(text)
+    if len(text) > MAX_VALUE_CHARS:
+        raise ProfileError(f"Keep it short: {MAX_VALUE_CHARS} characters at most.")
+    if looks_secret(text):
+        raise ProfileError("That looks like a password, key or number I must not store.")
+    return text
+
+
+def goal_countdown(profile: Profile, now: datetime) -> str | None:
+    """'TOEIC 900 in 41 days' (or today / N days ago); None without a goal date."""
+    when = profile.get("goal_date")
+    if not when:
+        return None
+    goal = profile.get("goal") or "Your goal"
+    days = (date.fromisoformat(when) - profile.today(now)).days
+    if days > 1:
+        return f"{goal} in {days} days ({when})"
+    if days == 1:
+        return f"{goal} tomorrow ({when})"
+    if days == 0:
+        return f"{goal} today ({when})"
+    return f"{goal} was {-days} days ago ({when})"
+
+
+def difficulty_line(profile: Profile) -> str | None:
+    if not profile.difficulties:
+        return None
+    return ", ".join(
+        f"{d.category} ({d.count}× in {RECURRING_DAYS} days)" for d in profile.difficulties
+    )
+
+
+def context_lines(profile: Profile, now: datetime) -> list[str]:
+    """The profile as the reply model sees it: one 'field: value' line each."""
+    lines = [
+        f"- {name}: {profile.fields[name].value}"
+        for name in PROFILE_FIELDS
+        if name in profile.fields
+    ]
+    countdown = goal_countdown(profile, now)
+    if countdown:
+        lines.append(f"- goal countdown: {countdown}")
+    difficulties = difficulty_line(profile)
+    if difficulties:
+        lines.append(f"- recurring difficulties (target them gently): {difficulties}")
+    return lines
+
+
+def render(profile: Profile, now: datetime, who: str = "") -> str:
+    """The /profile view: every field, where it came from, and how to change it."""
+    head = f"Learner profile{f' for {who}' if who else ''}"
+    rows = []
+    for name in PROFILE_FIELDS:
+        item = profile.fields.get(name)
+        if item is None:
+            rows.append(f"• {name}: —")
+        else:
+            rows.append(f"• {name}: {item.value}  ({item.source}, {item.updated_at[:10]})")
+    countdown = goal_countdown(profile, now)
+    if countdown:
+        rows.append(f"• countdown: {countdown}")
+    rows.append(f"• recurring difficulties: {difficulty_line(profile) or '—'} (from your mistakes)")
+    return (
+        f"{head}\n"
+        + "\n".join(rows)
+        + "\n\nChange: /profile set <field> <value> · /profile clear <field> · /profile undo"
+        + " · /profile history"
+    )

@@ -1,0 +1,77 @@
+"""Spaced review scheduled by FSRS (the `fsrs` package, the algorithm Anki uses).
+
+A card's whole FSRS state is kept as the package's own JSON (``Card.to_json``) beside a ``due``
+column the store can index; nothing here computes an interval itself.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from fsrs import Card, Rating, Scheduler
+
+GRADES: dict[str, Rating] = {
+    "again": Rating.Again,
+    "hard": Rating.Hard,
+    "good": Rating.Good,
+    "easy": Rating.Easy,
+}
+GRADE_ALIASES = {"1": "again", "2": "hard", "3": "good", "4": "easy"}
+
+_SCHEDULER = Scheduler()
+
+
+def utc(now: datetime) -> datetime:
+    """fsrs insists on datetimes in UTC."""
+    return now.replace(tzinfo=UTC) if now.tzinfo is None else now.astimezone(UTC)
+
+
+def iso(when: datetime) -> str:
+    """One fixed format, so due times compare correctly as text in SQL."""
+    return utc(when).isoformat(timespec="seconds")
+
+
+def parse_grade(word: str) -> str | None:
+    """'Good', 'g', '3' → 'good'; None if it is not a grade."""
+    key = word.strip().lower()
+    key = GRADE_ALIASES.get(key, key)
+    if key in GRADES:
+        return key
+    matches = [g for g in GRADES if g.startswith(key)] if key else []
+    return matches[0] if len(matches) == 1 else None
+
+
+@dataclass(frozen=True)
+class Scheduled:
+    """A card's FSRS state after creation or a review."""
+
+    state: str  # Card.to_json()
+    due: datetime
+
+
+def new_card(now: datetime) -> Scheduled:
+    card = Card(card_id=0, due=utc(now))
+    return Scheduled(card.to_json(), card.due)
+
+
+def review(state: str, grade: str, now: datetime) -> Scheduled:
+    card, _log = _SCHEDULER.review_card(Card.from_json(state), GRADES[grade], utc(now))
+    return Scheduled(card.to_json(), card.due)
+
+
+def retrievability(state: str, now: datetime) -> float:
+    """The predicted probability of recalling the card now (0 for a card never reviewed)."""
+    return float(_SCHEDULER.get_card_retrievability(Card.from_json(state), utc(now)))
+
+
+def until(due: datetime, now: datetime) -> str:
+    """'in 3 days', 'in 10 minutes', 'now'."""
+    seconds = (utc(due) - utc(now)).total_seconds()
+    if seconds <= 0:
+        return "now"
+    for size, unit in ((86400, "day"), (3600, "hour"), (60, "minute")):
+        if seconds >= size:
+            n = round(seconds / size)
+            return f"in {n} {unit}{'s' if n != 1 else ''}"
+    return "in under a minute"

@@ -1,0 +1,151 @@
+"""The learner model as the engine and the commands use it (no LLM call anywhere in here).
+
+- :meth:`Learner.context_lines` — the profile block of every reply's context;
+- :meth:`Learner.apply` — what the after-reply extraction call found (profile fields, mistakes,
+  vocabulary), screened by code, then stored;
+- :meth:`Learner.note_message` — one message on the learner's calendar (days, streak, weeks);
+- :meth:`Learner.reminder_facts` — the few figures a practice reminder is written from.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from memora.learner import progress, review
+from memora.learner.model import ExtractedMistake, ExtractedWord, ProfileUpdate
+from memora.learner.profile import Profile, ProfileError, clean_value, context_lines, goal_countdown
+from memora.learner.screen import screen
+from memora.learner.store import LearnerStore
+from memora.storage import Database
+
+
+@dataclass(frozen=True)
+class Applied:
+    """What one extraction's learner part changed, and what code refused."""
+
+    profile: list[str] = field(default_factory=list)  # "level: B2"
+    mistakes: int = 0
+    words: int = 0
+    rejected: list[tuple[str, str]] = field(default_factory=list)
+
+    def lines(self) -> list[str]:
+        out = [f"profile: {p}" for p in self.profile]
+        if self.mistakes:
+            out.append(f"mistakes logged: {self.mistakes}")
+        if self.words:
+            out.append(f"words added: {self.words}")
+        out += [f"rejected ({why}): {what}" for what, why in self.rejected]
+        return out
+
+
+@dataclass(frozen=True)
+class ReminderFacts:
+    """What a practice reminder can say about the learner, in their time zone."""
+
+    timezone: str
+    due_cards: int
+    next_due: datetime | None
+    goal_countdown: str | None
+    difficulty: str | None  # the most frequent recurring mistake category, if any
+    streak: int
+
+
+class Learner:
+    """Profile, mistakes, vocabulary, review and progress for every user of one database."""
+
+    def __init__(self, db: Database) -> None:
+        self.store = LearnerStore(db)
+
+    async def profile(self, user_id: int, now: datetime) -> Profile:
+        return await self.store.profile(user_id, now)
+
+    async def context_lines(self, user_id: int, now: datetime) -> list[str]:
+        return context_lines(await self.store.profile(user_id, now), now)
+
+    async def apply(
+        self,
+        user_id: int,
+        *,
+        message: str,
+        profile: list[ProfileUpdate],
+        mistakes: list[ExtractedMistake],
+        words: list[ExtractedWord],
+        now: datetime,
+        chat_id: int | None = None,
+        message_id: int | None = None,
+    ) -> Applied:
+        """Store what passes the screens; never raises on a bad value from the model."""
+        changed: list[str] = []
+        rejected: list[tuple[str, str]] = []
+        for update in profile:
+            try:
+                value = clean_value(update.field, update.value)
+            except ProfileError as exc:
+                rejected.append((f"profile {update.field}", str(exc)))
+                continue
+            if await self.store.set_field(
+                user_id,
+                update.field,
+                value,
+                source="conversation",
+                now=now,
+                chat_id=chat_id,
+                message_id=message_id,
+            ):
+                changed.append(f"{update.field}: {value}")
+        kept = screen(mistakes, words, message)
+        n_mistakes = await self.store.add_mistakes(
+            user_id, kept.mistakes, now=now, chat_id=chat_id, message_id=message_id
+        )
+        n_words = await self.store.add_words(
+            user_id, kept.words, now=now, chat_id=chat_id, message_id=message_id
+        )
+        return Applied(changed, n_mistakes, n_words, rejected + kept.rejected)
+
+    async def note_message(self, user_id: int, now: datetime) -> None:
+        profile = await self.store.profile(user_id, now)
+        await self.store.note_day(user_id, profile.today(now).isoformat(), messages=1)
+
+    async def note_review(self, user_id: int, now: datetime) -> None:
+        profile = await self.store.profile(user_id, now)
+        await self.store.note_day(user_id, profile.today(now).isoformat(), reviews=1)
+
+    async def timezone(self, user_id: int, now: datetime) -> str:
+        return (await self.store.profile(user_id, now)).get("timezone") or "UTC"
+
+    async def reminder_facts(self, user_id: int, now: datetime) -> ReminderFacts:
+        profile = await self.store.profile(user_id, now)
+        days = [d for d, m, r in await self.store.days(user_id) if m or r]
+        return ReminderFacts(
+            timezone=profile.get("timezone") or "UTC",
+            due_cards=await self.store.due_count(user_id, now),
+            next_due=await self.store.next_due(user_id),
+            goal_countdown=goal_countdown(profile, now),
+            difficulty=profile.difficulties[0].category if profile.difficulties else None,
+            streak=progress.streak(days, profile.today(now)),
+        )
+
+    async def progress(self, user_id: int, now: datetime) -> progress.Progress:
+        profile = await self.store.profile(user_id, now)
+        levels = [
+            (c.at, c.new_value)
+            for c in await self.store.history(user_id, "level")
+            if c.undone_at is None and c.new_value
+        ]
+        cards = await self.store.cards(user_id)
+        return progress.compute(
+            profile=profile,
+            now=now,
+            level_changes=[(at, v) for at, v in levels if v],
+            days=await self.store.days(user_id),
+            mistakes=await self.store.mistake_dates(user_id),
+            word_states=[c.state for c in cards if c.kind == "word"],
+            cards=len(cards),
+            due_now=await self.store.due_count(user_id, now),
+            next_due=await self.store.next_due(user_id),
+        )
+
+    @staticmethod
+    def until(when: datetime, now: datetime) -> str:
+        return review.until(when, now)

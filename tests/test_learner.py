@@ -1,0 +1,306 @@
+"""The learner model's core on a real SQLite file: profile with history and undo, mistakes and
+their screens, vocabulary without duplicates, FSRS review state, progress figures and chart,
+reminder facts, export and /forgetme — every read and write scoped to its user."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from memora.learner import progress, review
+from memora.learner.model import ExtractedMistake, ExtractedWord, ProfileUpdate
+from memora.learner.profile import ProfileError, clean_value, known_field
+from memora.learner.screen import mistake_problem, vocab_key
+from memora.learner.service import Learner
+from memora.learner.store import AlreadyGraded, CardGone, NotYourCard
+from memora.storage import Database
+
+NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
+ALICE, BOB = 1, 2
+
+
+def mistake(original: str, corrected: str, category: str = "tense") -> ExtractedMistake:
+    return ExtractedMistake.model_validate(
+        {"original": original, "corrected": corrected, "category": category, "reason": "why"}
+    )
+
+
+def word(term: str, meaning: str = "意思", example: str = "") -> ExtractedWord:
+    return ExtractedWord(term=term, meaning=meaning, example=example or f"I {term} today.")
+
+
+@pytest.fixture
+def learner(db: Database) -> Learner:
+    return Learner(db)
+
+
+# -- profile --------------------------------------------------------------------------------------
+def test_values_are_validated_with_clear_reasons() -> None:
+    assert clean_value("level", " b2 ") == "B2"
+    assert clean_value("timezone", "asia/taipei") == "Asia/Taipei"
+    assert clean_value("goal_date", "2027-01-10") == "2027-01-10"
+    with pytest.raises(ProfileError, match="not a CEFR level"):
+        clean_value("level", "advanced")
+    with pytest.raises(ProfileError, match="not a time zone"):
+        clean_value("timezone", "Mars/Olympus_Mons")
+    with pytest.raises(ProfileError, match="YYYY-MM-DD"):
+        clean_value("goal_date", "next spring")
+    with pytest.raises(ProfileError, match="no profile field 'mood'"):
+        known_field("mood")
+    assert known_field("Explanation-Language") == "explanation_language"
+    with pytest.raises(ProfileError, match="password"):
+        clean_value("interests", "my password is hunter22")
+
+
+async def test_profile_changes_keep_history_and_undo_step_by_step(learner: Learner) -> None:
+    s = learner.store
+    assert await s.set_field(ALICE, "level", "B1", source="conversation", now=NOW)
+    assert not await s.set_field(ALICE, "level", "B1", source="conversation", now=NOW)
+    assert await s.set_field(ALICE, "level", "B2", source="you", now=NOW + timedelta(days=1))
+    assert await s.set_field(ALICE, "goal", "TOEIC 900", source="you", now=NOW)
+    assert await s.set_field(ALICE, "goal", None, source="you", now=NOW)  # clear
+    profile = await learner.profile(ALICE, NOW)
+    assert profile.get("level") == "B2" and profile.get("goal") is None
+    assert [(c.field, c.old_value, c.new_value) for c in await s.history(ALICE)] == [
+        ("level", None, "B1"),
+        ("level", "B1", "B2"),
+        ("goal", None, "TOEIC 900"),
+        ("goal", "TOEIC 900", None),
+    ]
+    undone = await s.undo(ALICE, NOW)
+    assert undone is not None and undone.field == "goal"
+    assert (await learner.profile(ALICE, NOW)).get("goal") == "TOEIC 900"
+    await s.undo(ALICE, NOW)
+    await s.undo(ALICE, NOW)
+    profile = await learner.profile(ALICE, NOW)
+    assert profile.get("goal") is None and profile.get("level") == "B1"
+    assert profile.fields["level"].source == "conversation"  # restored with where it came from
+    assert (await learner.profile(BOB, NOW)).empty  # Alice's profile is hers alone
+    assert await s.undo(BOB, NOW) is None
+
+
+async def test_apply_refuses_bad_values_from_the_model(learner: Learner) -> None:
+    applied = await learner.apply(
+        ALICE,
+        message="I'm B2 now and I live in Taipei",
+        profile=[
+            ProfileUpdate(field="level", value="B2"),
+            ProfileUpdate(field="timezone", value="Taipei Standard Time"),
+        ],
+        mistakes=[],
+        words=[],
+        now=NOW,
+    )
+    assert applied.profile == ["level: B2"]
+    assert applied.rejected and "not a time zone" in applied.rejected[0][1]
+    assert (await learner.profile(ALICE, NOW)).get("timezone") is None
+
+
+# -- mistakes -------------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("message", "original", "why"),
+    [
+        ("我昨天去了台北，很好玩 go", "go", "the message is in Chinese"),
+        ("Goed", "Goed", "a one-word reply"),
+        ('My boss wrote "we has a meeting" today, is it right?', "we has a meeting", "a quote"),
+        ("I go to school yesterday.", "he go to school", "not the learner's own words"),
+        ("My password is hunter2 and I go there yesterday", "my password is hunter2", "secret"),
+    ],
+)
+def test_what_is_not_a_mistake(message: str, original: str, why: str) -> None:
+    problem = mistake_problem(mistake(original, original + " fixed"), message)
+    assert problem is not None and why in problem
+
+
+def test_a_real_mistake_passes() -> None:
+    assert (
+        mistake_problem(mistake("I go to school", "I went to school"), "Yesterday I go to school.")
+        is None
+    )
+
+
+async def test_recurring_categories_become_difficulties(learner: Learner) -> None:
+    msgs = ["I go there yesterday", "She go home yesterday", "We eat lunch yesterday"]
+    for i, text in enumerate(msgs):
+        await learner.apply(
+            ALICE,
+            message=text,
+            profile=[],
+            mistakes=[mistake(text, text + "!fixed")],
+            words=[],
+            now=NOW - timedelta(days=i),
+        )
+    await learner.apply(  # an old one does not count
+        ALICE,
+        message="They goes away",
+        profile=[],
+        mistakes=[mistake("They goes away", "They go away", "agreement")],
+        words=[],
+        now=NOW - timedelta(days=30),
+    )
+    profile = await learner.profile(ALICE, NOW)
+    assert [(d.category, d.count) for d in profile.difficulties] == [("tense", 3)]
+    lines = await learner.context_lines(ALICE, NOW)
+    assert any("recurring difficulties" in line and "tense" in line for line in lines)
+    assert (await learner.profile(BOB, NOW)).difficulties == ()
+    # the same wrong sentence is logged once
+    again = await learner.apply(
+        ALICE,
+        message=msgs[0],
+        profile=[],
+        mistakes=[mistake(msgs[0], msgs[0] + "!fixed")],
+        words=[],
+        now=NOW,
+    )
+    assert again.mistakes == 0
+
+
+# -- vocabulary -----------------------------------------------------------------------------------
+def test_vocab_key_folds_case_and_inflection() -> None:
+    assert vocab_key("book a table") == vocab_key("Booked a table") == vocab_key("BOOKS a TABLE")
+    assert vocab_key("ran out of") == vocab_key("run out of")
+    assert vocab_key("book a table") != vocab_key("book a room")
+
+
+async def test_words_have_no_duplicates_per_user(learner: Learner) -> None:
+    first = await learner.apply(
+        ALICE,
+        message="what is book a table",
+        profile=[],
+        mistakes=[],
+        words=[word("book a table"), word("Booked a table")],
+        now=NOW,
+    )
+    assert first.words == 1 and first.rejected[0][1] == "repeated in the same answer"
+    later = await learner.apply(
+        ALICE, message="x y", profile=[], mistakes=[], words=[word("booked a table")], now=NOW
+    )
+    assert later.words == 0
+    other = await learner.apply(
+        BOB, message="x y", profile=[], mistakes=[], words=[word("book a table")], now=NOW
+    )
+    assert other.words == 1  # Bob's list is his own
+    assert [w["term"] for w in await learner.store.words(ALICE)] == ["book a table"]
+
+
+# -- review ---------------------------------------------------------------------------------------
+async def test_review_grades_with_fsrs_and_checks_the_owner(learner: Learner, db: Database) -> None:
+    await learner.apply(
+        ALICE,
+        message="I go there yesterday",
+        profile=[],
+        mistakes=[mistake("I go there yesterday", "I went there yesterday")],
+        words=[word("commute", "通勤")],
+        now=NOW,
+    )
+    due = await learner.store.due_cards(ALICE, NOW)
+    assert [c.kind for c in due] == ["mistake", "word"]
+    assert "I go there yesterday" in due[0].front and "went" in due[0].back
+    assert await learner.store.due_cards(BOB, NOW) == []
+    with pytest.raises(NotYourCard):
+        await learner.store.grade(BOB, due[0].id, "good", NOW)
+    with pytest.raises(CardGone):
+        await learner.store.grade(ALICE, 999_999, "good", NOW)
+    graded = await learner.store.grade(ALICE, due[0].id, "easy", NOW, reps=0)
+    assert graded.due - NOW > timedelta(days=1)
+    with pytest.raises(AlreadyGraded):  # a second tap on the same message
+        await learner.store.grade(ALICE, due[0].id, "easy", NOW, reps=0)
+    again = await learner.store.grade(ALICE, due[1].id, "again", NOW, reps=0)
+    assert again.due - NOW < timedelta(minutes=5)
+    assert await learner.store.due_count(ALICE, NOW + timedelta(minutes=5)) == 1
+    # the state is in the database file: a fresh connection sees it
+    other = Database(db.path)
+    await other.open()
+    try:
+        fresh = Learner(other)
+        assert (await fresh.store.card(ALICE, due[0].id)).reps == 1
+        assert await fresh.store.next_due(ALICE) == again.due.replace(microsecond=0)
+    finally:
+        await other.close()
+
+
+def test_grades_parse_words_numbers_and_prefixes() -> None:
+    assert [review.parse_grade(w) for w in ("Good", "1", "e", "ha", "x", "")] == [
+        "good",
+        "again",
+        "easy",
+        "hard",
+        None,
+        None,
+    ]
+
+
+# -- progress, reminders, export, forget ----------------------------------------------------------
+async def test_progress_figures_chart_and_reminder_facts(learner: Learner) -> None:
+    s = learner.store
+    await s.set_field(ALICE, "timezone", "Asia/Taipei", source="you", now=NOW)
+    await s.set_field(ALICE, "goal", "TOEIC 900", source="you", now=NOW)
+    await s.set_field(ALICE, "goal_date", "2027-01-10", source="you", now=NOW)
+    await s.set_field(ALICE, "level", "B1", source="conversation", now=NOW - timedelta(days=20))
+    await s.set_field(ALICE, "level", "B2", source="you", now=NOW)
+    for days_ago in (0, 1, 2, 5):
+        await learner.note_message(ALICE, NOW - timedelta(days=days_ago))
+    await learner.apply(
+        ALICE,
+        message="I go there yesterday",
+        profile=[],
+        mistakes=[mistake("I go there yesterday", "I went there yesterday")],
+        words=[word("commute")],
+        now=NOW - timedelta(days=8),
+    )
+    p = await learner.progress(ALICE, NOW)
+    assert (p.days_studied, p.streak) == (4, 3)
+    assert [lvl for _, lvl in p.level_history] == ["B1", "B2"]
+    assert p.messages_per_week[-1] + p.messages_per_week[-2] == 4
+    assert sum(p.mistakes_per_week["tense"]) == 1
+    assert (p.vocabulary, p.cards, p.due_now) == (1, 2, 2)
+    assert p.countdown == "TOEIC 900 in 41 days (2027-01-10)"
+    text = progress.render(p, NOW)
+    assert "streak: 3 days" in text and "B1" in text and "TOEIC 900 in 41 days" in text
+    png = progress.chart(p)
+    assert png.startswith(b"\x89PNG\r\n\x1a\n") and len(png) > 5000
+    facts = await learner.reminder_facts(ALICE, NOW)
+    assert (facts.timezone, facts.due_cards, facts.streak) == ("Asia/Taipei", 2, 3)
+    assert facts.goal_countdown and "41 days" in facts.goal_countdown
+    assert (await learner.reminder_facts(BOB, NOW)).due_cards == 0
+
+
+async def test_export_and_forget_cover_every_learner_table(learner: Learner, db: Database) -> None:
+    for user in (ALICE, BOB):
+        await learner.store.set_field(user, "level", "B1", source="you", now=NOW)
+        await learner.note_message(user, NOW)
+        await learner.apply(
+            user,
+            message="I go there yesterday",
+            profile=[],
+            mistakes=[mistake("I go there yesterday", "I went there yesterday")],
+            words=[word("commute")],
+            now=NOW,
+        )
+        card = (await learner.store.due_cards(user, NOW))[0]
+        await learner.store.grade(user, card.id, "good", NOW)
+    data = await learner.store.export(ALICE, NOW)
+    assert data["profile"]["level"]["value"] == "B1"
+    assert len(data["mistakes"]) == len(data["vocabulary"]) == 1
+    assert len(data["review_cards"]) == 2 and data["reviews"] and data["days"]
+    await db.forget_user(ALICE)
+    gone = await learner.store.export(ALICE, NOW)
+    assert not any(gone[k] for k in gone), gone
+    kept = await learner.store.export(BOB, NOW)
+    assert kept["profile"] and kept["mistakes"] and kept["review_cards"]
+
+
+def test_streak_counts_back_from_today_or_yesterday() -> None:
+    today = NOW.date()
+    days = [(today - timedelta(days=n)).isoformat() for n in (1, 2, 4)]
+    assert progress.streak(days, today) == 2
+    assert progress.streak([], today) == 0
+
+
+def test_schema_lists_every_learner_table(tmp_path: Path) -> None:
+    from memora.learner.schema import LEARNER_SCHEMA, USER_TABLES
+
+    created = [part.split("(")[0].split()[-1] for part in LEARNER_SCHEMA.split("CREATE TABLE")[1:]]
+    assert sorted(created) == sorted(USER_TABLES)
