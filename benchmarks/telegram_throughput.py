@@ -33,8 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from telegram.ext import AIORateLimiter, Application, BaseUpdateProcessor
 
-from bot.telegram import STATE_KEY, BotState, build_application
-from bot.telegram.handlers import register
+from bot.telegram import CONTEXT_TYPES, build_application, install
 from memora.config import Settings, TelegramConfig
 from memora.engine import Engine, EngineConfig
 from memora.llm import ChatMessage, Completion, OnDelta, Parsed, Usage
@@ -108,10 +107,10 @@ async def burst(
                 .base_file_url(tg.base_file_url)
                 .rate_limiter(AIORateLimiter(max_retries=3))
                 .concurrent_updates(processor)
+                .context_types(CONTEXT_TYPES)
                 .build()
             )
-            app.bot_data[STATE_KEY] = BotState(settings=settings, engine=engine)
-            register(app)
+            install(app, settings, engine)
         async with app:
             await app.start()
             await app.updater.start_polling(timeout=1, poll_interval=0)

@@ -23,10 +23,17 @@ from memora.commands import COMMANDS
 from memora.config import ConfigError, Settings, require_llm, require_telegram
 from memora.engine import Engine
 
-from .handlers import STATE_KEY, BotState, register
+from .handlers import CONTEXT_TYPES, BotState, install
 from .processor import PerChatUpdateProcessor
 
-__all__ = ["ALLOWED_UPDATES", "STATE_KEY", "BotState", "build_application", "run_bot"]
+__all__ = [
+    "ALLOWED_UPDATES",
+    "CONTEXT_TYPES",
+    "BotState",
+    "build_application",
+    "install",
+    "run_bot",
+]
 
 log = logging.getLogger(__name__)
 
@@ -66,7 +73,7 @@ def check_config(settings: Settings, *, need_llm: bool = True) -> None:
 
 async def _post_init(app: App) -> None:
     """Open the engine (unless one was given) and publish the command list."""
-    state: BotState = app.bot_data[STATE_KEY]
+    state: BotState = app.bot_data
     if state.engine is None:
         stack = AsyncExitStack()
         try:
@@ -86,7 +93,7 @@ async def _post_init(app: App) -> None:
 
 async def _post_shutdown(app: App) -> None:
     """Wait for after-reply work, then close whatever post_init opened."""
-    state: BotState = app.bot_data[STATE_KEY]
+    state: BotState = app.bot_data
     stack, state.exit_stack = state.exit_stack, None
     if stack is not None:
         state.engine = None
@@ -116,14 +123,14 @@ def build_application(
         # A learner may delete their message while the model answers: reply anyway.
         .defaults(Defaults(allow_sending_without_reply=True))
         .concurrent_updates(PerChatUpdateProcessor(MAX_CONCURRENT_UPDATES))
+        .context_types(CONTEXT_TYPES)
         .post_init(_post_init)
         .post_shutdown(_post_shutdown)
     )
     if request is not None:
         builder = builder.request(request).get_updates_request(request)
     app: App = builder.build()
-    app.bot_data[STATE_KEY] = BotState(settings=settings, engine=engine)
-    register(app)
+    install(app, settings, engine)
     return app
 
 

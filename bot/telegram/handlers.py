@@ -5,21 +5,23 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
-import traceback
-from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import AbstractAsyncContextManager, asynccontextmanager, nullcontext
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager, nullcontext
+from typing import Any, TypeAlias
 
 from telegram import Chat, Message, MessageEntity, Update
 from telegram.constants import ChatAction, ChatMemberStatus, ChatType
 from telegram.error import Forbidden, TelegramError
 from telegram.ext import (
     Application,
+    ApplicationHandlerStop,
+    CallbackContext,
     ChatMemberHandler,
     CommandHandler,
     ContextTypes,
+    ExtBot,
     MessageHandler,
+    TypeHandler,
     filters,
 )
 
@@ -34,10 +36,7 @@ from .streaming import answer_streamed
 
 log = logging.getLogger(__name__)
 
-STATE_KEY = "memora"
 TYPING_EVERY = 4.0  # Telegram shows "typing…" for ~5 s per chat action
-
-Runner = Callable[[Engine, str, CommandContext], Awaitable[Reply]]
 
 NOT_ALLOWED = (
     "Sorry, this bot is private and you are not on its list of learners. "
@@ -57,14 +56,15 @@ JOINED = (
 )
 
 
-@dataclass
 class BotState:
-    """What the handlers need, kept in application.bot_data[STATE_KEY]."""
+    """What the handlers need: the application's `bot_data`, typed through ContextTypes. PTB
+    creates it empty; `install` fills it before anything runs."""
 
     settings: Settings
-    engine: Engine | None = None
-    runner: Runner = run_command
-    exit_stack: Any = None  # the AsyncExitStack that owns an engine opened in post_init
+
+    def __init__(self) -> None:
+        self.engine: Engine | None = None
+        self.exit_stack: AsyncExitStack | None = None  # owns an engine opened in post_init
 
     @property
     def telegram(self) -> TelegramConfig:
@@ -76,10 +76,8 @@ class BotState:
         return self.engine
 
 
-def get_state(context: ContextTypes.DEFAULT_TYPE) -> BotState:
-    state = context.bot_data[STATE_KEY]
-    assert isinstance(state, BotState)
-    return state
+Context: TypeAlias = CallbackContext[ExtBot[None], dict[Any, Any], dict[Any, Any], BotState]
+CONTEXT_TYPES = ContextTypes(bot_data=BotState)
 
 
 # -- translation ------------------------------------------------------------------------------
@@ -146,6 +144,17 @@ def allowed(state: BotState, user_id: int) -> bool:
     return not ids or user_id in ids or user_id in state.telegram.admin_ids
 
 
+def answers(message: Message, username: str, bot_id: int) -> bool:
+    """Whether the handlers would answer this message at all: everything in a private chat; in
+    a group, our commands and what is addressed to us (a mention, a reply to us)."""
+    if message.chat.type == ChatType.PRIVATE:
+        return True
+    if message.text and message.text.startswith("/"):
+        name, target, _ = parse_command(message.text)
+        return target.lower() == username.lower() or (not target and name in COMMANDS)
+    return addressed_text(message, username, bot_id) is not None
+
+
 @asynccontextmanager
 async def typing(message: Message, every: float | None = None) -> AsyncIterator[Callable[[], None]]:
     """Show "typing…" in the message's chat until the block ends (re-sent every few seconds), or
@@ -179,22 +188,27 @@ def _maybe_typing(message: Message, on: bool) -> AbstractAsyncContextManager[obj
     return typing(message) if on else nullcontext()
 
 
-async def _deny(message: Message, user_id: int) -> None:
-    log.info("user %s is not allowed; ignored their message", user_id)
-    await message.reply_text(NOT_ALLOWED.format(user_id=user_id))
+async def gate(update: Update, context: Context) -> None:
+    """The allow-list, before every handler (group -1): a message from anyone else is answered
+    with one line where the bot would have answered, and goes no further."""
+    message = update.message or update.edited_message
+    user = message.from_user if message else None
+    if message is None or user is None or user.is_bot or allowed(context.bot_data, user.id):
+        return
+    log.info("user %s is not allowed; ignored their message", user.id)
+    if update.message is not None and answers(message, context.bot.username, context.bot.id):
+        await message.reply_text(NOT_ALLOWED.format(user_id=user.id))
+    raise ApplicationHandlerStop
 
 
 # -- handlers ----------------------------------------------------------------------------------
-async def on_command(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
+async def on_command(update: Update, context: Context) -> None:
     """A known command → run_command in the core → the rendered answer."""
     incoming = incoming_text(update)
     if incoming is None:
         return
     message, text, chat, user = incoming
-    state = get_state(context)
-    if not allowed(state, user.id):
-        await _deny(message, user.id)
-        return
+    state = context.bot_data
     name, _, arg = parse_command(text)
     ctx = CommandContext(
         chat,
@@ -204,26 +218,23 @@ async def on_command(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None
         message_id=message.message_id,
     )
     async with _maybe_typing(message, name == "remember" and bool(arg)):
-        reply = await state.runner(state.need_engine(), name, ctx)
+        reply = await run_command(state.need_engine(), name, ctx)
     await send_reply(message, reply, markdown=reply.stored, name=name, quote=chat.is_group)
 
 
-async def on_unknown_command(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
+async def on_unknown_command(update: Update, context: Context) -> None:
     """A /foo the bot doesn't have: a short pointer to /help (in groups only when addressed)."""
     incoming = incoming_text(update)
     if incoming is None:
         return
-    message, text, chat, user = incoming
+    message, text, chat, _ = incoming
     name, target, _ = parse_command(text)
     if chat.is_group and target.lower() != context.bot.username.lower():
         return  # "/foo" or "/foo@otherbot" in a group may be meant for another bot
-    if not allowed(get_state(context), user.id):
-        await _deny(message, user.id)
-        return
     await message.reply_text(f"I don't know /{name}. Try /help for the list of commands.")
 
 
-async def on_text(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
+async def on_text(update: Update, context: Context) -> None:
     """A learner's message → one engine turn, with "typing…" shown while it runs (with
     telegram.stream_replies, until the reply starts growing in one message)."""
     incoming = incoming_text(update)
@@ -235,10 +246,7 @@ async def on_text(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
         text = addressed_text(message, context.bot.username, context.bot.id)
         if text is None:
             return  # not for us: stay quiet, store nothing
-    state = get_state(context)
-    if not allowed(state, user.id):
-        await _deny(message, user.id)
-        return
+    state = context.bot_data
     if not text:
         await message.reply_text(BARE_MENTION)
         return
@@ -257,7 +265,7 @@ async def on_text(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
     await send_reply(message, reply, markdown=reply.stored, quote=chat.is_group)
 
 
-async def on_not_text(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
+async def on_not_text(update: Update, context: Context) -> None:
     """Stickers, photos, voice, files…: one short line (in groups only when addressed)."""
     message = update.message
     who = refs(message) if message else None
@@ -265,23 +273,18 @@ async def on_not_text(update: Update, context: ContextTypes.DEFAULT_TYPE) -> Non
         return
     if who[0].is_group and addressed_text(message, context.bot.username, context.bot.id) is None:
         return
-    if not allowed(get_state(context), who[1].id):
-        await _deny(message, who[1].id)
-        return
     await message.reply_text(NOT_TEXT)
 
 
-async def on_edited(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
+async def on_edited(update: Update, context: Context) -> None:
     """An edited message changes nothing stored; say so in private chats, stay quiet in groups."""
     message = update.edited_message
     if message is None or message.chat.type != ChatType.PRIVATE or message.text is None:
         return
-    if message.from_user is None or not allowed(get_state(context), message.from_user.id):
-        return
     await message.reply_text(EDITED)
 
 
-async def on_my_chat_member(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
+async def on_my_chat_member(update: Update, context: Context) -> None:
     """Added to a group: introduce myself once. Removed or anything else: nothing."""
     change = update.my_chat_member
     if change is None or not is_group(change.chat):
@@ -297,13 +300,11 @@ async def on_my_chat_member(update: Update, context: ContextTypes.DEFAULT_TYPE) 
             log.warning("could not greet group %s: %s", change.chat.id, exc)
 
 
-async def on_error(update: object, context: ContextTypes.DEFAULT_TYPE) -> None:
-    """Log first (token redacted), then tell the user something short and true."""
+async def on_error(update: object, context: Context) -> None:
+    """Log first (the logging filter keeps secrets out), then tell the user something short."""
     error = context.error
-    token = context.bot.token
-    detail = "".join(traceback.format_exception(error)) if error else "(no exception)"
     update_id = update.update_id if isinstance(update, Update) else None
-    log.error("failed to handle update %s:\n%s", update_id, detail.replace(token, "[redacted]"))
+    log.error("failed to handle update %s", update_id, exc_info=error)
     if not isinstance(update, Update) or isinstance(error, Forbidden):
         return
     message = update.effective_message
@@ -316,8 +317,14 @@ async def on_error(update: object, context: ContextTypes.DEFAULT_TYPE) -> None:
 
 
 # -- wiring ------------------------------------------------------------------------------------
-def register(app: Application[Any, Any, Any, Any, Any, Any]) -> None:
-    """Add every handler, in the order they are tried."""
+def install(
+    app: Application[Any, Any, Any, Any, Any, Any], settings: Settings, engine: Engine | None
+) -> None:
+    """Fill the application's BotState and add every handler, in the order they are tried (an
+    application built with `.context_types(CONTEXT_TYPES)`)."""
+    state: BotState = app.bot_data
+    state.settings, state.engine = settings, engine
+    app.add_handler(TypeHandler(Update, gate), group=-1)
     new_messages = filters.UpdateType.MESSAGE
     app.add_handler(CommandHandler(list(COMMANDS), on_command, filters=new_messages))
     app.add_handler(MessageHandler(new_messages & filters.COMMAND, on_unknown_command))
