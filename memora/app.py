@@ -6,6 +6,8 @@ import logging
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 
+from openai import AsyncOpenAI
+
 from memora.config import ConfigError, Settings, require_llm
 from memora.embeddings import Embedder, LocalUSE, OpenAIEmbedder
 from memora.engine import Engine, EngineConfig
@@ -13,6 +15,7 @@ from memora.llm import LLM, ChatMessage, OpenAILLM
 from memora.prompts import TUTOR_INSTRUCTIONS
 from memora.storage import Database
 from memora.tokens import LocalTokenCounter, ProviderTokenCounter, TokenCounter
+from memora.voice import OpenAIAudio
 
 log = logging.getLogger(__name__)
 
@@ -63,6 +66,25 @@ def _llm(settings: Settings, model: str) -> OpenAILLM:
         timeout=cfg.timeout,
         max_retries=cfg.max_retries,
         reasoning_effort=cfg.reasoning_effort or None,
+    )
+
+
+def make_audio(settings: Settings) -> OpenAIAudio | None:
+    """The transcription (and optional speech) client: same server and key as the model."""
+    if not settings.voice.enabled:
+        return None
+    cfg = settings.llm
+    client = AsyncOpenAI(
+        api_key=cfg.api_key or "not-needed",
+        base_url=cfg.base_url,
+        timeout=cfg.timeout,
+        max_retries=cfg.max_retries,
+    )
+    return OpenAIAudio(
+        client,
+        transcription_model=cfg.transcription_model,
+        speech_model=cfg.speech_model,
+        speech_voice=settings.voice.speech_voice,
     )
 
 
@@ -142,6 +164,10 @@ async def open_engine(
         if closer is not None:
             stack.push_async_callback(closer)
 
+        audio = make_audio(settings)
+        if audio is not None:
+            stack.push_async_callback(audio.aclose)
+
         engine = Engine(
             db=db,
             llm=main_llm,
@@ -158,6 +184,8 @@ async def open_engine(
                 use_last_turn=settings.retrieval.use_last_turn,
                 extraction_enabled=settings.extraction.enabled,
             ),
+            transcriber=audio,
+            speaker=audio if settings.voice.spoken_replies else None,
         )
         stack.push_async_callback(engine.drain)
         log.info(

@@ -61,6 +61,8 @@ class LLMConfig(_Section):
     reasoning_effort: Literal["", "minimal", "low", "medium", "high"] = ""
     summary_model: str = ""
     extraction_model: str = ""
+    transcription_model: str = "gpt-4o-mini-transcribe"
+    speech_model: str = "gpt-4o-mini-tts"
 
 
 class MemoryConfig(_Section):
@@ -87,6 +89,14 @@ class ExtractionConfig(_Section):
     enabled: bool = True
 
 
+class VoiceConfig(_Section):
+    enabled: bool = True
+    max_seconds: int = Field(120, ge=1)
+    max_bytes: int = Field(20_000_000, ge=1)
+    spoken_replies: bool = False
+    speech_voice: str = "alloy"
+
+
 class StorageConfig(_Section):
     data_dir: Path = Path("./data")
 
@@ -111,6 +121,7 @@ class Settings(BaseSettings):
     retrieval: RetrievalConfig = RetrievalConfig()
     embeddings: EmbeddingsConfig = EmbeddingsConfig()
     extraction: ExtractionConfig = ExtractionConfig()
+    voice: VoiceConfig = VoiceConfig()
     storage: StorageConfig = StorageConfig()
     logging: LoggingConfig = LoggingConfig()
 

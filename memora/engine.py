@@ -20,6 +20,7 @@ from memora.views import Reply, TurnStats
 
 if TYPE_CHECKING:
     from memora.longterm import MemoryStore
+    from memora.voice import Speaker, Transcriber, Transcript
 
 log = logging.getLogger(__name__)
 
@@ -115,6 +116,8 @@ class Engine:
         summary_llm: LLM | None = None,
         extraction_llm: LLM | None = None,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+        transcriber: Transcriber | None = None,
+        speaker: Speaker | None = None,
     ) -> None:
         self.db = db
         self.llm = llm
@@ -124,6 +127,8 @@ class Engine:
         self.store = store
         self.config = config or EngineConfig()
         self.clock = clock
+        self.transcriber = transcriber  # voice messages (None: turned off)
+        self.speaker = speaker  # spoken answers (None: turned off, the default)
         # Weak values: a chat's lock lives while some turn holds or awaits it, then goes away.
         self._locks: weakref.WeakValueDictionary[int, asyncio.Lock] = weakref.WeakValueDictionary()
         self._after: dict[int, asyncio.Task[None]] = {}
@@ -187,8 +192,12 @@ class Engine:
         extract: bool = True,
         prefix: str = "",
         on_delta: OnDelta | None = None,
+        transcript: Transcript | None = None,
     ) -> Reply:
         """Answer one learner message; the whole turn is stored only once the reply exists.
+
+        `transcript` is set when `text` was spoken: what its transcription cost is recorded with
+        the turn, like every other call's usage.
 
         With `on_delta`, the reply is streamed: it is awaited with the reply text so far (prefix
         included) as the model writes it. It only shows progress: what counts is the Reply
@@ -203,7 +212,9 @@ class Engine:
             )
         async with self.lock(chat.id):
             await self.settle(chat.id)
-            return await self._turn(chat, user, text, message_id, extract, prefix, on_delta)
+            return await self._turn(
+                chat, user, text, message_id, extract, prefix, on_delta, transcript
+            )
 
     async def _turn(
         self,
@@ -214,6 +225,7 @@ class Engine:
         extract: bool,
         prefix: str,
         on_delta: OnDelta | None = None,
+        transcript: Transcript | None = None,
     ) -> Reply:
         epoch = self._epoch(user.id)
         await self.db.ensure_chat(chat.id, chat.kind, chat.title)
@@ -260,6 +272,8 @@ class Engine:
             summary_tokens=summary_tokens,
             embedding_tokens=embed_tokens,
             memories_used=len(memory_lines) - built.memories_dropped,
+            transcription_tokens=transcript.tokens if transcript else 0,
+            transcription_seconds=round(transcript.seconds) if transcript else 0,
         )
         if self._epoch(user.id) != epoch:  # the user asked to be forgotten meanwhile
             return Reply(prefix + answer.text)

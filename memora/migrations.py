@@ -186,3 +186,15 @@ async def m002_learner(db: aiosqlite.Connection) -> None:
     from memora.learner.schema import LEARNER_SCHEMA
 
     await script(db, LEARNER_SCHEMA)
+
+
+@migration
+async def m003_transcription_usage(db: aiosqlite.Connection) -> None:
+    """What a voice message's transcription cost: tokens, or seconds for duration-billed models."""
+    await script(
+        db,
+        """
+        ALTER TABLE turns ADD COLUMN transcription_tokens INTEGER NOT NULL DEFAULT 0;
+        ALTER TABLE turns ADD COLUMN transcription_seconds INTEGER NOT NULL DEFAULT 0
+        """,
+    )

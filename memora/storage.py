@@ -58,6 +58,8 @@ class TurnUsage:
     extraction_tokens: int = 0
     embedding_tokens: int = 0
     memories_used: int = 0
+    transcription_tokens: int = 0  # a voice message's transcription (token-billed models)
+    transcription_seconds: int = 0  # … or its audio length (duration-billed models)
 
     @property
     def total(self) -> int:
@@ -67,6 +69,7 @@ class TurnUsage:
             + self.summary_tokens
             + self.extraction_tokens
             + self.embedding_tokens
+            + self.transcription_tokens
         )
 
 

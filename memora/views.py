@@ -97,6 +97,10 @@ class Status:
             ("Last turn: extraction tokens", str(self.last.extraction_tokens)),
             ("Last turn: embedding tokens", str(self.last.embedding_tokens)),
             ("Last turn: memories used", str(self.last.memories_used)),
+            (
+                "Last turn: transcription",
+                f"{self.last.transcription_tokens} tokens, {self.last.transcription_seconds} s",
+            ),
             ("Last extraction", self.extraction_status),
             ("Embedding model", self.embedding_model),
             ("Session total tokens", str(self.session.total)),

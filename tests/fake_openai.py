@@ -11,6 +11,11 @@ It speaks enough of the wire format for the SDK's own parsing to work:
   ``stream_options.include_usage`` is set, then ``data: [DONE]``
 - ``POST /v1/responses/input_tokens``  ``{"object": "response.input_tokens", "input_tokens": N}``
 - ``POST /v1/embeddings``              deterministic hashed character-n-gram vectors
+- ``POST /v1/audio/transcriptions``    multipart upload (``file``, ``model``), checked like a real
+  server would (an ``.ogg``/``.oga``/``.opus`` file must be real Ogg/Opus; its length is read
+  from the pages); ``{"text", "usage"}`` with token usage, or ``duration`` for ``whisper-*``.
+  The text is queued with ``queue_reply(text, kind="transcribe")``, else ``transcriber``
+- ``POST /v1/audio/speech``            the bytes of a real Ogg/Opus voice note (tests/data)
 - anything else                        404 in OpenAI's error format
 
 Every request is recorded (``server.requests``), including each retry the SDK makes. Answers are
@@ -31,6 +36,8 @@ To grow it: a new endpoint is one branch in ``_describe`` (its kind) and one in 
 from __future__ import annotations
 
 import base64
+import email.parser
+import email.policy
 import hashlib
 import json
 import math
@@ -46,16 +53,19 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal
 
-Kind = Literal["reply", "structured", "count", "embed", "other"]
-Api = Literal["responses", "chat_completions", "embeddings"]
+Kind = Literal["reply", "structured", "count", "embed", "transcribe", "speech", "other"]
+Api = Literal["responses", "chat_completions", "embeddings", "audio"]
 FailMode = Literal["status", "disconnect"]
 CutMode = Literal["disconnect", "end", "error"]
 
 DEFAULT_EMBEDDING_DIM = 1536
 GENERATION_KINDS: frozenset[str] = frozenset({"reply", "structured"})
+VOICE_FIXTURE = Path(__file__).parent / "data" / "voice_hello.ogg"  # see make_voice_fixture.sh
+AUDIO_TYPES = ("flac", "m4a", "mp3", "mp4", "mpeg", "mpga", "oga", "ogg", "opus", "wav", "webm")
 
 
 # -- requests and replies ------------------------------------------------------------------------
@@ -78,6 +88,8 @@ class FakeRequest:
     texts: list[str] = field(default_factory=list)  # embedding inputs
     headers: dict[str, str] = field(default_factory=dict)  # lower-cased names
     retry_count: int = 0  # the SDK's `x-stainless-retry-count` header (0 on the first try)
+    audio: bytes | None = None  # transcription uploads: the file's bytes
+    filename: str | None = None  # … and its name
 
     @property
     def last_user_message(self) -> str:
@@ -284,7 +296,92 @@ def _describe(method: str, path: str, body: dict[str, Any], headers: dict[str, s
             req.texts = [" ".join(map(str, raw))]  # one pre-tokenised input
         elif isinstance(raw, list):
             req.texts = [t if isinstance(t, str) else " ".join(map(str, t)) for t in raw]
+    elif method == "POST" and path in ("/v1/audio/transcriptions", "/v1/audio/speech"):
+        req.api = "audio"
+        req.kind = "transcribe" if path.endswith("transcriptions") else "speech"
     return req
+
+
+# -- audio -----------------------------------------------------------------------------------------
+def ogg_opus_seconds(data: bytes) -> float:
+    """The playback length of an Ogg/Opus file, read from its pages; ValueError if it is not one.
+
+    Opus in Ogg counts granules at 48 kHz; the last page's granule position minus the header's
+    pre-skip is the length (RFC 7845)."""
+    pos, granule, pre_skip = 0, 0, None
+    while pos < len(data):
+        if data[pos : pos + 4] != b"OggS" or pos + 27 > len(data):
+            raise ValueError("not an Ogg stream")
+        granule = max(granule, struct.unpack_from("<q", data, pos + 6)[0])
+        segments = data[pos + 26]
+        start = pos + 27 + segments
+        if pre_skip is None:
+            if data[start : start + 8] != b"OpusHead":
+                raise ValueError("not an Ogg/Opus stream")
+            pre_skip = struct.unpack_from("<H", data, start + 10)[0]
+        pos = start + sum(data[pos + 27 : start])
+    if pre_skip is None:
+        raise ValueError("empty")
+    return max(0, granule - pre_skip) / 48000
+
+
+def multipart_form(content_type: str, raw: bytes) -> tuple[dict[str, str], dict[str, Any]]:
+    """Form fields and files ({"filename", "content"}) of a multipart/form-data body."""
+    head = f"content-type: {content_type}\r\n\r\n".encode()
+    msg = email.parser.BytesParser(policy=email.policy.HTTP).parsebytes(head + raw)
+    fields: dict[str, str] = {}
+    files: dict[str, Any] = {}
+    for part in msg.iter_parts():
+        name = str(part.get_param("name", header="content-disposition") or "")
+        payload = part.get_payload(decode=True)
+        content = payload if isinstance(payload, bytes) else b""
+        if part.get_filename() is not None:
+            files[name] = {"filename": part.get_filename(), "content": content}
+        else:
+            fields[name] = content.decode()
+    return fields, files
+
+
+def audio_seconds(req: FakeRequest) -> float:
+    """The upload's length when it is Ogg/Opus (0.0 for other formats, which are not parsed)."""
+    try:
+        return ogg_opus_seconds(req.audio or b"")
+    except ValueError:
+        return 0.0
+
+
+def default_transcriber(req: FakeRequest) -> Answer:
+    """What the fake "hears": it cannot recognise speech, so it says how much audio it got."""
+    return f"(fake transcript of {audio_seconds(req):.1f} s of audio)"
+
+
+def _bad_audio(req: FakeRequest) -> str | None:
+    """What a real server would refuse in a transcription upload, or None."""
+    ext = (req.filename or "").rsplit(".", 1)[-1].lower()
+    if not req.audio or ext not in AUDIO_TYPES:
+        return f"Invalid file format. Supported formats: {list(AUDIO_TYPES)}"
+    if ext in ("ogg", "oga", "opus") and not audio_seconds(req):
+        return "Audio file might be corrupted or unsupported"
+    return None
+
+
+def _transcription_body(req: FakeRequest, reply: FakeReply) -> Any:
+    text, seconds = _reply_text(reply), audio_seconds(req)
+    if (req.model or "").startswith("whisper"):
+        return {"text": text, "usage": {"type": "duration", "seconds": math.ceil(seconds)}}
+    given = reply.usage or {}  # gpt-4o-*-transcribe bill tokens; the fake counts 10 a second
+    inp = given.get("input_tokens", max(1, round(seconds * 10)))
+    out = given.get("output_tokens", approx_tokens(text))
+    usage = {"type": "tokens", "input_tokens": inp, "output_tokens": out, "total_tokens": inp + out}
+    return {"text": text, "usage": usage}
+
+
+@dataclass(frozen=True)
+class _Binary:
+    """A non-JSON answer body (speech audio)."""
+
+    content: bytes
+    content_type: str
 
 
 # -- answers ---------------------------------------------------------------------------------------
@@ -637,12 +734,18 @@ class _Handler(BaseHTTPRequestHandler):
         path = self.path.split("?", 1)[0].rstrip("/")
         raw = self._read_body()
         headers = {k.lower(): v for k, v in self.headers.items()}
-        try:
-            parsed = json.loads(raw) if raw else {}
-        except ValueError:
-            parsed = None
+        upload: dict[str, Any] = {}
+        if headers.get("content-type", "").startswith("multipart/form-data"):
+            fields, files = multipart_form(headers["content-type"], raw)
+            parsed, raw, upload = dict(fields), b"", files.get("file", {})
+        else:
+            try:
+                parsed = json.loads(raw) if raw else {}
+            except ValueError:
+                parsed = None
         body: dict[str, Any] = parsed if isinstance(parsed, dict) else {}
         req = _describe(method, path, body, headers)
+        req.audio, req.filename = upload.get("content"), upload.get("filename")
         status, payload, extra = fake._handle(
             req, bad_json=raw != b"" and parsed is None, client_gone=self._client_gone
         )
@@ -652,9 +755,10 @@ class _Handler(BaseHTTPRequestHandler):
         if isinstance(payload, _EventStream):
             self._stream(payload)
             return
-        data = json.dumps(payload).encode()
+        binary = payload if isinstance(payload, _Binary) else None
+        data = binary.content if binary else json.dumps(payload).encode()
         self.send_response(status)
-        self.send_header("content-type", "application/json")
+        self.send_header("content-type", binary.content_type if binary else "application/json")
         self.send_header("content-length", str(len(data)))
         self.send_header("x-request-id", "req_" + uuid.uuid4().hex[:16])
         self.send_header("openai-processing-ms", "1")
@@ -704,6 +808,7 @@ class FakeOpenAI:
         self.host = host
         self.port = port
         self.responder: Responder = default_responder
+        self.transcriber: Responder = default_transcriber  # transcription text when none queued
         self.latency: float = 0.0  # seconds added to every answer
         self.kind_latency: dict[str, float] = {}  # extra seconds per request kind
         self.stream_delay: float = 0.0  # seconds between the events of a streamed answer
@@ -804,6 +909,7 @@ class FakeOpenAI:
             self._queue.clear()
             self._failures.clear()
         self.responder = default_responder
+        self.transcriber = default_transcriber
         self.latency = 0.0
         self.kind_latency = {}
         self.stream_delay = 0.0
@@ -896,6 +1002,14 @@ class FakeOpenAI:
                 usage = _as_reply(answer, "count").usage or {}
                 count = usage.get("input_tokens", count)
             return 200, {"object": "response.input_tokens", "input_tokens": count}, {}
+        if req.kind == "transcribe":
+            bad = _bad_audio(req)
+            if bad is not None:
+                return self._error(400, bad)
+            answer = answer if found else self.transcriber(req)
+            return 200, _transcription_body(req, _as_reply(answer, req.kind)), {}
+        if req.kind == "speech":
+            return 200, _Binary(VOICE_FIXTURE.read_bytes(), "audio/ogg"), {}
         if not found:
             answer = self.responder(req)
         reply = _as_reply(answer, req.kind)

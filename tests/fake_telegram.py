@@ -13,7 +13,8 @@ It speaks only what the product uses, the way Telegram answers it (form and mult
 as PTB sends them): ``getMe``, ``setWebhook`` / ``deleteWebhook``, ``getUpdates`` with real
 long polling (``offset`` confirms older updates, ``timeout`` blocks until one arrives),
 ``sendMessage``, ``editMessageText``, ``deleteMessage``, ``sendChatAction``, ``sendDocument``
-(an upload) and ``setMyCommands``. HTML ``parse_mode`` becomes plain text + entities, so
+and ``sendVoice`` (uploads), ``getFile`` with the file's download under ``base_file_url``, and
+``setMyCommands``. HTML ``parse_mode`` becomes plain text + entities, so
 ``sent_messages()`` shows what the learner sees. Failures are injected with ``fail_next``
 (500, any status, or 429 flood control); every request but ``getUpdates`` is in ``calls``, every
 non-OK answer in ``errors``.
@@ -212,6 +213,20 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:
         pass
 
+    def do_GET(self) -> None:
+        """File downloads: /file/bot<token>/<file_path>, as getFile told the bot."""
+        fake = self.server.fake
+        match = re.fullmatch(r"/file/bot([^/]*)/(.+)", urllib.parse.unquote(self.path))
+        content = fake._file_content(match.group(2)) if match and match[1] == fake.token else None
+        data = content if content is not None else b'{"ok":false,"error_code":404}'
+        try:
+            self.send_response(200 if content is not None else 404)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+        except OSError:
+            self.close_connection = True
+
     def do_POST(self) -> None:
         fake = self.server.fake
         body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
@@ -333,6 +348,8 @@ class FakeTelegram:
         self._calls: list[tuple[str, JSON]] = []
         self._errors: list[tuple[str, JSON, int, str]] = []
         self._documents: list[JSON] = []
+        self._files: dict[str, JSON] = {}  # file_id → {file_id, file_unique_id, file_path, …}
+        self._voices: list[JSON] = []
         self._chat_actions: list[tuple[int, str]] = []
         self._commands: list[JSON] = []
         self._failures: dict[str, deque[ApiError]] = {}
@@ -525,6 +542,43 @@ class FakeTelegram:
             )
             return message
 
+    def _m_sendVoice(self, p: JSON, f: Files) -> JSON:
+        upload = f.get("voice")
+        if upload is None:
+            raise ApiError(400, "Bad Request: there is no voice in the request")
+        with self._cond:
+            entry = self._add_file(upload["content"], upload["filename"], "audio/ogg")
+            voice = {k: entry[k] for k in ("file_id", "file_unique_id", "file_size")}
+            message = self._bot_message(p, {"voice": {**voice, "duration": 1}})
+            self._voices.append({"chat_id": message["chat"]["id"], **entry})
+            return message
+
+    def _m_getFile(self, p: JSON, f: Files) -> JSON:
+        with self._cond:
+            entry = self._files.get(str(p.get("file_id")))
+            if entry is None:
+                raise ApiError(400, "Bad Request: invalid file_id")
+            return {k: entry[k] for k in ("file_id", "file_unique_id", "file_size", "file_path")}
+
+    def _add_file(self, content: bytes, filename: str | None, mime_type: str | None) -> JSON:
+        n = len(self._files) + 1
+        entry: JSON = {
+            "file_id": f"AwACAgIAAxkB{n:06d}",
+            "file_unique_id": f"AgAD{n:06d}",
+            "file_size": len(content),
+            "file_path": f"voice/file_{n}.{(filename or 'x.oga').rsplit('.', 1)[-1]}",
+            "file_name": filename,
+            "mime_type": mime_type,
+            "content": bytes(content),
+        }
+        self._files[entry["file_id"]] = entry
+        return entry
+
+    def _file_content(self, file_path: str) -> bytes | None:
+        with self._cond:
+            found = [e for e in self._files.values() if e["file_path"] == file_path]
+            return bytes(found[0]["content"]) if found else None
+
     def _m_setMyCommands(self, p: JSON, f: Files) -> bool:
         commands = p.get("commands")
         if not isinstance(commands, list) or not all(
@@ -578,6 +632,55 @@ class FakeTelegram:
     ) -> JSON:
         """Queue a text message from a user; returns the Update. ``chat_id`` defaults to the
         user's id in a private chat and to DEFAULT_GROUP_ID otherwise."""
+        body: JSON = {"text": text}
+        if entities := self.text_entities(text):
+            body["entities"] = entities
+        return self._user_message(
+            body, chat_id, user_id, first_name, chat_type, chat_title, reply_to_bot_message_id
+        )
+
+    def add_user_file(
+        self, content: bytes, filename: str | None = None, mime_type: str | None = None
+    ) -> JSON:
+        """A file a user uploaded, downloadable with getFile (for Update objects a test builds
+        itself): {file_id, file_unique_id, file_size, file_path, …}."""
+        with self._cond:
+            return copy.deepcopy(self._add_file(content, filename, mime_type))
+
+    def user_sends_voice(
+        self, content: bytes, duration: int = 2, user_id: int = DEFAULT_USER_ID, **where: Any
+    ) -> JSON:
+        """A voice note (Ogg/Opus ``content``); the bot downloads it with getFile."""
+        entry = self.add_user_file(content, None, "audio/ogg")
+        voice = {k: entry[k] for k in ("file_id", "file_unique_id", "file_size")}
+        voice.update(duration=duration, mime_type="audio/ogg")
+        return self._user_message({"voice": voice}, user_id=user_id, **where)
+
+    def user_sends_audio(
+        self,
+        content: bytes,
+        filename: str,
+        mime_type: str = "audio/ogg",
+        duration: int = 2,
+        user_id: int = DEFAULT_USER_ID,
+        **where: Any,
+    ) -> JSON:
+        """An audio file (Telegram's ``audio``, not a voice note), downloadable like any file."""
+        entry = self.add_user_file(content, filename, mime_type)
+        audio = {k: entry[k] for k in ("file_id", "file_unique_id", "file_size", "mime_type")}
+        audio.update(duration=duration, file_name=filename)
+        return self._user_message({"audio": audio}, user_id=user_id, **where)
+
+    def _user_message(
+        self,
+        body: JSON,
+        chat_id: int | None = None,
+        user_id: int = DEFAULT_USER_ID,
+        first_name: str = "Alice",
+        chat_type: str = "private",
+        chat_title: str | None = None,
+        reply_to_bot_message_id: int | None = None,
+    ) -> JSON:
         user = self.make_user(user_id, first_name)
         if chat_type == "private":
             chat: JSON = {"id": user_id if chat_id is None else chat_id, "type": "private"}
@@ -591,10 +694,8 @@ class FakeTelegram:
                 "from": user,
                 "chat": chat,
                 "date": int(time.time()),
-                "text": text,
+                **body,
             }
-            if entities := self.text_entities(text):
-                message["entities"] = entities
             if reply_to_bot_message_id is not None:
                 original = self._messages[(chat["id"], reply_to_bot_message_id)]
                 message["reply_to_message"] = self._public(original)
@@ -655,6 +756,11 @@ class FakeTelegram:
         """Documents the bot sent: {chat_id, filename, content, caption}."""
         with self._cond:
             return [copy.deepcopy(d) for d in self._documents if chat_id in (None, d["chat_id"])]
+
+    def voices(self, chat_id: int | None = None) -> list[JSON]:
+        """Voice notes the bot sent: {chat_id, content, file_id, …}."""
+        with self._cond:
+            return [copy.deepcopy(v) for v in self._voices if chat_id in (None, v["chat_id"])]
 
     # -- waiting -----------------------------------------------------------------------------------
     def _check(

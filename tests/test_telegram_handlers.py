@@ -641,7 +641,6 @@ STICKER = {
     "emoji": "👍",
 }
 PHOTO = [{"file_id": "p1", "file_unique_id": "pu1", "width": 90, "height": 90}]
-VOICE = {"file_id": "v1", "file_unique_id": "vu1", "duration": 2}
 DOCUMENT = {"file_id": "d1", "file_unique_id": "du1", "file_name": "essay.docx"}
 
 
@@ -650,10 +649,9 @@ DOCUMENT = {"file_id": "d1", "file_unique_id": "du1", "file_name": "essay.docx"}
     [
         {"sticker": STICKER},
         {"photo": PHOTO, "caption": "is this right?"},
-        {"voice": VOICE},
         {"document": DOCUMENT},
     ],
-    ids=["sticker", "photo", "voice", "document"],
+    ids=["sticker", "photo", "document"],
 )
 async def test_non_text_messages_get_one_line_and_store_nothing(
     h: Harness, media: dict[str, Any]

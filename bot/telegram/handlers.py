@@ -42,7 +42,7 @@ NOT_ALLOWED = (
     "Sorry, this bot is private and you are not on its list of learners. "
     "Ask its operator to add your user id ({user_id})."
 )
-NOT_TEXT = "I can only read text for now — please type your message."
+NOT_TEXT = "I can read text and listen to voice messages — please type or say your message."
 EDITED = (
     "I only read new messages, so I didn't see your edit. "
     "Send it again as a new message if you'd like me to answer it."
@@ -266,7 +266,7 @@ async def on_text(update: Update, context: Context) -> None:
 
 
 async def on_not_text(update: Update, context: Context) -> None:
-    """Stickers, photos, voice, files…: one short line (in groups only when addressed)."""
+    """Stickers, photos, files…: one short line (in groups only when addressed)."""
     message = update.message
     who = refs(message) if message else None
     if message is None or who is None:
@@ -322,6 +322,8 @@ def install(
 ) -> None:
     """Fill the application's BotState and add every handler, in the order they are tried (an
     application built with `.context_types(CONTEXT_TYPES)`)."""
+    from .voice import on_voice  # it builds on this module's helpers
+
     state: BotState = app.bot_data
     state.settings, state.engine = settings, engine
     app.add_handler(TypeHandler(Update, gate), group=-1)
@@ -329,6 +331,7 @@ def install(
     app.add_handler(CommandHandler(list(COMMANDS), on_command, filters=new_messages))
     app.add_handler(MessageHandler(new_messages & filters.COMMAND, on_unknown_command))
     app.add_handler(MessageHandler(new_messages & filters.TEXT, on_text))
+    app.add_handler(MessageHandler(new_messages & (filters.VOICE | filters.AUDIO), on_voice))
     app.add_handler(
         MessageHandler(new_messages & ~filters.TEXT & ~filters.StatusUpdate.ALL, on_not_text)
     )

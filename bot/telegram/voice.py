@@ -1,0 +1,97 @@
+"""Voice notes and audio files: check the limits from the message, download into memory (never to
+disk), let the core transcribe and answer, render; optionally answer aloud as a voice note."""
+
+from __future__ import annotations
+
+import logging
+from datetime import timedelta
+
+from telegram import Audio, Message, Update, Voice
+from telegram.constants import ChatAction
+from telegram.error import TelegramError
+
+from memora.engine import Engine
+from memora.views import Reply
+from memora.voice import VOICE_OFF, VoiceLimits, spoken, voice_turn
+
+from .handlers import Context, addressed_text, refs, typing
+from .render import send_reply
+
+log = logging.getLogger(__name__)
+
+DOWNLOAD_FAILED = (
+    "Sorry — I couldn't download that voice message from Telegram ({why}). Nothing was saved; "
+    "please send it again."
+)
+
+
+def _seconds(media: Voice | Audio) -> int | None:
+    d = media.duration
+    if d is None:
+        return None
+    return int(d.total_seconds()) if isinstance(d, timedelta) else int(d)
+
+
+def _filename(media: Voice | Audio) -> str:
+    """The name the endpoint sees: it infers the format from the extension."""
+    if isinstance(media, Audio) and media.file_name:
+        return media.file_name
+    subtype = (media.mime_type or "audio/ogg").split("/")[-1].split(";")[0]
+    ext = {"mpeg": "mp3", "mp4": "m4a", "x-m4a": "m4a", "x-wav": "wav"}.get(subtype, subtype)
+    return f"voice.{ext}"
+
+
+async def _download(media: Voice | Audio) -> bytes:
+    """The file's bytes, straight into memory."""
+    file = await media.get_file()
+    return bytes(await file.download_as_bytearray())
+
+
+async def on_voice(update: Update, context: Context) -> None:
+    """A voice note or an audio file → limits → in-memory download → transcribe → one turn."""
+    message = update.message
+    who = refs(message) if message else None
+    if message is None or who is None:
+        return
+    media: Voice | Audio | None = message.voice or message.audio
+    if media is None:
+        return
+    chat, user = who
+    if chat.is_group and addressed_text(message, context.bot.username, context.bot.id) is None:
+        return  # in a group, only a voice note that replies to the bot (or mentions it) is ours
+    state = context.bot_data
+    engine = state.need_engine()
+    if engine.transcriber is None:
+        await message.reply_text(VOICE_OFF)
+        return
+    cfg = state.settings.voice
+    limits = VoiceLimits(max_seconds=cfg.max_seconds, max_bytes=cfg.max_bytes)
+    refusal = limits.refusal(_seconds(media), media.file_size)
+    if refusal is not None:
+        await message.reply_text(refusal)
+        return
+    async with typing(message):
+        try:
+            audio = await _download(media)
+        except TelegramError as exc:
+            log.warning("voice download failed in chat %s: %s", chat.id, exc)
+            reply = Reply(DOWNLOAD_FAILED.format(why=exc.message), ok=False)
+        else:
+            reply = await voice_turn(
+                engine, chat, user, audio, _filename(media), message_id=message.message_id
+            )
+            del audio  # nothing of the recording outlives the turn
+    await send_reply(message, reply, markdown=reply.stored, quote=chat.is_group)
+    if engine.speaker is not None and reply.stored:
+        await _answer_aloud(engine, message, reply)
+
+
+async def _answer_aloud(engine: Engine, message: Message, reply: Reply) -> None:
+    """The written reply is out already: a failure here costs only the voice note."""
+    try:
+        await message.get_bot().send_chat_action(message.chat_id, ChatAction.RECORD_VOICE)
+        speech = await spoken(engine, reply)
+        if speech is not None:
+            await message.reply_voice(speech, filename="answer.ogg")
+    except TelegramError as exc:
+        log.warning("could not send the spoken answer in chat %s: %s", message.chat_id, exc)
