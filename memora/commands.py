@@ -221,6 +221,8 @@ async def _forget(engine: Engine, ctx: CommandContext) -> Reply:
         return err
     assert engine.store is not None
     await engine.store.delete(ctx.user.id, memory.id)
+    for text in {memory.text, *(r.text for r in memory.history)}:
+        await engine.db.forget_memory_text(ctx.user.id, text)
     return Reply(f"Forgotten: {memory.text}")
 
 

@@ -44,6 +44,7 @@ import numpy.typing as npt
 from memora.blocking import run_blocking
 from memora.dedupe import CANDIDATE_MIN, Relation, embedding_text, normalise_text, relation
 from memora.embeddings import Embedder, Vectors
+from memora.erase import CHROMA_HNSW, vacuum_chroma
 from memora.lexical import BM25
 from memora.ranking import DenseScale, dense_scale_for, hybrid_rank
 
@@ -337,7 +338,7 @@ class MemoryStore:
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
 
-    def _open_sync(self) -> tuple[Any, Any]:
+    def _open_sync(self, *, upgrade: bool = True) -> tuple[Any, Any]:
         import chromadb
         from chromadb.config import Settings
 
@@ -348,10 +349,17 @@ class MemoryStore:
         try:
             collection = client.get_or_create_collection(
                 COLLECTION,
-                configuration={"hnsw": {"space": "cosine"}},
+                configuration={"hnsw": {"space": "cosine", **CHROMA_HNSW}},
                 metadata={"embedder": self.embedder.name, "dim": self.embedder.dim},
                 embedding_function=None,  # we always pass our own vectors: never download one
             )
+            hnsw = (collection.configuration_json or {}).get("hnsw") or {}
+            if upgrade and hnsw.get("sync_threshold") != CHROMA_HNSW["sync_threshold"]:
+                # A store made before deletions purged Chroma's log: switch it, then reopen
+                # (the running segment keeps the settings it was opened with).
+                collection.modify(configuration={"hnsw": dict(CHROMA_HNSW)})
+                client.close()
+                return self._open_sync(upgrade=False)
             meta = collection.metadata or {}
             if meta.get("embedder", self.embedder.name) != self.embedder.name or int(
                 meta.get("dim", self.embedder.dim)
@@ -649,6 +657,8 @@ class MemoryStore:
                 self._invalidate(user_id)
             if cached is not None:
                 self._keep(user_id, cached.without(memory_id))
+            if deleted:
+                await run_blocking(vacuum_chroma, self.path)
             return deleted
 
     async def delete_user(self, user_id: int) -> int:
@@ -659,6 +669,7 @@ class MemoryStore:
         def _delete_all() -> int:
             n = len(self._col.get(where=where, include=[])["ids"])
             self._col.delete(where=where)
+            vacuum_chroma(self.path)  # the words must be gone from the file, not just unlinked
             return n
 
         async with self._lock(user_id):

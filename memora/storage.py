@@ -19,6 +19,7 @@ from typing import Any
 
 import aiosqlite
 
+from memora.erase import CHECKPOINT, SECURE_DELETE
 from memora.learner.schema import USER_TABLES
 from memora.llm import ChatMessage
 from memora.migrations import applied, migrate
@@ -135,12 +136,19 @@ class Database:
         await self._db.execute("PRAGMA synchronous=FULL")
         await self._db.execute("PRAGMA foreign_keys=ON")
         await self._db.execute("PRAGMA busy_timeout=5000")
+        await self._db.execute(SECURE_DELETE)  # deleted rows are zeroed, not just unlinked
         await migrate(self.db, self.transaction)
 
     async def close(self) -> None:
         if self._db is not None:
             await self._db.close()
             self._db = None
+
+    async def checkpoint(self) -> None:
+        """Move the WAL into the database file and empty it: after a deletion, the old pages
+        (with the deleted words) must not survive in the -wal file."""
+        async with self._tx_lock:
+            await self.db.execute(CHECKPOINT)
 
     async def schema_version(self) -> int:
         """How many migrations this database has run."""
@@ -318,6 +326,7 @@ class Database:
                 "last_summary_error='' WHERE chat_id=?",
                 (chat_id,),
             )
+        await self.checkpoint()
         return n
 
     async def forget_user(self, user_id: int) -> dict[str, int]:
@@ -363,7 +372,18 @@ class Database:
             await db.execute("DELETE FROM extraction_log WHERE user_id=?", (user_id,))
             for table in USER_TABLES:  # the learner model (memora/learner/schema.py)
                 await db.execute(f"DELETE FROM {table} WHERE user_id=?", (user_id,))
+        await self.checkpoint()
         return {"private_messages": in_private, "group_messages": in_groups}
+
+    async def forget_memory_text(self, user_id: int, text: str) -> None:
+        """A forgotten memory's text leaves the user's extraction log too (it may quote it)."""
+        for form in {text, json.dumps(text)[1:-1], json.dumps(text, ensure_ascii=False)[1:-1]}:
+            await self._write(
+                "DELETE FROM extraction_log WHERE user_id=? "
+                "AND (instr(raw, ?) > 0 OR instr(detail, ?) > 0)",
+                (user_id, form, form),
+            )
+        await self.checkpoint()
 
     # -- extraction log -------------------------------------------------------------------------
     async def log_extraction(self, log: ExtractionLog) -> None:

@@ -1,0 +1,51 @@
+"""Deleted means gone from the files: what the two embedded stores need after a deletion.
+
+Why this module exists: a DELETE in SQLite only unlinks the row. Its bytes stay in the page's free
+space, in free pages and in the write-ahead log until something happens to overwrite them, and
+Chroma keeps every write (document, metadata, user id) in its own log, `embeddings_queue` inside
+`chroma/chroma.sqlite3`, until the vector index that applied it is persisted. Neither library
+offers "erase" as one call, so the steps are spelled out here, each one a documented feature:
+
+- Memora's database runs with ``PRAGMA secure_delete=ON`` (deleted content is overwritten with
+  zeros) and is checkpointed with ``wal_checkpoint(TRUNCATE)`` after a deletion, so the WAL,
+  which still holds the old pages, is emptied (``Database.checkpoint``).
+- Chroma's collection is created with ``sync_threshold = batch_size = 1``: every write is applied
+  to the persisted index at once, so Chroma's automatic log purge leaves only the last operation
+  in its log (after a delete, the delete itself, which carries no document). See
+  :data:`CHROMA_HNSW`.
+- After a delete, Chroma's file is vacuumed the way ``chroma utils vacuum`` does (Chroma's docs:
+  vacuuming "blocks all reads and writes while it's running", shutting down first is "not
+  strictly required"), after merging its full-text index (the FTS5 ``optimize`` command), whose
+  trigram segments still list a deleted document's words until they are merged
+  (:func:`vacuum_chroma`).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+# Chroma's HNSW settings that make its log hold no more than the last write (see above).
+CHROMA_HNSW = {"sync_threshold": 1, "batch_size": 1}
+CHROMA_FILE = "chroma.sqlite3"
+_FTS = "embedding_fulltext_search"  # Chroma's FTS5 table over documents
+CHECKPOINT = "PRAGMA wal_checkpoint(TRUNCATE)"
+SECURE_DELETE = "PRAGMA secure_delete=ON"
+
+
+def vacuum_chroma(chroma_dir: Path, *, timeout: float = 30.0) -> None:
+    """Rewrite Chroma's SQLite file so no deleted document survives in it (blocking)."""
+    path = Path(chroma_dir) / CHROMA_FILE
+    if not path.is_file():
+        return
+    con = sqlite3.connect(path, timeout=timeout, isolation_level=None)
+    try:
+        con.execute(SECURE_DELETE)
+        has_fts = con.execute(
+            "SELECT 1 FROM sqlite_master WHERE type='table' AND name=?", (_FTS,)
+        ).fetchone()
+        if has_fts:
+            con.execute(f"INSERT INTO {_FTS}({_FTS}) VALUES ('optimize')")
+        con.execute("VACUUM")
+    finally:
+        con.close()

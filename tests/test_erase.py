@@ -1,0 +1,129 @@
+"""Deleted means gone from the disk: after /forgetme or /forget answers, no file under data_dir
+holds the learner's words (Chroma's log, free pages, the SQLite WAL included).
+
+The real `memora chat` process runs on a real data dir against the fake OpenAI server; the
+test greps the bytes of every file while the process is still running.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memora.longterm import COLLECTION, MemoryStore
+from tests.fake_openai import FakeOpenAI, FakeRequest, default_responder
+from tests.test_crash import ChatProcess
+from tests.test_terminal import memora_env
+
+pytestmark = pytest.mark.slow
+
+MARKER = "Zorblaxquintet"
+
+
+def files_holding(root: Path, needle: str) -> list[str]:
+    """Every file under root whose bytes contain the needle (UTF-8 or its JSON-escaped form)."""
+    forms = {needle.encode(), needle.lower().encode(), needle.upper().encode()}
+    hits = []
+    for path in sorted(root.rglob("*")):
+        if path.is_file():
+            data = path.read_bytes()
+            if any(f in data for f in forms):
+                hits.append(str(path.relative_to(root)))
+    return hits
+
+
+def _extracting(req: FakeRequest) -> object:
+    """The extractor keeps the cat's name; everything else answers as usual."""
+    if req.kind == "structured" and MARKER in req.last_user_message:
+        text = f"The user's cat is called {MARKER}."
+        return {"memories": [{"text": text, "category": "personal", "replaces": None}]}
+    return default_responder(req)
+
+
+@pytest.fixture
+def openai_server() -> Iterator[FakeOpenAI]:
+    with FakeOpenAI() as server:
+        server.responder = _extracting  # type: ignore[assignment]
+        yield server
+
+
+def _remembered(p: ChatProcess) -> None:
+    p.send(f"My cat is called {MARKER} and I study English every night.")
+    p.wait_for(f"Echo: My cat is called {MARKER}")
+    p.send("memories")  # settles the after-reply extraction first
+    p.wait_for(f"cat is called {MARKER}")
+
+
+def test_forgetme_leaves_no_byte_of_the_learner_on_disk(
+    openai_server: FakeOpenAI, tmp_path: Path
+) -> None:
+    data = tmp_path / "data"
+    p = ChatProcess(memora_env(openai_server, data))
+    try:
+        p.send("/remember I prefer short explanations with examples")
+        p.wait_for("Saved: I prefer short explanations")
+        _remembered(p)
+        assert files_holding(data, MARKER), "the test must see the marker before deleting"
+        p.send("/forgetme")
+        p.wait_for("Deleted everything I stored about you")
+        assert files_holding(data, MARKER) == []  # the process is still running
+        p.send("memories")
+        p.wait_for("I don't remember anything about you yet")
+    finally:
+        p.kill9()
+    assert files_holding(data, MARKER) == []
+
+
+def test_forget_one_memory_removes_its_words_from_every_file(
+    openai_server: FakeOpenAI, tmp_path: Path
+) -> None:
+    data = tmp_path / "data"
+    p = ChatProcess(memora_env(openai_server, data))
+    try:
+        p.send("/remember I prefer short explanations with examples")
+        p.wait_for("Saved: I prefer short explanations")
+        _remembered(p)
+        p.send("/reset")  # the conversation that said it goes; the memory stays until /forget
+        p.wait_for("Fresh start")
+        assert files_holding(data, MARKER), "the memory (and its extraction log) hold it"
+        p.send("/forget 2")
+        p.wait_for(f"Forgotten: The user's cat is called {MARKER}")
+        assert files_holding(data, MARKER) == []
+        p.send("memories")
+        p.wait_for("1. I prefer short explanations")
+    finally:
+        p.kill9()
+
+
+async def test_a_store_made_before_the_log_purge_is_upgraded(tmp_path: Path, embedder: Any) -> None:
+    """A data dir whose collection kept Chroma's default log settings is switched on open, and
+    a delete then leaves nothing in its files either."""
+    import chromadb
+    from chromadb.config import Settings
+
+    path = tmp_path / "chroma"
+    client = chromadb.PersistentClient(
+        path=str(path), settings=Settings(anonymized_telemetry=False)
+    )
+    old = client.get_or_create_collection(
+        COLLECTION,
+        configuration={"hnsw": {"space": "cosine"}},
+        metadata={"embedder": embedder.name, "dim": embedder.dim},
+        embedding_function=None,
+    )
+    assert old.configuration_json["hnsw"]["sync_threshold"] == 1000
+    client.close()
+    store = await MemoryStore.create(path, embedder)
+    try:
+        assert store._col.configuration_json["hnsw"]["sync_threshold"] == 1
+        await store.add(7, f"The user's cat is called {MARKER}.", source="manual")
+        await store.add(8, "The user lives in Taichung.", source="manual")
+        assert files_holding(path, MARKER)
+        assert await store.delete_user(7) == 1
+        assert files_holding(path, MARKER) == []
+        assert [m.text for m in await store.list(8)] == ["The user lives in Taichung."]
+    finally:
+        await store.close()
