@@ -58,11 +58,11 @@ def setup_logging(settings: Settings) -> None:
 
 def _llm(settings: Settings, model: str) -> OpenAILLM:
     cfg = settings.llm
-    return OpenAILLM(
+    return OpenAILLM.for_api(
+        cfg.api,
         model=model,
         api_key=cfg.api_key or "not-needed",
         base_url=cfg.base_url,
-        api=cfg.api,
         timeout=cfg.timeout,
         max_retries=cfg.max_retries,
         reasoning_effort=cfg.reasoning_effort or None,

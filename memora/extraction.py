@@ -296,10 +296,8 @@ async def extract(
             if not raw.strip():
                 raise ValueError("the model returned no structured answer (a refusal?)")
             result = ExtractionResult.model_validate_json(raw)
-        elif isinstance(parsed, ExtractionResult):
-            result = parsed
         else:
-            result = ExtractionResult.model_validate(parsed.model_dump())
+            result = parsed
     except (ValidationError, ValueError) as exc:
         return ExtractionOutcome(raw=raw, usage=answer.usage, error=f"unusable answer: {exc}")
     accepted, rejected = _screen(result)

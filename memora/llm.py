@@ -1,14 +1,21 @@
-"""The LLM seam: one small protocol and its AsyncOpenAI implementation."""
+"""The LLM seam: one small protocol and its AsyncOpenAI implementations, one class per API.
+
+`ResponsesLLM` speaks OpenAI's Responses API, `ChatCompletionsLLM` the Chat Completions API that
+every OpenAI-compatible server (Ollama, vLLM, llama.cpp) understands. They share `OpenAILLM`: the
+client, the error translation, and the streaming fallback; each says what its API can do with
+class attributes instead of branching on the API name.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import json
 import logging
+from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol, TypeVar, cast
+from typing import Any, ClassVar, Generic, Literal, Protocol, TypeVar, cast
 
 import openai
 from openai import AsyncOpenAI, AsyncStream
@@ -64,10 +71,10 @@ class Completion:
 
 
 @dataclass(frozen=True)
-class Parsed(Completion):
+class Parsed(Completion, Generic[T]):
     """A structured answer: the validated object (None if the model refused) plus raw text."""
 
-    parsed: BaseModel | None = None
+    parsed: T | None = None
 
 
 class LLMError(Exception):
@@ -97,10 +104,10 @@ def translated(service: str = "the model service") -> Iterator[None]:
         raise LLMError("the model returned malformed structured output") from exc
 
 
-async def guard(coro: Any, service: str = "the model service") -> Any:
+async def guard(call: Awaitable[T_], service: str = "the model service") -> T_:
     """Await an SDK call; turn every SDK failure into an LLMError with a short, true reason."""
     with translated(service):
-        return await coro
+        return await call
 
 
 async def _refusable(coro: Awaitable[T_]) -> T_:
@@ -145,15 +152,26 @@ class LLM(Protocol):
 
     async def parse(
         self, instructions: str, messages: list[ChatMessage], schema: type[T]
-    ) -> Parsed: ...
+    ) -> Parsed[T]: ...
 
     async def count_input_tokens(self, instructions: str, messages: list[ChatMessage]) -> int: ...
 
     async def aclose(self) -> None: ...
 
 
-class OpenAILLM:
-    """Talks to OpenAI or any OpenAI-compatible server (Responses or Chat Completions API)."""
+Api = Literal["responses", "chat_completions"]
+
+
+class OpenAILLM(ABC):
+    """What both OpenAI APIs share: the client, errors as LLMError, streaming with its fallback.
+
+    A subclass per API implements `_create` (one plain answer), `_stream` (the answer as it is
+    written) and `_parse` (structured output); `OpenAILLM.for_api(...)` picks the class.
+    """
+
+    api: ClassVar[Api]
+    usage_fields: ClassVar[tuple[str, str]]
+    """The names of the input and output token counts in this API's usage object."""
 
     def __init__(
         self,
@@ -161,40 +179,33 @@ class OpenAILLM:
         model: str,
         api_key: str,
         base_url: str | None = None,
-        api: Literal["responses", "chat_completions"] = "responses",
         timeout: float = 60.0,
         max_retries: int = 2,
         reasoning_effort: str | None = None,
     ) -> None:
         self.model = model
-        self.api = api
         self.reasoning_effort = reasoning_effort
-        self.streams = True  # False once the server has shown it cannot stream
+        # Learned, not configured: some OpenAI-compatible servers answer stream=true with 400.
+        self._stream_refused = False
         self._client = AsyncOpenAI(
             api_key=api_key, base_url=base_url, timeout=timeout, max_retries=max_retries
         )
 
-    # -- helpers -----------------------------------------------------------------------------
-    def _chat_messages(
-        self, instructions: str, messages: list[ChatMessage]
-    ) -> list[dict[str, str]]:
-        out = [{"role": "system", "content": instructions}]
-        # "developer" is a Responses/OpenAI role; older compatible servers only know "system".
-        out += [
-            {"role": "system" if m.role == "developer" else m.role, "content": m.content}
-            for m in messages
-        ]
-        return out
-
-    def _extra(self) -> dict[str, Any]:
-        if self.reasoning_effort and self.api == "responses":
-            return {"reasoning": {"effort": self.reasoning_effort}}
-        return {}
-
     @staticmethod
-    def _usage(raw: Any, inp: str, out: str) -> Usage:
+    def for_api(api: Api, **kwargs: Any) -> OpenAILLM:
+        """The client for `api` ("responses" or "chat_completions"), built with `kwargs`."""
+        cls: type[OpenAILLM] = ResponsesLLM if api == "responses" else ChatCompletionsLLM
+        return cls(**kwargs)
+
+    @property
+    def streams(self) -> bool:
+        """Whether a reply asked for with `on_delta` is streamed (False once the server refused)."""
+        return not self._stream_refused
+
+    def _usage(self, raw: object) -> Usage:
         if raw is None:
             return Usage()
+        inp, out = self.usage_fields
         return Usage(int(getattr(raw, inp, 0) or 0), int(getattr(raw, out, 0) or 0))
 
     # -- the protocol --------------------------------------------------------------------------
@@ -204,53 +215,83 @@ class OpenAILLM:
         messages: list[ChatMessage],
         on_delta: OnDelta | None = None,
     ) -> Completion:
-        if on_delta is not None and self.streams:
+        if on_delta is None or self._stream_refused:
+            completion = await guard(self._create(instructions, messages))
+        else:
             try:
-                if self.api == "responses":
-                    completion = await self._stream_responses(instructions, messages, on_delta)
-                else:
-                    completion = await self._stream_chat(instructions, messages, on_delta)
+                completion = await self._stream(instructions, messages, on_delta)
             except _StreamRefused:
                 # Some OpenAI-compatible servers reject stream=true (or stream_options). Ask
                 # again without streaming; if that works, the server cannot stream: stop trying.
-                plain = await self.complete(instructions, messages)
+                completion = await guard(self._create(instructions, messages))
                 log.warning("the model server refuses streamed requests; replies are not streamed")
-                self.streams = False
-                return plain
-            if not completion.text.strip():
-                raise LLMError("the model returned an empty answer")
-            return completion
-        if self.api == "responses":
-            resp = await guard(
-                self._client.responses.create(
-                    model=self.model,
-                    instructions=instructions,
-                    input=[m.as_dict() for m in messages],  # type: ignore[misc]
-                    **self._extra(),
-                )
-            )
-            text = resp.output_text or ""
-            usage = self._usage(resp.usage, "input_tokens", "output_tokens")
-        else:
-            resp = await guard(
-                self._client.chat.completions.create(
-                    model=self.model,
-                    messages=self._chat_messages(instructions, messages),  # type: ignore[arg-type]
-                )
-            )
-            if not resp.choices:
-                raise LLMError("the model returned no choices")
-            text = resp.choices[0].message.content or ""
-            usage = self._usage(resp.usage, "prompt_tokens", "completion_tokens")
-        if not text.strip():
+                self._stream_refused = True
+        if not completion.text.strip():
             raise LLMError("the model returned an empty answer")
-        return Completion(text=text, usage=usage)
+        return completion
 
-    async def _stream_responses(
+    async def parse(
+        self, instructions: str, messages: list[ChatMessage], schema: type[T]
+    ) -> Parsed[T]:
+        return await guard(self._parse(instructions, messages, schema))
+
+    async def count_input_tokens(self, instructions: str, messages: list[ChatMessage]) -> int:
+        """The provider's own count (the Responses API's endpoint, whichever API replies)."""
+        resp = await guard(
+            self._client.responses.input_tokens.count(
+                model=self.model,
+                instructions=instructions,
+                input=[m.as_dict() for m in messages],  # type: ignore[misc]
+            )
+        )
+        return int(resp.input_tokens)
+
+    async def aclose(self) -> None:
+        await self._client.close()
+
+    # -- per API ---------------------------------------------------------------------------------
+    @abstractmethod
+    async def _create(self, instructions: str, messages: list[ChatMessage]) -> Completion:
+        """One plain (not streamed) answer."""
+
+    @abstractmethod
+    async def _stream(
         self, instructions: str, messages: list[ChatMessage], on_delta: OnDelta
     ) -> Completion:
-        """Responses API with stream=true: text from `response.output_text.delta` events; the
-        final text and usage from the `response.completed` (or `.incomplete`) event."""
+        """The answer, `on_delta` awaited as it grows; raises _StreamRefused on an HTTP 400."""
+
+    @abstractmethod
+    async def _parse(
+        self, instructions: str, messages: list[ChatMessage], schema: type[T]
+    ) -> Parsed[T]:
+        """The answer as an instance of `schema` (None if the model refused)."""
+
+
+class ResponsesLLM(OpenAILLM):
+    """OpenAI's Responses API: instructions apart from the input, reasoning effort, SSE events."""
+
+    api = "responses"
+    usage_fields = ("input_tokens", "output_tokens")
+
+    def _extra(self) -> dict[str, Any]:
+        if self.reasoning_effort:
+            return {"reasoning": {"effort": self.reasoning_effort}}
+        return {}
+
+    async def _create(self, instructions: str, messages: list[ChatMessage]) -> Completion:
+        resp = await self._client.responses.create(
+            model=self.model,
+            instructions=instructions,
+            input=[m.as_dict() for m in messages],  # type: ignore[misc]
+            **self._extra(),
+        )
+        return Completion(text=resp.output_text or "", usage=self._usage(resp.usage))
+
+    async def _stream(
+        self, instructions: str, messages: list[ChatMessage], on_delta: OnDelta
+    ) -> Completion:
+        """Text from `response.output_text.delta` events; the final text and usage from the
+        `response.completed` (or `.incomplete`) event."""
         text = ""
         final: Any = None
         with translated():
@@ -280,24 +321,62 @@ class OpenAILLM:
                             raise LLMError(f"the model service failed mid-answer: {why}")
         if final is None:
             raise LLMError("the answer stream ended before the answer was complete")
-        return Completion(
-            text=final.output_text or text,
-            usage=self._usage(final.usage, "input_tokens", "output_tokens"),
+        return Completion(text=final.output_text or text, usage=self._usage(final.usage))
+
+    async def _parse(
+        self, instructions: str, messages: list[ChatMessage], schema: type[T]
+    ) -> Parsed[T]:
+        resp = await self._client.responses.parse(
+            model=self.model,
+            instructions=instructions,
+            input=[m.as_dict() for m in messages],  # type: ignore[misc]
+            text_format=schema,
+            **self._extra(),
+        )
+        return Parsed(
+            text=resp.output_text or "", usage=self._usage(resp.usage), parsed=resp.output_parsed
         )
 
-    async def _stream_chat(
+
+class ChatCompletionsLLM(OpenAILLM):
+    """Chat Completions: what every OpenAI-compatible server speaks; the instructions become the
+    system message, and no reasoning effort is sent (compatible servers may reject it)."""
+
+    api = "chat_completions"
+    usage_fields = ("prompt_tokens", "completion_tokens")
+
+    @staticmethod
+    def _messages(instructions: str, messages: list[ChatMessage]) -> Any:
+        out = [{"role": "system", "content": instructions}]
+        # "developer" is a Responses/OpenAI role; older compatible servers only know "system".
+        out += [
+            {"role": "system" if m.role == "developer" else m.role, "content": m.content}
+            for m in messages
+        ]
+        return out
+
+    async def _create(self, instructions: str, messages: list[ChatMessage]) -> Completion:
+        resp = await self._client.chat.completions.create(
+            model=self.model, messages=self._messages(instructions, messages)
+        )
+        if not resp.choices:
+            raise LLMError("the model returned no choices")
+        text = resp.choices[0].message.content or ""
+        return Completion(text=text, usage=self._usage(resp.usage))
+
+    async def _stream(
         self, instructions: str, messages: list[ChatMessage], on_delta: OnDelta
     ) -> Completion:
-        """Chat Completions with stream=true: `choices[0].delta.content` pieces until a
-        finish_reason; usage from the last chunk (`stream_options.include_usage`)."""
+        """`choices[0].delta.content` pieces until a finish_reason; usage from the last chunk
+        (`stream_options.include_usage`)."""
         text = ""
         finished = False
-        usage: Any = None
+        usage: object = None
         with translated():
             stream = await _refusable(
                 self._client.chat.completions.create(
                     model=self.model,
-                    messages=cast(Any, self._chat_messages(instructions, messages)),
+                    messages=self._messages(instructions, messages),
                     stream=True,
                     stream_options={"include_usage": True},
                 )
@@ -317,49 +396,19 @@ class OpenAILLM:
                                 finished = True
         if not finished:
             raise LLMError("the answer stream ended before the answer was complete")
-        return Completion(text=text, usage=self._usage(usage, "prompt_tokens", "completion_tokens"))
+        return Completion(text=text, usage=self._usage(usage))
 
-    async def parse(
+    async def _parse(
         self, instructions: str, messages: list[ChatMessage], schema: type[T]
-    ) -> Parsed:
-        if self.api == "responses":
-            resp = await guard(
-                self._client.responses.parse(
-                    model=self.model,
-                    instructions=instructions,
-                    input=[m.as_dict() for m in messages],  # type: ignore[misc]
-                    text_format=schema,
-                    **self._extra(),
-                )
-            )
-            raw = resp.output_text or ""
-            parsed = resp.output_parsed
-            usage = self._usage(resp.usage, "input_tokens", "output_tokens")
-        else:
-            resp = await guard(
-                self._client.chat.completions.parse(
-                    model=self.model,
-                    messages=self._chat_messages(instructions, messages),  # type: ignore[arg-type]
-                    response_format=schema,
-                )
-            )
-            if not resp.choices:
-                raise LLMError("the model returned no choices")
-            msg = resp.choices[0].message
-            raw = msg.content or msg.refusal or ""
-            parsed = msg.parsed
-            usage = self._usage(resp.usage, "prompt_tokens", "completion_tokens")
-        return Parsed(text=raw, usage=usage, parsed=parsed)
-
-    async def count_input_tokens(self, instructions: str, messages: list[ChatMessage]) -> int:
-        resp = await guard(
-            self._client.responses.input_tokens.count(
-                model=self.model,
-                instructions=instructions,
-                input=[m.as_dict() for m in messages],  # type: ignore[misc]
-            )
+    ) -> Parsed[T]:
+        resp = await self._client.chat.completions.parse(
+            model=self.model,
+            messages=self._messages(instructions, messages),
+            response_format=schema,
         )
-        return int(resp.input_tokens)
-
-    async def aclose(self) -> None:
-        await self._client.close()
+        if not resp.choices:
+            raise LLMError("the model returned no choices")
+        msg = resp.choices[0].message
+        return Parsed(
+            text=msg.content or msg.refusal or "", usage=self._usage(resp.usage), parsed=msg.parsed
+        )

@@ -28,7 +28,7 @@ cut part-way with ``FakeReply(cut_after=N, cut=...)`` and paced with ``stream_de
 Usage::
 
     with FakeOpenAI() as server:
-        llm = OpenAILLM(model="gpt-test", api_key="sk-fake", base_url=server.base_url)
+        llm = ResponsesLLM(model="gpt-test", api_key="sk-fake", base_url=server.base_url)
 
 To grow it: a new endpoint is one branch in ``_describe`` (its kind) and one in ``_handle``.
 """

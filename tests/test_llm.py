@@ -1,4 +1,4 @@
-"""The LLM client (memora.llm.OpenAILLM) and the OpenAI embedder, through the real openai SDK
+"""The LLM clients (memora.llm, a class per API) and the OpenAI embedder, via the real openai SDK
 over HTTP to tests/fake_openai.py: both APIs, structured output, streaming, failures."""
 
 from __future__ import annotations
@@ -15,7 +15,15 @@ import pytest
 from pydantic import BaseModel
 
 from memora.embeddings import OpenAIEmbedder
-from memora.llm import ChatMessage, LLMError, OpenAILLM
+from memora.llm import (
+    LLM,
+    ChatCompletionsLLM,
+    ChatMessage,
+    LLMError,
+    OpenAILLM,
+    Parsed,
+    ResponsesLLM,
+)
 from tests.fake_openai import (
     CutMode,
     FakeOpenAI,
@@ -64,15 +72,21 @@ def fake(_server: FakeOpenAI) -> FakeOpenAI:
 
 @asynccontextmanager
 async def make_llm(
-    fake: FakeOpenAI, api: API = "responses", *, client_timeout: float = 10.0, max_retries: int = 2
+    fake: FakeOpenAI,
+    api: API = "responses",
+    *,
+    client_timeout: float = 10.0,
+    max_retries: int = 2,
+    reasoning_effort: str | None = None,
 ) -> AsyncIterator[OpenAILLM]:
-    llm = OpenAILLM(
+    llm = OpenAILLM.for_api(
+        api,
         model="gpt-fake",
         api_key="sk-fake",
         base_url=fake.base_url,
-        api=api,
         timeout=client_timeout,
         max_retries=max_retries,
+        reasoning_effort=reasoning_effort,
     )
     try:
         yield llm
@@ -82,6 +96,76 @@ async def make_llm(
 
 def expected_input_tokens(instructions: str, messages: list[ChatMessage]) -> int:
     return approx_tokens(instructions) + sum(approx_tokens(m.content) for m in messages)
+
+
+# -- one class per API -----------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("api", "cls"), [("responses", ResponsesLLM), ("chat_completions", ChatCompletionsLLM)]
+)
+async def test_for_api_picks_the_class_that_speaks_that_api(
+    fake: FakeOpenAI, api: API, cls: type[OpenAILLM]
+) -> None:
+    async with make_llm(fake, api) as llm:
+        assert type(llm) is cls and llm.api == api
+        assert llm.streams  # until a server refuses
+        client: LLM = llm  # the protocol the engine takes
+        assert (await client.complete(INSTR, MSGS)).text.startswith("Echo:")
+
+
+async def test_chat_completions_sends_instructions_as_the_first_system_message(
+    fake: FakeOpenAI,
+) -> None:
+    messages = [ChatMessage("developer", "Memories: likes tea"), *MSGS]
+    async with make_llm(fake, "chat_completions", reasoning_effort="high") as llm:
+        await llm.complete(INSTR, messages)
+    body = fake.last_request.body
+    assert body["messages"][:2] == [
+        {"role": "system", "content": INSTR},
+        {"role": "system", "content": "Memories: likes tea"},  # older servers lack "developer"
+    ]
+    assert "reasoning" not in body and "reasoning_effort" not in body
+
+
+async def test_responses_sends_reasoning_effort_on_replies_and_structured_calls(
+    fake: FakeOpenAI,
+) -> None:
+    async with make_llm(fake, "responses", reasoning_effort="low") as llm:
+        await llm.complete(INSTR, MSGS)
+        await llm.parse(INSTR, MSGS, Correction)
+    assert [r.body["reasoning"] for r in fake.requests] == [{"effort": "low"}] * 2
+    assert all(r.instructions == INSTR for r in fake.requests)
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_parse_returns_the_schema_type_itself(fake: FakeOpenAI, api: API) -> None:
+    async with make_llm(fake, api) as llm:
+        out: Parsed[Correction] = await llm.parse(INSTR, MSGS, Correction)
+    assert isinstance(out.parsed, Correction)  # no re-validation needed by the caller
+    assert out.parsed.level.code == "A1"
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_a_reply_with_no_text_is_an_llm_error(fake: FakeOpenAI, api: API) -> None:
+    fake.queue_reply("   ")
+    async with make_llm(fake, api) as llm:
+        with pytest.raises(LLMError, match="empty answer"):
+            await llm.complete(INSTR, MSGS)
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_each_client_learns_for_itself_that_its_server_cannot_stream(
+    fake: FakeOpenAI, api: API
+) -> None:
+    fake.refuse_streams = True
+    async with make_llm(fake, api) as first:
+        await first.complete(INSTR, MSGS, on_delta=Collector())
+        assert not first.streams
+    fake.refuse_streams = False
+    async with make_llm(fake, api) as second:  # e.g. after a restart: the server may be new
+        seen = Collector()
+        await second.complete(INSTR, MSGS, on_delta=seen)
+    assert seen.texts and second.streams
+    assert [r.stream for r in fake.requests] == [True, False, True]
 
 
 # -- plain replies ---------------------------------------------------------------------------------
@@ -269,7 +353,7 @@ async def test_streamed_and_plain_answers_agree(fake: FakeOpenAI, api: API) -> N
 
 
 async def test_stream_with_reasoning_item(fake: FakeOpenAI) -> None:
-    llm = OpenAILLM(
+    llm = ResponsesLLM(
         model="gpt-fake", api_key="sk-fake", base_url=fake.base_url, reasoning_effort="low"
     )
     try:
