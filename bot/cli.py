@@ -40,13 +40,11 @@ async def _chat(settings: Settings, args: argparse.Namespace) -> None:
 
 
 async def _export(settings: Settings, args: argparse.Namespace) -> int:
-    from memora.commands import export_chat
-
     async with open_engine(settings, needs_model=False) as engine:
-        if args.chat_id not in await engine.db.chat_ids():
-            print(f"memora: no data for chat {args.chat_id}", file=sys.stderr)
-            return 1
-        data = await export_chat(engine, args.chat_id)
+        data = await engine.export_chat(args.chat_id)
+    if data is None:
+        print(f"memora: no data for chat {args.chat_id}", file=sys.stderr)
+        return 1
     text = json.dumps(data, ensure_ascii=False, indent=2)
     if args.output == "-":
         print(text)

@@ -10,13 +10,15 @@ from typing import TextIO
 from memora.commands import COMMANDS, CommandContext, run_command
 from memora.engine import ChatRef, Engine, UserRef
 
-# Words that run a command when typed alone; everything with an argument needs its "/".
-BARE_WORDS = {"help", "history", "context", "summary", "status", "memories", "extraction"}
-BANNER = (
-    "Memora — terminal chat. Alone on a line: history, context, summary, status, memories, "
-    "extraction, help, exit. With a slash: /remember <text>, /search <q>, /forget <n>, "
-    "/undo <n>, /reset, /forgetme."
-)
+
+def banner() -> str:
+    """The words that work alone on a line (Command.bare_word), then those that need the "/"."""
+    bare = [c.name for c in COMMANDS.values() if c.bare_word]
+    slashed = [f"/{c.name} {c.arg}".rstrip() for c in COMMANDS.values() if not c.bare_word]
+    return (
+        f"Memora — terminal chat. Alone on a line: {', '.join(bare)}, exit. "
+        f"With a slash: {', '.join(slashed)}."
+    )
 
 
 async def _readline(stream: TextIO) -> str | None:
@@ -32,7 +34,7 @@ def parse_command(line: str) -> tuple[str, str] | None:
         word, _, arg = text[1:].partition(" ")
         return word.lower(), arg.strip()
     word = text.lower()
-    if word in {"exit", "quit"} or (word in COMMANDS and word in BARE_WORDS):
+    if word in {"exit", "quit"} or (word in COMMANDS and COMMANDS[word].bare_word):
         return word, ""
     return None
 
@@ -50,8 +52,8 @@ async def chat_loop(
     """Read lines, answer them, print a memory status line per turn; stop on exit or EOF."""
     inp, out = stdin or sys.stdin, stdout or sys.stdout
     chat, user = ChatRef(chat_id, "private", "terminal"), UserRef(user_id, user_name)
-    count = await engine.db.message_count(chat_id)
-    print(BANNER, file=out)
+    count = await engine.message_count(chat_id)
+    print(banner(), file=out)
     if count:
         print(f"(continuing: {count} messages in this chat's history)", file=out)
     while True:

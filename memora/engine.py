@@ -8,18 +8,26 @@ import weakref
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from memora.llm import LLM, ChatMessage, LLMError, OnDelta
 from memora.prompts import TUTOR_INSTRUCTIONS
 from memora.ranking import DEFAULT_MIN_SCORE
 from memora.shortterm import BuiltContext, OverBudget, Window, build_context, summarize
-from memora.storage import Database, ExtractionLog, NewTurn, StoredMessage, TurnUsage, utcnow
+from memora.storage import (
+    ChatRow,
+    Database,
+    ExtractionLog,
+    NewTurn,
+    StoredMessage,
+    TurnUsage,
+    utcnow,
+)
 from memora.tokens import TokenCounter
-from memora.views import Reply, TurnStats
+from memora.views import Reply, Status, TurnStats
 
 if TYPE_CHECKING:
-    from memora.longterm import MemoryStore
+    from memora.longterm import AddResult, Memory, MemoryStore, SearchResult
     from memora.voice import Speaker, Transcriber, Transcript
 
 log = logging.getLogger(__name__)
@@ -180,6 +188,119 @@ class Engine:
 
     def _epoch(self, user_id: int) -> int:
         return self._epochs.get(user_id, 0)
+
+    # -- queries: what commands and adapters read or change, without reaching into the stores ----
+    @property
+    def has_memory(self) -> bool:
+        """Whether this bot keeps long-term memories (a store is configured)."""
+        return self.store is not None
+
+    def _memory(self) -> MemoryStore:
+        if self.store is None:
+            raise RuntimeError("long-term memory is off on this engine")
+        return self.store
+
+    async def chat_state(self, chat_id: int) -> ChatRow:
+        """The chat's summary, summary offset and last request context."""
+        return await self.db.chat(chat_id)
+
+    async def history(self, chat_id: int) -> list[StoredMessage]:
+        return await self.db.messages(chat_id)
+
+    async def message_count(self, chat_id: int) -> int:
+        return await self.db.message_count(chat_id)
+
+    async def last_speaker(self, chat_id: int) -> tuple[int, str] | None:
+        """Who sent the chat's last user message: whose memories the last context holds."""
+        return await self.db.last_speaker(chat_id)
+
+    async def extraction_log(self, user_id: int) -> ExtractionLog | None:
+        return await self.db.extraction(user_id)
+
+    async def status(self, chat_id: int, user_id: int) -> Status:
+        """The /status figures for this chat and (memories, extraction) this user."""
+        row = await self.db.chat(chat_id)
+        log = await self.db.extraction(user_id)
+        return Status(
+            history_messages=await self.db.message_count(chat_id),
+            summarized_messages=row.summarized_count,
+            last_context_messages=len(row.last_context),
+            summary_available=bool(row.summary),
+            memory_count=await self.store.count(user_id) if self.store else None,
+            last=await self.db.last_usage(chat_id),
+            session=await self.db.total_usage(chat_id),
+            extraction_status=f"{log.status} at {log.at}" if log else "none yet",
+            summary_error=row.last_summary_error,
+            embedding_model=self.store.embedder.name if self.store else "off",
+        )
+
+    async def memories(self, user_id: int) -> list[Memory]:
+        """The user's long-term memories, in the order /memories numbers them."""
+        return await self._memory().list(user_id)
+
+    async def search_memories(self, user_id: int, query: str, top_k: int = 10) -> SearchResult:
+        """The user's memories ranked for `query`, below the reply's score floor too."""
+        return await self._memory().search(user_id, query, top_k=top_k, min_score=0.0)
+
+    async def remember(
+        self, chat: ChatRef, user: UserRef, text: str, *, message_id: int | None = None
+    ) -> AddResult:
+        """Save a memory the user asked for, and note it in their extraction log."""
+        result = await self._memory().add(
+            user.id, text, source="manual", category="other", chat_id=chat.id, message_id=message_id
+        )
+        await self.db.log_extraction_manual(user.id, chat.id, text)
+        return result
+
+    async def forget_memory(self, user_id: int, memory: Memory) -> bool:
+        """Delete the memory, and its words (and earlier versions) wherever SQLite kept them."""
+        deleted = await self._memory().delete(user_id, memory.id)
+        for text in {memory.text, *(r.text for r in memory.history)}:
+            await self.db.forget_memory_text(user_id, text)
+        return deleted
+
+    async def undo_memory(self, user_id: int, memory_id: str) -> Memory | None:
+        """Restore the memory's previous text; None if it was never updated."""
+        return await self._memory().revert(user_id, memory_id)
+
+    async def reset_chat(self, chat_id: int) -> int:
+        """Forget the chat's short-term memory; return how many messages went."""
+        return await self.db.reset_chat(chat_id)
+
+    async def export_chat(self, chat_id: int) -> dict[str, Any] | None:
+        """The chat's data (history, summary, usage, participants' memories) as a JSON-able
+        dict; None for a chat this bot has never seen."""
+        if chat_id not in await self.db.chat_ids():
+            return None
+        row = await self.db.chat(chat_id)
+        participants: dict[str, Any] = {}
+        if self.store is not None:
+            for uid, name in await self.db.participants(chat_id):
+                mems = await self.store.list(uid)
+                participants[str(uid)] = {"name": name, "memories": [_exported(m) for m in mems]}
+        return {
+            "exported_at": self.clock().isoformat(timespec="seconds"),
+            "chat": {"id": chat_id, "kind": row.kind, "title": row.title},
+            "summary": row.summary,
+            "summarized_messages": row.summarized_count,
+            "history": [
+                {
+                    "seq": m.seq,
+                    "role": m.role,
+                    "content": m.content,
+                    "user_id": m.user_id,
+                    "user_name": m.user_name,
+                    "at": m.created_at,
+                }
+                for m in await self.db.messages(chat_id)
+            ],
+            "last_context": [m.as_dict() for m in row.last_context],
+            "usage": {
+                "turns": await self.db.turn_rows(chat_id),
+                "total_tokens": (await self.db.total_usage(chat_id)).total,
+            },
+            "participants": participants,
+        }
 
     # -- the turn -------------------------------------------------------------------------------
     async def handle_turn(
@@ -419,3 +540,20 @@ class Engine:
         await self.db.log_extraction(
             ExtractionLog(user.id, chat.id, utcnow(), status, raw, detail, tokens)
         )
+
+
+def _exported(m: Memory) -> dict[str, Any]:
+    """One memory as /export writes it, with its history of replaced texts."""
+    return {
+        "id": m.id,
+        "text": m.text,
+        "source": m.source,
+        "category": m.category,
+        "created_at": m.created_at,
+        "updated_at": m.updated_at,
+        "chat_id": m.chat_id,
+        "message_id": m.message_id,
+        "history": [
+            {"text": r.text, "replaced_at": r.replaced_at, "reason": r.reason} for r in m.history
+        ],
+    }

@@ -165,7 +165,7 @@ def test_a_learner_is_remembered_across_a_restart(bot: BotProcess) -> None:
     assert [m["text"] for m in memories if m["source"] == "manual"] == [
         "I am preparing for IELTS 7.0"
     ]
-    assert ask(tg, "/export") == "Only the bot's admins can export data."
+    assert ask(tg, "/export") == "Only the bot's admins can use /export."
 
 
 def test_flood_control_is_retried_and_the_reply_arrives(bot: BotProcess) -> None:

@@ -425,7 +425,7 @@ async def test_export_is_for_admins(h: Harness) -> None:
     assert doc.params["caption"].startswith(f"Export of chat {ADMIN}")
 
     (refused,) = await h.say("/export")
-    assert refused == "Only the bot's admins can export data."
+    assert refused == "Only the bot's admins can use /export."
     (other,) = await h.say(f"/export {ADMIN}")
     assert "admins" in other
 

@@ -84,7 +84,7 @@ async def _post_init(app: App) -> None:
         state.exit_stack = stack
     try:
         await app.bot.set_my_commands(
-            [BotCommand(name, desc[:256]) for name, desc in COMMANDS.items()]
+            [BotCommand(c.name, c.description[:256]) for c in COMMANDS.values()]
         )
     except TelegramError as exc:  # the menu is a convenience; the bot works without it
         log.warning("could not set the command menu: %s", exc)

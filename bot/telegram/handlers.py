@@ -217,7 +217,8 @@ async def on_command(update: Update, context: Context) -> None:
         is_admin=user.id in state.telegram.admin_ids,
         message_id=message.message_id,
     )
-    async with _maybe_typing(message, name == "remember" and bool(arg)):
+    command = COMMANDS.get(name.lower())
+    async with _maybe_typing(message, command is not None and command.runs_turn and bool(arg)):
         reply = await run_command(state.need_engine(), name, ctx)
     await send_reply(message, reply, markdown=reply.stored, name=name, quote=chat.is_group)
 
