@@ -78,7 +78,7 @@ async def chat_loop(
                 print(f"(wrote {reply.document.filename})", file=out)
         else:
             reply = await engine.handle_turn(chat, user, line)
-        print(f"\nMemora: {reply.text}" if not cmd else f"\n{reply.text}", file=out, flush=True)
+        print(f"\nMemora: {reply.plain}" if not cmd else f"\n{reply.plain}", file=out, flush=True)
         if show_stats and reply.stats is not None:
             print(reply.stats.render(), file=out, flush=True)
     await engine.drain()

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from memora.engine import ChatRef, Engine, UserRef
@@ -215,11 +215,9 @@ async def _remember(engine: Engine, ctx: CommandContext) -> Reply:
     result = await engine.remember(ctx.chat, ctx.user, text, message_id=ctx.message_id)
     note = "I already remembered that." if result.action == "duplicate" else f"Saved: {text}"
     reply = await engine.handle_turn(
-        ctx.chat, ctx.user, text, message_id=ctx.message_id, extract=False, prefix=f"✅ {note}\n\n"
+        ctx.chat, ctx.user, text, message_id=ctx.message_id, extract=False
     )
-    if not reply.ok:
-        return Reply(f"✅ {note}\n\n{reply.text}", ok=False)
-    return reply
+    return replace(reply, note=f"✅ {note}")  # the adapter shows it above the reply
 
 
 @command(

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from memora.llm import LLM, ChatMessage, LLMError, OnDelta
+from memora.llm import LLM, ChatMessage, Completion, LLMError, OnDelta
 from memora.prompts import TUTOR_INSTRUCTIONS
 from memora.ranking import DEFAULT_MIN_SCORE
 from memora.shortterm import BuiltContext, OverBudget, Window, build_context, summarize
@@ -67,6 +67,29 @@ class Answered:
 
 
 @dataclass(frozen=True)
+class _Turn:
+    """One learner message on its way through the reply path."""
+
+    chat: ChatRef
+    user: UserRef
+    text: str
+    message_id: int | None
+    extract: bool
+    transcript: Transcript | None
+
+
+@dataclass(frozen=True)
+class _Prepared:
+    """The context built for a turn, and what building it cost."""
+
+    window: Window
+    built: BuiltContext
+    memories_used: int
+    embedding_tokens: int
+    summary_tokens: int
+
+
+@dataclass(frozen=True)
 class EngineConfig:
     max_input_tokens: int = 1000
     max_recent_turns: int = 3
@@ -93,8 +116,8 @@ OVER_BUDGET = (
 EMPTY = "I didn't get any text. Write a message, or /help for what I can do."
 
 
-def _shielded(on_delta: OnDelta, prefix: str) -> OnDelta:
-    """The adapter's progress callback, prefixed, and never able to break the turn."""
+def _shielded(on_delta: OnDelta) -> OnDelta:
+    """The adapter's progress callback, never able to break the turn."""
     broken = False
 
     async def deliver(text: str) -> None:
@@ -102,7 +125,7 @@ def _shielded(on_delta: OnDelta, prefix: str) -> OnDelta:
         if broken:
             return
         try:
-            await on_delta(prefix + text)
+            await on_delta(text)
         except Exception:
             broken = True
             log.exception("the progress callback failed; the reply goes on without it")
@@ -311,7 +334,6 @@ class Engine:
         *,
         message_id: int | None = None,
         extract: bool = True,
-        prefix: str = "",
         on_delta: OnDelta | None = None,
         transcript: Transcript | None = None,
     ) -> Reply:
@@ -320,10 +342,10 @@ class Engine:
         `transcript` is set when `text` was spoken: what its transcription cost is recorded with
         the turn, like every other call's usage.
 
-        With `on_delta`, the reply is streamed: it is awaited with the reply text so far (prefix
-        included) as the model writes it. It only shows progress: what counts is the Reply
-        returned, and a turn that fails part-way stores nothing, like any failed turn. A callback
-        that raises is logged and not called again; the turn goes on."""
+        With `on_delta`, the reply is streamed: it is awaited with the reply text so far as the
+        model writes it. It only shows progress: what counts is the Reply returned, and a turn
+        that fails part-way stores nothing, like any failed turn. A callback that raises is
+        logged and not called again; the turn goes on."""
         text = text.strip()
         if not text:
             return Reply(EMPTY, ok=False)
@@ -333,34 +355,35 @@ class Engine:
             )
         async with self.lock(chat.id):
             await self.settle(chat.id)
-            return await self._turn(
-                chat, user, text, message_id, extract, prefix, on_delta, transcript
-            )
+            turn = _Turn(chat, user, text, message_id, extract, transcript)
+            return await self._turn(turn, on_delta)
 
-    async def _turn(
-        self,
-        chat: ChatRef,
-        user: UserRef,
-        text: str,
-        message_id: int | None,
-        extract: bool,
-        prefix: str,
-        on_delta: OnDelta | None = None,
-        transcript: Transcript | None = None,
-    ) -> Reply:
-        epoch = self._epoch(user.id)
+    async def _turn(self, turn: _Turn, on_delta: OnDelta | None) -> Reply:
+        """Context → reply → store; each step answers the learner itself when it fails."""
+        epoch = self._epoch(turn.user.id)
+        prepared = await self._prepare(turn)
+        if isinstance(prepared, Reply):
+            return prepared
+        answer = await self._answer(turn.chat, prepared.built, on_delta)
+        if isinstance(answer, Reply):
+            return answer
+        if self._epoch(turn.user.id) != epoch:  # the user asked to be forgotten meanwhile
+            return Reply(answer.text, markdown=True)
+        return await self._store(turn, prepared, answer)
+
+    async def _prepare(self, turn: _Turn) -> _Prepared | Reply:
+        """Retrieve memories and build the context inside the budget (folding if needed)."""
+        chat, user = turn.chat, turn.user
         await self.db.ensure_chat(chat.id, chat.kind, chat.title)
         row = await self.db.chat(chat.id)
         pending = await self.db.messages(chat.id, from_seq=row.summarized_count)
         window = Window(row.summary, row.summarized_count, pending)
-
-        memory_lines, embed_tokens = await self._retrieve(user, text, pending)
-        shown = f"[{user.name}] {text}" if chat.is_group and user.name else text
-        current = ChatMessage("user", shown)
+        memory_lines, embed_tokens = await self._retrieve(user, turn.text, pending)
+        shown = f"[{user.name}] {turn.text}" if chat.is_group and user.name else turn.text
         try:
             built = await build_context(
                 window=window,
-                current=current,
+                current=ChatMessage("user", shown),
                 memory_lines=memory_lines,
                 instructions=self.config.instructions,
                 counter=self.counter,
@@ -374,55 +397,64 @@ class Engine:
         except LLMError as exc:
             return Reply(LLM_FAILED.format(why=exc), ok=False)
         summary_tokens = await self._save_folds(chat.id, window, built)
+        return _Prepared(
+            window=window,
+            built=built,
+            memories_used=len(memory_lines) - built.memories_dropped,
+            embedding_tokens=embed_tokens,
+            summary_tokens=summary_tokens,
+        )
 
+    async def _answer(
+        self, chat: ChatRef, built: BuiltContext, on_delta: OnDelta | None
+    ) -> Completion | Reply:
+        """The one LLM call of the reply path (streamed when the adapter asked)."""
         try:
             if on_delta is None:
-                answer = await self.llm.complete(self.config.instructions, built.messages)
-            else:
-                answer = await self.llm.complete(
-                    self.config.instructions, built.messages, on_delta=_shielded(on_delta, prefix)
-                )
+                return await self.llm.complete(self.config.instructions, built.messages)
+            return await self.llm.complete(
+                self.config.instructions, built.messages, on_delta=_shielded(on_delta)
+            )
         except LLMError as exc:
             log.warning("reply failed for chat %s: %s", chat.id, exc)
             return Reply(LLM_FAILED.format(why=exc), ok=False)
 
+    async def _store(self, turn: _Turn, prepared: _Prepared, answer: Completion) -> Reply:
+        """Write the whole turn in one transaction, then schedule the after-reply work."""
+        chat, transcript = turn.chat, turn.transcript
+        built = prepared.built
         usage = TurnUsage(
             counted_input=built.counted,
             actual_input=answer.usage.input_tokens,
             output_tokens=answer.usage.output_tokens,
-            summary_tokens=summary_tokens,
-            embedding_tokens=embed_tokens,
-            memories_used=len(memory_lines) - built.memories_dropped,
+            summary_tokens=prepared.summary_tokens,
+            embedding_tokens=prepared.embedding_tokens,
+            memories_used=prepared.memories_used,
             transcription_tokens=transcript.tokens if transcript else 0,
             transcription_seconds=round(transcript.seconds) if transcript else 0,
         )
-        if self._epoch(user.id) != epoch:  # the user asked to be forgotten meanwhile
-            return Reply(prefix + answer.text)
         turn_id = await self.db.record_turn(
             NewTurn(
                 chat_id=chat.id,
-                user_id=user.id,
-                user_name=user.name,
-                user_text=text,
+                user_id=turn.user.id,
+                user_name=turn.user.name,
+                user_text=turn.text,
                 reply_text=answer.text,
                 context=built.messages,
                 usage=usage,
-                external_id=message_id,
+                external_id=turn.message_id,
             )
         )
-        total = await self.db.total_usage(chat.id)
+        was = prepared.window.summarized_count
         stats = TurnStats(
             usage=usage,
-            newly_summarized=(
-                built.folds[-1].summarized_count - window.summarized_count if built.folds else 0
-            ),
+            newly_summarized=built.folds[-1].summarized_count - was if built.folds else 0,
             context_messages=len(built.messages),
-            session_total=total.total,
+            session_total=(await self.db.total_usage(chat.id)).total,
         )
-        done = Answered(chat, user, text, answer.text, turn_id, message_id)
-        after = self._after_reply(done, extract)
-        self._schedule(chat.id, after)
-        return Reply(prefix + answer.text, stats=stats, stored=True)
+        done = Answered(chat, turn.user, turn.text, answer.text, turn_id, turn.message_id)
+        self._schedule(chat.id, self._after_reply(done, turn.extract))
+        return Reply(answer.text, stats=stats, stored=True, markdown=True)
 
     async def _retrieve(
         self, user: UserRef, text: str, pending: list[StoredMessage]

@@ -44,7 +44,14 @@ class Reply:
     ok: bool = True
     stats: TurnStats | None = None
     document: Document | None = None
-    stored: bool = False
+    stored: bool = False  # the turn was answered and stored
+    markdown: bool = False  # `text` is the model's Markdown: adapters render it (else plain)
+    note: str = ""  # a plain line shown above the text ("✅ Saved: …", "🎤 I heard: …")
+
+    @property
+    def plain(self) -> str:
+        """Note and text as one plain text, for adapters that show no formatting."""
+        return f"{self.note}\n\n{self.text}" if self.note else self.text
 
 
 def render_messages(title: str, messages: list[ChatMessage]) -> str:

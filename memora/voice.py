@@ -12,7 +12,7 @@ can send it as a voice note.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
 from openai import AsyncOpenAI
@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-HEARD = "🎤 I heard: {text}\n\n"
+HEARD = "🎤 I heard: {text}"  # Reply.note: shown above the reply, never spoken
 VOICE_OFF = "Voice messages are turned off on this bot — please type your message."
 TOO_LONG = (
     "That voice message is too long for me ({seconds} s; the limit is {limit} s). "
@@ -136,7 +136,7 @@ async def voice_turn(
     *,
     message_id: int | None = None,
 ) -> Reply:
-    """Transcribe, then run the words as a typed message would run; the reply starts with what
+    """Transcribe, then run the words as a typed message would run; the reply's note says what
     was heard. A failed or empty transcription stores nothing."""
     if engine.transcriber is None:
         return Reply(VOICE_OFF, ok=False)
@@ -148,25 +148,17 @@ async def voice_turn(
     text = " ".join(heard.text.split())
     if not text:
         return Reply(NOTHING_HEARD, ok=False)
-    prefix = HEARD.format(text=text)
-    reply = await engine.handle_turn(
-        chat, user, text, message_id=message_id, prefix=prefix, transcript=heard
-    )
-    if not reply.ok:
-        return Reply(prefix + reply.text, ok=False)
-    return reply
+    reply = await engine.handle_turn(chat, user, text, message_id=message_id, transcript=heard)
+    return replace(reply, note=HEARD.format(text=text))
 
 
-async def spoken(engine: Engine, reply: Reply, heard_prefix: bool = True) -> bytes | None:
-    """The reply read aloud (without the "I heard" line), or None when speech is off or fails:
+async def spoken(engine: Engine, reply: Reply) -> bytes | None:
+    """The reply read aloud (not its note, the "I heard" line), or None when speech is off or fails:
     the written reply has already gone out, so a failure here only costs the voice note."""
     if engine.speaker is None or not reply.ok:
         return None
-    text = reply.text
-    if heard_prefix and text.startswith("🎤"):
-        text = text.split("\n\n", 1)[-1]
     try:
-        return await engine.speaker.speak(text)
+        return await engine.speaker.speak(reply.text)
     except LLMError as exc:
         log.warning("speech failed: %s", exc)
         return None

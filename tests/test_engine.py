@@ -305,8 +305,10 @@ async def test_a_failing_callback_never_breaks_the_turn(engine: Engine, db: Data
     assert len(await db.messages(CHAT.id)) == 2
 
 
-async def test_streamed_text_carries_the_prefix(engine: Engine) -> None:
+async def test_a_reply_is_the_models_markdown_with_no_ui_text_in_it(engine: Engine) -> None:
     seen = Deltas()
-    reply = await engine.handle_turn(CHAT, ALICE, "hello", prefix="✅ Saved\n\n", on_delta=seen)
-    assert seen.texts[-1] == reply.text == "✅ Saved\n\nEcho: hello"
-    assert all(t.startswith("✅ Saved\n\n") for t in seen.texts)
+    reply = await engine.handle_turn(CHAT, ALICE, "hello", on_delta=seen)
+    assert seen.texts[-1] == reply.text == reply.plain == "Echo: hello"
+    assert reply.markdown and reply.stored and reply.note == ""
+    view = await run_command(engine, "status", CommandContext(CHAT, ALICE, ""))
+    assert not view.markdown and not view.stored  # views are plain text

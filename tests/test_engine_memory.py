@@ -96,8 +96,9 @@ async def test_remember_saves_directly_and_skips_extraction(
     mem_engine: Engine, llm: FakeLLM, store: MemoryStore
 ) -> None:
     reply = await run_command(mem_engine, "remember", ctx(arg="I am preparing for IELTS 7.0"))
-    assert reply.ok and "Saved: I am preparing for IELTS 7.0" in reply.text
-    assert "Echo: I am preparing for IELTS 7.0" in reply.text  # it is also a normal turn
+    assert reply.ok and reply.note == "✅ Saved: I am preparing for IELTS 7.0"
+    assert reply.text == "Echo: I am preparing for IELTS 7.0"  # it is also a normal turn
+    assert reply.markdown  # the model's answer; the note is the adapter's to show
     await mem_engine.drain()
     assert llm.count("parse") == 0
     [memory] = await store.list(ALICE.id)

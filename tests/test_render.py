@@ -168,8 +168,15 @@ def test_split_loses_nothing_visible(md: str, limit: int) -> None:
 
 # -- planning --------------------------------------------------------------------------------
 def test_plan_model_reply_is_html() -> None:
-    out = plan(Reply("**Great** job", stored=True), markdown=True)
+    out = plan(Reply("**Great** job", markdown=True), markdown=True)
     assert out.is_html and out.messages == ["<b>Great</b> job"] and not out.documents
+
+
+def test_plan_shows_the_note_as_plain_text_above_the_reply() -> None:
+    reply = Reply("**Great** job", markdown=True, note="✅ Saved: 2 * 3 < 7 & *fine*")
+    out = plan(reply, markdown=True)
+    assert out.messages == ["✅ Saved: 2 * 3 &lt; 7 &amp; *fine*\n\n<b>Great</b> job"]
+    assert plan(reply, markdown=False).messages == [reply.plain]
 
 
 def test_plan_debug_view_is_plain_and_split() -> None:

@@ -128,8 +128,8 @@ async def test_a_voice_turn_runs_like_a_typed_message(
     llm.replies.append("Nice! Which park did you go to?")
     reply = await voice_turn(voice_engine, CHAT, USER, OGG, "voice.ogg", message_id=7)
     assert reply.ok and reply.stored
-    assert reply.text == HEARD.format(text=SAID) + "Nice! Which park did you go to?"
-    assert reply.text.startswith(f"🎤 I heard: {SAID}\n\n")
+    assert reply.text == "Nice! Which park did you go to?" and reply.markdown
+    assert reply.note == HEARD.format(text=SAID) == f"🎤 I heard: {SAID}"
     assert llm.calls[-1].messages[-1].content == SAID  # the model sees the words, no prefix
     await voice_engine.drain()
     stored = [(m.role, m.content) for m in await voice_engine.db.messages(CHAT.id)]
@@ -171,7 +171,8 @@ async def test_a_model_failure_after_hearing_says_what_was_heard(
     fake_openai.queue_reply(SAID, kind="transcribe")
     llm.replies.append(outage())
     reply = await voice_turn(voice_engine, CHAT, USER, OGG, "voice.ogg")
-    assert not reply.ok and reply.text.startswith(HEARD.format(text=SAID) + "Sorry")
+    assert not reply.ok and reply.note == HEARD.format(text=SAID)
+    assert reply.plain.startswith(HEARD.format(text=SAID) + "\n\nSorry")
     assert await voice_engine.db.messages(CHAT.id) == []
 
 

@@ -220,7 +220,7 @@ async def on_command(update: Update, context: Context) -> None:
     command = COMMANDS.get(name.lower())
     async with _maybe_typing(message, command is not None and command.runs_turn and bool(arg)):
         reply = await run_command(state.need_engine(), name, ctx)
-    await send_reply(message, reply, markdown=reply.stored, name=name, quote=chat.is_group)
+    await send_reply(message, reply, markdown=reply.markdown, name=name, quote=chat.is_group)
 
 
 async def on_unknown_command(update: Update, context: Context) -> None:
@@ -263,7 +263,7 @@ async def on_text(update: Update, context: Context) -> None:
         return
     async with typing(message):
         reply = await turn()
-    await send_reply(message, reply, markdown=reply.stored, quote=chat.is_group)
+    await send_reply(message, reply, markdown=reply.markdown, quote=chat.is_group)
 
 
 async def on_not_text(update: Update, context: Context) -> None:

@@ -217,14 +217,18 @@ def plan(reply: Reply, *, markdown: bool, name: str = "reply") -> Outgoing:
     """Model replies (markdown=True) as HTML; debug views as plain text. A text too long for
     MAX_MESSAGES messages goes out as a .txt document with a one-line caption, never truncated.
     A short text with a document becomes the document's caption."""
-    text = reply.text.strip()
+    text = reply.plain.strip()
     documents = [reply.document] if reply.document is not None else []
     if documents and text and tg_len(text) <= MAX_CAPTION:
         documents = [replace(documents[0], caption=text)]
         text = ""
     if not text:
         return Outgoing([], False, documents)
-    chunks = split_text(markdown_to_html(text), is_html=True) if markdown else split_text(text)
+    if markdown:  # the note is plain text above the model's Markdown
+        heading = f"{escape(reply.note.strip())}\n\n" if reply.note.strip() else ""
+        chunks = split_text(heading + markdown_to_html(reply.text.strip()), is_html=True)
+    else:
+        chunks = split_text(text)
     if len(chunks) <= MAX_MESSAGES:
         return Outgoing(chunks, markdown, documents)
     note = (

@@ -164,4 +164,4 @@ async def answer_streamed(
         except BaseException as exc:
             await stream.abort(delete=isinstance(exc, Exception))
             raise
-    return await stream.finish(reply, markdown=reply.stored)
+    return await stream.finish(reply, markdown=reply.markdown)

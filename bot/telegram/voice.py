@@ -81,7 +81,7 @@ async def on_voice(update: Update, context: Context) -> None:
                 engine, chat, user, audio, _filename(media), message_id=message.message_id
             )
             del audio  # nothing of the recording outlives the turn
-    await send_reply(message, reply, markdown=reply.stored, quote=chat.is_group)
+    await send_reply(message, reply, markdown=reply.markdown, quote=chat.is_group)
     if engine.speaker is not None and reply.stored:
         await _answer_aloud(engine, message, reply)
 
