@@ -192,7 +192,7 @@ async def open_engine(
             "engine ready: model=%s api=%s data_dir=%s embeddings=%s",
             settings.llm.model,
             settings.llm.api,
-            settings.storage.data_dir,
+            settings.storage.data_dir.resolve(),
             embedder.name,
         )
         yield engine

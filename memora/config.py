@@ -12,6 +12,7 @@ import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
+import platformdirs
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from pydantic_settings import (
     BaseSettings,
@@ -97,8 +98,20 @@ class VoiceConfig(_Section):
     speech_voice: str = "alloy"
 
 
+def default_data_dir() -> Path:
+    """Per user, not per folder: `memora run` and `memora chat` find the same memory wherever
+    they are started (~/.local/share/memora on Linux, ~/Library/Application Support/memora on
+    macOS, %LOCALAPPDATA%\\memora on Windows). Start-up logs the resolved path."""
+    return platformdirs.user_data_path("memora")
+
+
 class StorageConfig(_Section):
-    data_dir: Path = Path("./data")
+    data_dir: Path = Field(default_factory=default_data_dir)
+
+    @field_validator("data_dir")
+    @classmethod
+    def _expand_home(cls, value: Path) -> Path:
+        return value.expanduser()
 
 
 class LoggingConfig(_Section):
@@ -122,7 +135,7 @@ class Settings(BaseSettings):
     embeddings: EmbeddingsConfig = EmbeddingsConfig()
     extraction: ExtractionConfig = ExtractionConfig()
     voice: VoiceConfig = VoiceConfig()
-    storage: StorageConfig = StorageConfig()
+    storage: StorageConfig = Field(default_factory=StorageConfig)  # data_dir: per user, now
     logging: LoggingConfig = LoggingConfig()
 
     @field_validator("llm")

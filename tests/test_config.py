@@ -6,6 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import platformdirs
 import pytest
 
 from memora.config import ConfigError, load_settings, require_llm, require_telegram
@@ -124,3 +125,34 @@ def test_a_budget_smaller_than_the_system_prompt_is_refused(
         check_budget(load_settings())
     monkeypatch.setenv("MEMORA_MEMORY__MAX_INPUT_TOKENS", "1000")
     check_budget(load_settings())
+
+
+def test_data_dir_defaults_to_one_folder_per_user_and_expands_home(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.delenv("XDG_DATA_HOME", raising=False)
+    assert load_settings().storage.data_dir == platformdirs.user_data_path("memora")
+    monkeypatch.setenv("MEMORA_STORAGE__DATA_DIR", "~/lessons")
+    assert load_settings().storage.data_dir == tmp_path / "lessons"
+
+
+def test_start_up_says_where_the_data_is_wherever_it_is_started(tmp_path: Path) -> None:
+    """Started from any folder, memora finds the same per-user data dir and logs its full path."""
+    elsewhere = tmp_path / "some" / "folder"
+    elsewhere.mkdir(parents=True)
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
+    proc = subprocess.run(
+        [sys.executable, "-m", "bot.cli", "export", "--chat-id", "7", "-o", "-"],
+        cwd=elsewhere,
+        env={**env, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+    )
+    expected = tmp_path / ".local" / "share" / "memora"  # the Linux default (XDG)
+    assert f"data_dir={expected}" in proc.stderr, proc.stderr
+    assert (expected / "memora.sqlite3").is_file()
+    assert proc.returncode == 1 and "no data for chat 7" in proc.stderr
+    assert not any(elsewhere.iterdir())  # nothing written where it was started
