@@ -532,9 +532,7 @@ class Engine:
             now=now,
         )
         tokens = outcome.usage.total_tokens
-        raw = outcome.raw
-        for secret, _why in outcome.rejected:  # never keep a rejected secret, not even in the log
-            raw = raw.replace(secret, "[redacted]")
+        raw = outcome.raw  # extraction has masked every rejected secret in it already
         if outcome.error:
             await self.db.add_turn_usage(turn_id, TurnUsage(extraction_tokens=tokens))
             await self._log_extraction(user, chat, "failed", raw, outcome.error, tokens)
@@ -561,7 +559,8 @@ class Engine:
         detail = "\n".join(f"{r.action}: {r.memory.text}" for r in results)
         if outcome.rejected:
             detail += "\n" + "\n".join(
-                f"rejected ({why}): [redacted]" for _, why in outcome.rejected
+                f"rejected ({why}): {'[redacted]' if why is extraction.Rejection.SECRET else text}"
+                for text, why in outcome.rejected
             )
         status = f"ok, {len(results)} memories" if results else "ok, nothing worth keeping"
         await self._log_extraction(user, chat, status, raw, detail.strip(), tokens)

@@ -15,6 +15,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from enum import StrEnum
 from typing import Literal
 
 from pydantic import BaseModel, Field, ValidationError
@@ -30,6 +31,7 @@ __all__ = [
     "ExtractedMemory",
     "ExtractionOutcome",
     "ExtractionResult",
+    "Rejection",
     "apply",
     "build_extraction_input",
     "extract",
@@ -41,6 +43,14 @@ Category = Literal["level", "goal", "preference", "difficulty", "constraint", "p
 MAX_MEMORY_CHARS = 300
 MAX_REPLY_CHARS = 1500  # the assistant's reply is only context: keep the call cheap
 MAX_MESSAGE_CHARS = 6000  # a pasted essay: its first part carries any fact about the learner
+
+
+class Rejection(StrEnum):
+    """Why an extracted item was not stored (shown in /extraction; only secrets are masked)."""
+
+    SECRET = "looks like a secret"
+    TOO_LONG = f"longer than {MAX_MEMORY_CHARS} characters"
+    REPEATED = "repeated in the same answer"
 
 
 class ExtractedMemory(BaseModel):
@@ -125,7 +135,7 @@ class ExtractionOutcome:
 
     raw: str = ""
     memories: list[ExtractedMemory] = field(default_factory=list)
-    rejected: list[tuple[str, str]] = field(default_factory=list)
+    rejected: list[tuple[str, Rejection]] = field(default_factory=list)
     usage: Usage = field(default_factory=Usage)
     error: str | None = None
 
@@ -246,9 +256,11 @@ def _redact(raw: str, secrets: Sequence[str]) -> str:
     return raw
 
 
-def _screen(result: ExtractionResult) -> tuple[list[ExtractedMemory], list[tuple[str, str]]]:
+def _screen(
+    result: ExtractionResult,
+) -> tuple[list[ExtractedMemory], list[tuple[str, Rejection]]]:
     accepted: list[ExtractedMemory] = []
-    rejected: list[tuple[str, str]] = []
+    rejected: list[tuple[str, Rejection]] = []
     seen: set[str] = set()
     for item in result.memories:
         text = " ".join(item.text.split())
@@ -256,11 +268,11 @@ def _screen(result: ExtractionResult) -> tuple[list[ExtractedMemory], list[tuple
         if not key:
             continue  # nothing to keep and nothing worth reporting
         if looks_secret(item.text):
-            rejected.append((item.text, "looks like a secret"))
+            rejected.append((item.text, Rejection.SECRET))
         elif len(text) > MAX_MEMORY_CHARS:
-            rejected.append((item.text, f"longer than {MAX_MEMORY_CHARS} characters"))
+            rejected.append((item.text, Rejection.TOO_LONG))
         elif key in seen:
-            rejected.append((item.text, "repeated in the same answer"))
+            rejected.append((item.text, Rejection.REPEATED))
         else:
             seen.add(key)
             accepted.append(item.model_copy(update={"text": text}))
@@ -301,7 +313,7 @@ async def extract(
     except (ValidationError, ValueError) as exc:
         return ExtractionOutcome(raw=raw, usage=answer.usage, error=f"unusable answer: {exc}")
     accepted, rejected = _screen(result)
-    secrets = [text for text, why in rejected if why == "looks like a secret"]
+    secrets = [text for text, why in rejected if why is Rejection.SECRET]
     return ExtractionOutcome(
         raw=_redact(raw, secrets), memories=accepted, rejected=rejected, usage=answer.usage
     )

@@ -331,3 +331,24 @@ async def test_export_is_refused_in_groups_and_empty_memories_are_refused(
     nothing = await run_command(mem_engine, "remember", ctx(arg="... 😀"))
     assert not nothing.ok and "nothing to remember" in nothing.text
     await mem_engine.drain()
+
+
+async def test_a_repeated_item_never_blanks_the_accepted_memory_in_extraction(
+    mem_engine: Engine, llm: FakeLLM, store: MemoryStore
+) -> None:
+    """Only secrets are masked: a duplicate rejection shows, and so does the memory it repeats."""
+    llm.parsed.append(
+        facts(
+            ("The user is a nurse", "personal"),
+            ("The user is a nurse", "personal"),
+            ("My password is hunter22-Secret!", "other"),
+        )
+    )
+    await mem_engine.handle_turn(CHAT, ALICE, "I am a nurse. My password is hunter22-Secret!")
+    await mem_engine.drain()
+    assert [m.text for m in await store.list(ALICE.id)] == ["The user is a nurse"]
+    shown = (await run_command(mem_engine, "extraction", ctx())).text
+    raw = shown.split("Raw output:\n")[1].split("\n\nResult:")[0]
+    assert raw.count("The user is a nurse") == 2 and "hunter22" not in shown
+    assert "rejected (repeated in the same answer): The user is a nurse" in shown
+    assert "rejected (looks like a secret): [redacted]" in shown
