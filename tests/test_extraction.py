@@ -7,15 +7,16 @@ from datetime import UTC, datetime
 
 import pytest
 
-from memora.extraction import (
+from memora.longterm import MemoryStore
+from memora.longterm.extraction import (
     EXTRACTION_INSTRUCTIONS,
     ExtractionOutcome,
     ExtractionResult,
+    Rejection,
     apply,
     extract,
     looks_secret,
 )
-from memora.longterm import MemoryStore
 from tests.fakes import FakeLLM, outage
 
 NOW = datetime(2026, 11, 15, 9, 0, tzinfo=UTC)
@@ -58,7 +59,7 @@ async def test_extraction_is_structured_and_stored(store: MemoryStore) -> None:
     assert '"使用者想加強旅遊英文。"' in outcome.raw  # the model's raw JSON, for /extraction
     assert outcome.usage.total_tokens > 0
     assert actions == ["added", "added"]
-    stored = await store.list(1)
+    stored = await store.memories(1)
     assert [(m.text, m.category, m.source) for m in stored] == [
         ("使用者的英文程度是 B1。", "level", "extracted"),
         ("使用者想加強旅遊英文。", "goal", "extracted"),
@@ -81,7 +82,7 @@ async def test_prompt_grounds_time_and_numbers_existing_memories(store: MemorySt
     await store.add(1, "The user lives in Taipei.", source="manual", category="personal")
     await store.add(1, "My level is B1", source="manual", category="level")
     llm = FakeLLM()
-    existing = await store.list(1)
+    existing = await store.memories(1)
     await extract(
         llm,
         user_message="I have an IELTS exam next month.",
@@ -152,11 +153,11 @@ async def test_secrets_are_dropped_by_code_even_when_the_model_returns_them(
         llm, store, 5, "My password is hunter2, card 4111 1111 1111 1111. I'm a nurse."
     )
     assert [m.text for m in outcome.memories] == ["The user is a nurse."]
-    assert [why for _, why in outcome.rejected] == ["looks like a secret"] * 3
+    assert [why for _, why in outcome.rejected] == [Rejection.SECRET] * 3
     assert "hunter2" not in outcome.raw and "4111 1111" not in outcome.raw
     assert "sk-proj" not in outcome.raw and "[redacted]" in outcome.raw
     assert actions == ["added"]
-    assert [m.text for m in await store.list(5)] == ["The user is a nurse."]
+    assert [m.text for m in await store.memories(5)] == ["The user is a nurse."]
 
 
 @pytest.mark.parametrize(
@@ -220,7 +221,7 @@ async def test_same_fact_from_three_turns_in_two_languages_is_one_memory(
     _, second = await run(llm, store, 2, "My English level is B1 by the way")
     _, third = await run(llm, store, 2, "as I said, B1")
     assert (first, second, third) == (["added"], ["duplicate"], ["duplicate"])
-    assert [m.text for m in await store.list(2)] == ["使用者的英文程度是 B1。"]
+    assert [m.text for m in await store.memories(2)] == ["使用者的英文程度是 B1。"]
 
 
 async def test_replaces_supersedes_with_history_and_revert_restores(store: MemoryStore) -> None:
@@ -256,7 +257,7 @@ async def test_replaces_supersedes_with_history_and_revert_restores(store: Memor
     assert [r.action for r in results] == ["superseded", "superseded"]
     assert results[0].previous is not None
     assert results[0].previous.text == "The user lives in Taipei."
-    memories = await store.list(3)
+    memories = await store.memories(3)
     assert [m.text for m in memories] == [
         "The user's English level is B2.",
         "The user moved to Tainan.",
@@ -278,12 +279,12 @@ async def test_a_replaces_number_out_of_range_is_an_add(store: MemoryStore) -> N
     _, first = await run(llm, store, 4, "I can only study on weekends")
     _, second = await run(llm, store, 4, "I love American TV series")
     assert first == ["added"] and second == ["added"]
-    assert [m.text for m in await store.list(4)] == [
+    assert [m.text for m in await store.memories(4)] == [
         "The user is a nurse.",
         "The user can only study on weekends.",
         "The user enjoys American TV series.",
     ]
-    assert all(not m.history for m in await store.list(4))
+    assert all(not m.history for m in await store.memories(4))
 
 
 async def test_replaces_only_reaches_the_callers_own_memories(store: MemoryStore) -> None:
@@ -312,5 +313,5 @@ async def test_blank_and_repeated_items_are_not_stored_twice(store: MemoryStore)
     )
     outcome, actions = await run(llm, store, 6, "I'm a nurse. A nurse!")
     assert [m.text for m in outcome.memories] == ["The user is a nurse."]
-    assert outcome.rejected == [("the user is a nurse", "repeated in the same answer")]
+    assert outcome.rejected == [("the user is a nurse", Rejection.REPEATED)]
     assert actions == ["added"]

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from pydantic import BaseModel
 
-from memora.embeddings import OpenAIEmbedder
+from memora.longterm.embeddings import OpenAIEmbedder
 from memora.llm import (
     LLM,
     ChatCompletionsLLM,

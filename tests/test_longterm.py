@@ -13,9 +13,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memora.dedupe import DUP_MIN, Relation, embedding_text, normalise_text, relation
-from memora.embeddings import Embedded, LocalUSE
 from memora.longterm import MemoryNotFound, MemoryStore, NewMemory, StoreError
+from memora.longterm.cache import UserLocks
+from memora.longterm.dedupe import DUP_MIN, Relation, embedding_text, normalise_text, relation
+from memora.longterm.embeddings import Embedded, LocalUSE
 
 NOW = datetime(2026, 11, 15, 8, 30, tzinfo=UTC)
 
@@ -29,7 +30,7 @@ async def test_same_fact_three_times_in_two_languages_is_one_memory(store: Memor
     third = await store.add(1, "The user's English level is B1.", source="extracted")
     assert [first.action, second.action, third.action] == ["added", "duplicate", "duplicate"]
     assert second.memory == first.memory and third.memory == first.memory
-    assert [m.text for m in await store.list(1)] == ["My level is B1"]
+    assert [m.text for m in await store.memories(1)] == ["My level is B1"]
 
 
 async def test_exact_repeat_with_other_spacing_and_punctuation_is_a_duplicate(
@@ -50,7 +51,7 @@ async def test_a_different_level_is_not_a_duplicate_but_supersedes(store: Memory
     assert b2.memory.text == "My level is B2"
     assert b2.memory.category == "level"  # an automatic update keeps the known category
     assert [r.text for r in b2.memory.history] == ["My level is B1"]
-    assert [m.text for m in await store.list(1)] == ["My level is B2"]
+    assert [m.text for m in await store.memories(1)] == ["My level is B2"]
 
 
 def test_duplicate_guard_on_measured_pairs(embedder: LocalUSE) -> None:
@@ -100,7 +101,7 @@ async def test_add_many_is_one_batch_that_dedupes_within_itself(store: MemorySto
     )
     assert [r.action for r in results] == ["added", "duplicate", "added"]
     assert results[1].memory.id == results[0].memory.id
-    assert [m.text for m in await store.list(7)] == [
+    assert [m.text for m in await store.memories(7)] == [
         "使用者想加強旅遊英文。",
         "The user is a nurse.",
     ]
@@ -164,7 +165,7 @@ async def test_list_is_oldest_first_and_search_ranks(store: MemoryStore) -> None
     ]
     for t in texts:
         await store.add(9, t, source="extracted", now=NOW)  # same timestamp: order still kept
-    assert [m.text for m in await store.list(9)] == texts
+    assert [m.text for m in await store.memories(9)] == texts
     found = await store.search(9, "幫我安排適合我程度的旅遊英文練習", top_k=2, min_score=0.1)
     assert found.hits and found.hits[0].memory.text == "使用者想加強旅遊英文。"
     assert len(found.hits) <= 2
@@ -196,7 +197,7 @@ async def test_user_id_is_required_and_must_be_an_int(store: MemoryStore) -> Non
     with pytest.raises(TypeError):
         await store.search("1", "x", top_k=1, min_score=0.0)  # type: ignore[arg-type]
     with pytest.raises(TypeError):
-        await store.list(None)  # type: ignore[arg-type]
+        await store.memories(None)  # type: ignore[arg-type]
     with pytest.raises(ValueError):
         await store.add(1, "   ", source="manual")
 
@@ -211,7 +212,7 @@ async def test_delete_user_is_complete_and_leaves_others_intact(store: MemorySto
     await store.add_many(2, [NewMemory("My level is B1"), NewMemory("The user is a nurse.")])
     assert await store.delete_user(1) == 3
     assert await store.count(1) == 0
-    assert await store.list(1) == []
+    assert await store.memories(1) == []
     assert (await store.search(1, "My level is B1", top_k=5, min_score=0.0)).hits == []
     assert await store.similar(1, "My level is B1") == []
     assert await store.count(2) == 2
@@ -226,7 +227,7 @@ async def test_delete_one_memory(store: MemoryStore) -> None:
     assert await store.delete(2, a.id) is False  # not that user's
     assert await store.delete(1, a.id) is True
     assert await store.delete(1, a.id) is False
-    assert [m.id for m in await store.list(1)] == [b.id]
+    assert [m.id for m in await store.memories(1)] == [b.id]
 
 
 async def test_memories_survive_reopening_the_store(tmp_path: Path, embedder: LocalUSE) -> None:
@@ -242,12 +243,12 @@ async def test_memories_survive_reopening_the_store(tmp_path: Path, embedder: Lo
     )
     await first.add(42, "The user lives in Taipei.", source="manual", category="personal")
     moved = await first.supersede(
-        42, (await first.list(42))[1].id, "The user moved to Tainan.", reason="moved"
+        42, (await first.memories(42))[1].id, "The user moved to Tainan.", reason="moved"
     )
     await first.close()
 
     async with MemoryStore(path, embedder) as second:
-        memories = await second.list(42)
+        memories = await second.memories(42)
         assert [m.text for m in memories] == ["使用者想加強旅遊英文。", "The user moved to Tainan."]
         assert memories[0] == added.memory
         assert memories[1] == moved
@@ -281,7 +282,9 @@ async def test_a_small_cache_evicts_users_without_losing_anything(
         for uid in (1, 2, 3):
             await s.add(uid, f"The user's English level is B{uid}.", source="manual")
         for uid in (1, 2, 3, 1):
-            assert [m.text for m in await s.list(uid)] == [f"The user's English level is B{uid}."]
+            assert [m.text for m in await s.memories(uid)] == [
+                f"The user's English level is B{uid}."
+            ]
             hits = (await s.search(uid, "English level", top_k=5, min_score=0.0)).hits
             assert [h.memory.user_id for h in hits] == [uid]
 
@@ -337,7 +340,7 @@ def test_users_never_see_or_touch_each_others_memories(
     async def scenario(ids: list[int], facts: list[list[str]], query: str) -> None:
         for uid, texts in zip(ids, facts, strict=True):
             await store.add_many(uid, [NewMemory(t) for t in texts])
-        own = {uid: await store.list(uid) for uid in ids}
+        own = {uid: await store.memories(uid) for uid in ids}
         for uid, texts in zip(ids, facts, strict=True):
             mine = own[uid]
             assert mine and all(m.user_id == uid for m in mine)
@@ -355,15 +358,36 @@ def test_users_never_see_or_touch_each_others_memories(
                     assert await store.delete(uid, m.id) is False
                     assert await store.revert(uid, m.id) is None
         victim, survivor = ids[0], ids[1]
-        before = await store.list(survivor)
+        before = await store.memories(survivor)
         assert await store.delete(victim, own[victim][0].id) is True
         assert await store.delete_user(victim) == len(own[victim]) - 1
         assert await store.count(victim) == 0
-        assert await store.list(survivor) == before
+        assert await store.memories(survivor) == before
         for uid in ids[1:]:
-            assert [m.id for m in await store.list(uid)] == [m.id for m in own[uid]]
+            assert [m.id for m in await store.memories(uid)] == [m.id for m in own[uid]]
 
     try:
         check()
     finally:
         runner.run(store.close())
+
+
+async def test_user_locks_serialise_one_user_and_are_dropped_when_unused() -> None:
+    locks = UserLocks()
+    order: list[str] = []
+
+    async def write(user_id: int, name: str) -> None:
+        async with locks.hold(user_id):
+            order.append(f"{name} in")
+            await asyncio.sleep(0.01)
+            order.append(f"{name} out")
+
+    await asyncio.gather(write(1, "a"), write(1, "b"), write(2, "c"))
+    assert order.index("a out") < order.index("b in")  # one user: one writer at a time
+    assert order.index("c in") < order.index("a out")  # another user does not wait
+    assert len(locks) == 0
+    with pytest.raises(RuntimeError):
+        async with locks.hold(3):
+            assert len(locks) == 1
+            raise RuntimeError("a failed write")
+    assert len(locks) == 0

@@ -6,8 +6,8 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
-from memora.lexical import BM25, tokenize
-from memora.ranking import (
+from memora.longterm.lexical import BM25, tokenize
+from memora.longterm.ranking import (
     DEFAULT_MIN_SCORE,
     USE_SCALE,
     DenseScale,

@@ -455,8 +455,8 @@ async def test_memory_commands_without_a_store_say_so(h: Harness) -> None:
 async def test_memory_commands_in_a_group_act_on_the_callers_memories(
     make_harness: Callable[..., Awaitable[Harness]], tmp_path: Path
 ) -> None:
-    from memora.embeddings import LocalUSE
     from memora.longterm import MemoryStore
+    from memora.longterm.embeddings import LocalUSE
 
     store = await MemoryStore.create(tmp_path / "chroma", LocalUSE())
     try:

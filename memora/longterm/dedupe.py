@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from enum import Enum
 from functools import lru_cache
 
-from memora.lexical import T2S
+from memora.text import EXAMS, HAN, stem, to_simplified
 
 _FINAL_PUNCT = " .。!！;；…"
 
@@ -40,8 +40,7 @@ CANDIDATE_MIN = min(DUP_SAME_TERMS, DUP_MIN, DUP_CROSS, UPDATE_MIN)
 # Text normalisation and the duplicate guard
 # --------------------------------------------------------------------------------------------
 
-_CJK_CHARS = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
-_CJK_RE = re.compile(f"[{_CJK_CHARS}]+")
+_CJK_RE = re.compile(f"[{HAN}]+")
 _WORD_RE = re.compile(r"[a-z0-9]+(?:[.'’][a-z0-9]+)*")
 _GENERIC_EN = frozenset(
     """
@@ -52,7 +51,6 @@ _GENERIC_EN = frozenset(
     user users learner learners student students person english
     """.split()
 )
-_T2S_TABLE = str.maketrans(T2S)
 # Subject phrases and function characters that carry no fact in Chinese memories.
 _GENERIC_ZH = ("使用者", "用戶", "用户", "學習者", "学习者", "學生", "学生", "英文", "英語", "英语")
 _STOP_ZH = frozenset("我你他她們们的了是很也都就和與与及嗎吗呢吧啊呀喔哦在會会程度")
@@ -79,10 +77,7 @@ _CONCEPTS: dict[str, tuple[str, ...]] = {
     "NEG": ("not", "no", "never", "cannot", "nor", "without"),
     "goal": ("want", "wants", "goal", "target", "aim", "hope", "plan", "想", "希望", "目標",
              "目标", "打算", "計劃", "计划"),
-    "toeic": ("toeic", "多益", "托业", "托業"),
-    "ielts": ("ielts", "雅思"),
-    "toefl": ("toefl", "托福"),
-    "gept": ("gept", "全民英檢", "全民英检", "英檢", "英检"),
+    **{exam: (exam, *names) for exam, names in EXAMS.items()},
     "speaking": ("speak", "speaking", "spoken", "口說", "口说", "口語", "口语", "會話", "会话"),
     "writing": ("write", "writing", "written", "寫作", "写作"),
     "listening": ("listen", "listening", "聽力", "听力"),
@@ -109,16 +104,6 @@ def normalise_text(text: str) -> str:
     """Casefolded NFKC text without whitespace and punctuation: equal means the same memory."""
     norm = unicodedata.normalize("NFKC", text).casefold()
     return "".join(ch for ch in norm if ch.isalnum())
-
-
-def _stem(word: str) -> str:
-    if len(word) <= 3 or not word.isalpha():
-        return word
-    if word.endswith("ies"):
-        return word[:-3] + "y"
-    if word.endswith("s") and not word.endswith(("ss", "us", "is")):
-        return word[:-1]
-    return word
 
 
 @dataclass(frozen=True)
@@ -148,13 +133,13 @@ def _terms(text: str) -> _Terms:
             numbers.add(_NUMBERS_EN[word])
         elif word in _MONTHS_EN and word != "may":  # "may" is mostly the modal verb
             numbers.add(_MONTHS_EN[word])
-        elif word in _CONCEPT_EN or _stem(word) in _CONCEPT_EN:
-            concepts.add(_CONCEPT_EN.get(word) or _CONCEPT_EN[_stem(word)])
+        elif word in _CONCEPT_EN or stem(word) in _CONCEPT_EN:
+            concepts.add(_CONCEPT_EN.get(word) or _CONCEPT_EN[stem(word)])
         elif word and word not in _GENERIC_EN:
-            latin.add(_stem(word))
+            latin.add(stem(word))
     cjk: set[str] = set()
     for run in _CJK_RE.findall(norm):
-        run = run.translate(_T2S_TABLE)  # 繁 → 简: one spelling
+        run = to_simplified(run)  # 繁 → 简: one spelling
         for phrase in _GENERIC_ZH:
             run = run.replace(phrase, " ")
         for phrase, concept in _CONCEPT_ZH:
@@ -194,7 +179,7 @@ def relation(new_text: str, old_text: str, cosine: float) -> Relation:
     Numbers and concepts are compared whatever the language; content words only where both
     texts have words of that script (Latin / Chinese). A new text that swaps or adds a content
     word says something else or more: never a duplicate. Chinese characters may differ between
-    繁體 and 简体 spellings: they are folded to one spelling first (`memora.lexical.T2S`); a
+    繁體 and 简体 spellings: they are folded to one spelling first (`memora.text.T2S`); a
     variant the table lacks makes a false "distinct", never a false duplicate.
     """
     if normalise_text(new_text) == normalise_text(old_text):
@@ -218,7 +203,3 @@ def relation(new_text: str, old_text: str, cosine: float) -> Relation:
     else:
         threshold = DUP_CROSS
     return Relation.DUPLICATE if cosine >= threshold else Relation.DISTINCT
-
-
-# --------------------------------------------------------------------------------------------
-# Ranking: the one function through which search and similar order memories

@@ -6,7 +6,7 @@ How the score is formed (the number ``/search`` shows and ``min_score`` is compa
     dense01  = clip((dense - scale.floor) / (scale.ceiling - scale.floor), 0, 1)
     lexical  = BM25 coverage of the query by the memory, in [0, 1]
                (IDF-weighted share of the query's terms that the memory holds, see
-               memora.lexical.BM25.coverage)
+               memora.longterm.lexical.BM25.coverage)
     agree    = min(1, dense01 / lexical_gate)
     score    = dense_weight * dense01 + (1 - dense_weight) * lexical * agree     in [0, 1]
 
@@ -48,7 +48,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from memora.lexical import BM25, tokenize
+from memora.longterm.lexical import BM25, tokenize
 
 __all__ = [
     "DEFAULT_DENSE_WEIGHT",

@@ -14,15 +14,17 @@ import logging
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from enum import StrEnum
 from typing import Literal
 
 from pydantic import BaseModel, Field, ValidationError
 
-from memora.dedupe import normalise_text
+from memora.clock import as_utc
+from memora.longterm.dedupe import normalise_text
 from memora.llm import LLM, ChatMessage, LLMError, Usage
-from memora.longterm import AddResult, Memory, MemoryStore, NewMemory
+from memora.longterm.records import MAX_MEMORY_CHARS, AddResult, Memory, NewMemory
+from memora.longterm.store import MemoryStore
 
 log = logging.getLogger(__name__)
 
@@ -40,7 +42,6 @@ __all__ = [
 
 Category = Literal["level", "goal", "preference", "difficulty", "constraint", "personal", "other"]
 
-MAX_MEMORY_CHARS = 300
 MAX_REPLY_CHARS = 1500  # the assistant's reply is only context: keep the call cheap
 MAX_MESSAGE_CHARS = 6000  # a pasted essay: its first part carries any fact about the learner
 
@@ -128,8 +129,8 @@ common correct answer."""
 class ExtractionOutcome:
     """What one extraction call produced.
 
-    `raw` is the model's text with any rejected secret replaced by "[redacted]"; `memories` the
-    accepted items; `rejected` (text, reason) pairs; `error` is set, and `memories` empty, when
+    `raw` is the model's text with any rejected secret replaced by "[redacted]" (and nothing
+    else: it is safe to log as it is); `memories` the accepted items; `rejected` (text, reason) pairs; `error` is set, and `memories` empty, when
     the call or its structured answer failed.
     """
 
@@ -215,15 +216,11 @@ def looks_secret(text: str) -> bool:
 # --------------------------------------------------------------------------------------------
 
 
-def _utc(now: datetime) -> datetime:
-    return now.replace(tzinfo=UTC) if now.tzinfo is None else now.astimezone(UTC)
-
-
 def build_extraction_input(
     *, user_message: str, assistant_reply: str, existing: Sequence[Memory], now: datetime
 ) -> str:
     """The one input message of the extraction call (the instructions are separate)."""
-    when = _utc(now)
+    when = as_utc(now)
     if existing:
         listed = "\n".join(
             f"{i}. [{m.category}] {' '.join(m.text.split())}" for i, m in enumerate(existing, 1)

@@ -1,0 +1,195 @@
+"""What a long-term memory is, and how it is stored as a Chroma record.
+
+A memory is one short statement about one user. Its earlier texts are kept in ``history``
+(see :func:`revised`), so an update or an undo never loses what the learner said before.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, replace
+from typing import Any, Literal
+
+__all__ = [
+    "MAX_MEMORY_CHARS",
+    "AddAction",
+    "AddResult",
+    "Memory",
+    "MemoryNotFound",
+    "NewMemory",
+    "Revision",
+    "SearchHit",
+    "SearchResult",
+    "Source",
+    "StoreError",
+    "check_user",
+    "clean_text",
+    "from_record",
+    "revised",
+    "to_metadata",
+]
+
+Source = Literal["extracted", "manual"]
+AddAction = Literal["added", "duplicate", "superseded"]
+
+# The one length limit of a memory, whoever writes it (/remember, extraction, the store): a memory
+# is a short statement about the learner, not a pasted text.
+MAX_MEMORY_CHARS = 500
+
+
+class StoreError(Exception):
+    """The store cannot be used as asked (not open, wrong embedder for the stored vectors)."""
+
+
+class MemoryNotFound(KeyError):
+    """No memory with that id belongs to that user."""
+
+
+@dataclass(frozen=True)
+class Revision:
+    """A text a memory had before it was replaced, when, and why."""
+
+    text: str
+    replaced_at: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class Memory:
+    """One long-term memory of one user."""
+
+    id: str
+    user_id: int
+    text: str
+    source: Source
+    category: str
+    created_at: str
+    updated_at: str
+    chat_id: int | None = None
+    message_id: int | None = None
+    history: tuple[Revision, ...] = ()
+
+
+@dataclass(frozen=True)
+class NewMemory:
+    """A memory to add (see :meth:`memora.longterm.MemoryStore.add_many`).
+
+    `replaces` names a memory of the same user that this one updates or contradicts: it is then
+    superseded (its text goes to its history) instead of a new memory being added.
+    """
+
+    text: str
+    source: Source = "extracted"
+    category: str = "other"
+    chat_id: int | None = None
+    message_id: int | None = None
+    replaces: str | None = None
+
+
+@dataclass(frozen=True)
+class AddResult:
+    """What `add` did: stored a new memory, found a duplicate, or superseded an older memory.
+
+    `memory` is the stored memory (the existing one for a duplicate, the updated one for a
+    supersede); `previous` is the superseded memory as it was before. In a batch the embedding
+    tokens of the one embedding call are reported on the first result.
+    """
+
+    action: AddAction
+    memory: Memory
+    previous: Memory | None = None
+    embedding_tokens: int = 0
+
+
+@dataclass(frozen=True)
+class SearchHit:
+    memory: Memory
+    score: float
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    hits: list[SearchHit]
+    embedding_tokens: int = 0
+
+
+def revised(
+    old: Memory,
+    text: str,
+    stamp: str,
+    reason: str,
+    *,
+    history: tuple[Revision, ...] | None = None,
+    **changes: Any,
+) -> Memory:
+    """`old` with a new text, the old text kept as the last revision of `history` (by default
+    its own history). Every text change goes through here: update, supersede and undo."""
+    kept = old.history if history is None else history
+    return replace(
+        old,
+        text=text,
+        updated_at=stamp,
+        history=(*kept, Revision(old.text, stamp, reason)),
+        **changes,
+    )
+
+
+def check_user(user_id: int) -> int:
+    """The user id, or TypeError: a memory always names its user with an int."""
+    if isinstance(user_id, bool) or not isinstance(user_id, int):
+        raise TypeError(f"user_id must be an int, not {type(user_id).__name__}")
+    return user_id
+
+
+def clean_text(text: str) -> str:
+    """The text with its whitespace collapsed, or ValueError if empty or too long."""
+    cleaned = " ".join(text.split())
+    if not cleaned:
+        raise ValueError("a memory needs some text")
+    if len(cleaned) > MAX_MEMORY_CHARS:
+        raise ValueError(f"a memory is at most {MAX_MEMORY_CHARS} characters")
+    return cleaned
+
+
+def to_metadata(memory: Memory, seq: int) -> dict[str, Any]:
+    """The Chroma metadata of a memory (`seq` orders a user's memories, oldest first)."""
+    meta: dict[str, Any] = {
+        "user_id": memory.user_id,
+        "source": memory.source,
+        "category": memory.category,
+        "created_at": memory.created_at,
+        "updated_at": memory.updated_at,
+        "seq": seq,
+        "history": json.dumps(
+            [[r.text, r.replaced_at, r.reason] for r in memory.history], ensure_ascii=False
+        ),
+    }
+    # Chroma metadata values cannot be None: an absent key means "no origin".
+    if memory.chat_id is not None:
+        meta["chat_id"] = memory.chat_id
+    if memory.message_id is not None:
+        meta["message_id"] = memory.message_id
+    return meta
+
+
+def from_record(memory_id: str, document: str, meta: dict[str, Any]) -> tuple[Memory, int]:
+    """The memory and its `seq` from one Chroma record."""
+    history = tuple(Revision(str(t), str(at), str(why)) for t, at, why in json.loads(
+        str(meta.get("history") or "[]")
+    ))  # fmt: skip
+    source = str(meta.get("source", "extracted"))
+    chat_id = meta.get("chat_id")
+    message_id = meta.get("message_id")
+    memory = Memory(
+        id=memory_id,
+        user_id=int(meta["user_id"]),
+        text=document,
+        source="manual" if source == "manual" else "extracted",
+        category=str(meta.get("category", "other")),
+        created_at=str(meta.get("created_at", "")),
+        updated_at=str(meta.get("updated_at", meta.get("created_at", ""))),
+        chat_id=int(chat_id) if chat_id is not None else None,
+        message_id=int(message_id) if message_id is not None else None,
+        history=history,
+    )
+    return memory, int(meta.get("seq", 0))

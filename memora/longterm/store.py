@@ -1,0 +1,546 @@
+"""Long-term memory: one Chroma collection, every read and write scoped to one user.
+
+Layout. All memories live in ONE collection ("memories", cosine space) with a ``user_id``
+metadata field; every Chroma call carries ``where={"user_id": ...}``. Measured on chromadb 1.5.9:
+one collection of 10,000 memories with a filter is 23 MB and ~6 ms per query, against 371 MB for
+per-user collections, and ``collection.delete(where={"user_id": ...})`` removes a user completely
+in one call.
+
+Scoring. Each user's memories are held in process (:mod:`memora.longterm.cache`) and ranked
+exactly in numpy by ``memora.longterm.ranking.hybrid_rank`` (dense cosine fused with BM25
+coverage), the one place where the final ranking happens.
+
+Duplicates. A new memory is a duplicate of an existing one when the normalised texts are equal,
+or when a lexical guard finds nothing new in it and the dense cosine clears a threshold (see
+:func:`memora.longterm.dedupe.relation`). When only the numbers differ ("level B1" → "level B2")
+the new text supersedes the old one, which is kept in the memory's history.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+import numpy.typing as npt
+
+from memora.blocking import run_blocking
+from memora.clock import utcnow
+from memora.erase import CHROMA_HNSW, vacuum_chroma
+from memora.longterm.cache import Entry, UserCache, UserData, UserLocks
+from memora.longterm.dedupe import CANDIDATE_MIN, Relation, embedding_text, normalise_text, relation
+from memora.longterm.embeddings import Embedder, Vectors
+from memora.longterm.ranking import Hit, dense_scale_for, hybrid_rank
+from memora.longterm.records import (
+    AddResult,
+    Memory,
+    MemoryNotFound,
+    NewMemory,
+    SearchHit,
+    SearchResult,
+    Source,
+    StoreError,
+    check_user,
+    clean_text,
+    from_record,
+    revised,
+    to_metadata,
+)
+
+log = logging.getLogger(__name__)
+
+__all__ = ["COLLECTION", "MemoryStore"]
+
+COLLECTION = "memories"
+
+
+class _Batch:
+    """The user's memories while one `add_many` decides item by item (later items see earlier
+    ones): which entries changed, and the vectors as a matrix for the duplicate test."""
+
+    def __init__(self, data: UserData) -> None:
+        self.entries: list[Entry] = list(data.entries)
+        self.keys = [normalise_text(e.memory.text) for e in self.entries]
+        self.matrix = data.vectors
+        self.next_seq = max((e.seq for e in self.entries), default=0) + 1
+        self.changed: dict[str, int] = {}  # memory id → index in entries
+
+    def index_of(self, memory_id: str | None) -> int | None:
+        if memory_id is None:
+            return None
+        return next((i for i, e in enumerate(self.entries) if e.memory.id == memory_id), None)
+
+    def closest(self, text: str, vec: npt.NDArray[np.float32]) -> tuple[int | None, int | None]:
+        """(index of a duplicate, index of a memory to update), closest first."""
+        key = normalise_text(text)
+        same = next((i for i, k in enumerate(self.keys) if k == key), None)
+        if same is not None or not self.entries:
+            return same, None
+        cosines = self.matrix @ vec
+        near = np.nonzero(cosines >= CANDIDATE_MIN)[0]
+        update: int | None = None
+        for i in near[np.argsort(-cosines[near], kind="stable")]:
+            verdict = relation(text, self.entries[i].memory.text, float(cosines[i]))
+            if verdict is Relation.DUPLICATE:
+                return int(i), None
+            if verdict is Relation.UPDATE and update is None:
+                update = int(i)
+        return None, update
+
+    def put(self, i: int, memory: Memory, vec: npt.NDArray[np.float32]) -> None:
+        """Replace entry i by a new version of its memory."""
+        self.entries[i] = Entry(memory, self.entries[i].seq, vec)
+        self.keys[i] = normalise_text(memory.text)
+        self.matrix = self.matrix.copy()
+        self.matrix[i] = vec
+        self.changed[memory.id] = i
+
+    def append(self, memory: Memory, vec: npt.NDArray[np.float32]) -> None:
+        self.entries.append(Entry(memory, self.next_seq, vec))
+        self.keys.append(normalise_text(memory.text))
+        self.next_seq += 1
+        self.matrix = np.vstack([self.matrix, vec[None, :]])
+        self.changed[memory.id] = len(self.entries) - 1
+
+    def written(self) -> list[Entry]:
+        return [self.entries[i] for i in self.changed.values()]
+
+    def data(self) -> UserData:
+        return UserData(tuple(self.entries), np.ascontiguousarray(self.matrix, dtype=np.float32))
+
+
+class MemoryStore:
+    """Each user's long-term memories in one persistent Chroma collection.
+
+    Every public method takes the user id first; there is no way to search or list without one.
+    Writes for one user are serialised by a per-user asyncio lock; all Chroma calls leave the
+    event loop through :func:`run_blocking`.
+    """
+
+    def __init__(self, path: Path, embedder: Embedder, *, max_cached_users: int = 256) -> None:
+        self.path = Path(path)
+        self.embedder = embedder
+        self._scale = dense_scale_for(embedder.name)
+        self._client: Any = None
+        self._collection: Any = None
+        self._locks = UserLocks()
+        self._cache = UserCache(max_cached_users)
+
+    # -- lifecycle ---------------------------------------------------------------------------
+    @classmethod
+    async def create(cls, path: Path, embedder: Embedder) -> MemoryStore:
+        store = cls(path, embedder)
+        await store.open()
+        return store
+
+    async def __aenter__(self) -> MemoryStore:
+        await self.open()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    def _open_sync(self, *, upgrade: bool = True) -> tuple[Any, Any]:
+        import chromadb
+        from chromadb.config import Settings
+
+        self.path.mkdir(parents=True, exist_ok=True)
+        client: Any = chromadb.PersistentClient(
+            path=str(self.path), settings=Settings(anonymized_telemetry=False)
+        )
+        try:
+            collection = client.get_or_create_collection(
+                COLLECTION,
+                configuration={"hnsw": {"space": "cosine", **CHROMA_HNSW}},
+                metadata={"embedder": self.embedder.name, "dim": self.embedder.dim},
+                embedding_function=None,  # we always pass our own vectors: never download one
+            )
+            hnsw = (collection.configuration_json or {}).get("hnsw") or {}
+            if upgrade and hnsw.get("sync_threshold") != CHROMA_HNSW["sync_threshold"]:
+                # A store made before deletions purged Chroma's log: switch it, then reopen
+                # (the running segment keeps the settings it was opened with).
+                collection.modify(configuration={"hnsw": dict(CHROMA_HNSW)})
+                client.close()
+                return self._open_sync(upgrade=False)
+            meta = collection.metadata or {}
+            if meta.get("embedder", self.embedder.name) != self.embedder.name or int(
+                meta.get("dim", self.embedder.dim)
+            ) != int(self.embedder.dim):
+                raise StoreError(
+                    f"the memories under {self.path} were embedded with {meta.get('embedder')}"
+                    f" ({meta.get('dim')} dimensions), not {self.embedder.name}"
+                    f" ({self.embedder.dim}): use that embedder or a new data directory"
+                )
+        except BaseException:
+            client.close()
+            raise
+        return client, collection
+
+    async def open(self) -> None:
+        if self._client is None:
+            self._client, self._collection = await run_blocking(self._open_sync)
+
+    async def close(self) -> None:
+        client, self._client, self._collection = self._client, None, None
+        self._cache.clear()
+        if client is not None:
+            await run_blocking(client.close)
+
+    @property
+    def _col(self) -> Any:
+        if self._collection is None:
+            raise StoreError("the memory store is not open")
+        return self._collection
+
+    # -- cache -------------------------------------------------------------------------------
+    def _load_sync(self, user_id: int) -> UserData:
+        got = self._col.get(
+            where={"user_id": user_id}, include=["documents", "metadatas", "embeddings"]
+        )
+        ids: list[str] = list(got["ids"])
+        if not ids:
+            return UserData((), np.zeros((0, self.embedder.dim), dtype=np.float32))
+        vectors = np.asarray(got["embeddings"], dtype=np.float32)
+        norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+        norms[norms == 0] = 1.0
+        vectors = vectors / norms
+        rows = []
+        for i, (memory_id, doc, meta) in enumerate(
+            zip(ids, got["documents"], got["metadatas"], strict=True)
+        ):
+            memory, seq = from_record(memory_id, str(doc or ""), dict(meta or {}))
+            rows.append((seq, memory.created_at, memory.id, memory, i))
+        rows.sort(key=lambda r: (r[0], r[1], r[2]))
+        entries = tuple(Entry(m, seq, vectors[i]) for seq, _, _, m, i in rows)
+        order = [i for *_, i in rows]
+        return UserData(entries, np.ascontiguousarray(vectors[order]))
+
+    async def _data(self, user_id: int) -> UserData:
+        cached = self._cache.get(user_id)
+        if cached is not None:
+            return cached
+        generation = self._cache.generation(user_id)
+        data = await run_blocking(self._load_sync, user_id)
+        # A write that finished while we were loading makes what we read stale: don't keep it.
+        self._keep(user_id, data, generation=generation)
+        return data
+
+    def _keep(self, user_id: int, data: UserData, *, generation: int | None = None) -> None:
+        if self._collection is not None:  # a closed store caches nothing
+            self._cache.keep(user_id, data, generation=generation)
+
+    async def _embed(
+        self, texts: list[str], kind: Literal["query", "passage"]
+    ) -> tuple[Vectors, int]:
+        if kind == "passage":
+            texts = [embedding_text(t) for t in texts]
+        emb = await self.embedder.embed(texts, kind=kind)
+        return np.asarray(emb.vectors, dtype=np.float32), int(emb.tokens)
+
+    def _upsert_sync(self, entries: Sequence[Entry]) -> None:
+        self._col.upsert(
+            ids=[e.memory.id for e in entries],
+            embeddings=np.stack([e.vector for e in entries]),
+            documents=[e.memory.text for e in entries],
+            metadatas=[to_metadata(e.memory, e.seq) for e in entries],
+        )
+
+    async def _write(self, user_id: int, entries: Sequence[Entry], after: UserData) -> None:
+        """Upsert the changed memories, then cache the user's data as it now is (write-through:
+        the next search does not reload the user). Any failure drops the cache instead."""
+        try:
+            if entries:
+                await run_blocking(self._upsert_sync, entries)
+        finally:
+            self._cache.invalidate(user_id)  # also makes a load that raced with this write stale
+        # Writes happen after the reply: build the lexical index now, not on the next search.
+        await run_blocking(lambda: after.bm25)
+        self._keep(user_id, after)
+
+    async def _rewrite(self, user_id: int, data: UserData, entry: Entry, memory: Memory) -> None:
+        """Store a new version of one memory (a new text, so a new vector)."""
+        vectors, _ = await self._embed([memory.text], "passage")
+        new_entry = Entry(memory, entry.seq, vectors[0])
+        await self._write(user_id, [new_entry], data.with_entry(new_entry))
+
+    # -- writes ------------------------------------------------------------------------------
+    async def add(
+        self,
+        user_id: int,
+        text: str,
+        *,
+        source: Source,
+        category: str = "other",
+        chat_id: int | None = None,
+        message_id: int | None = None,
+        now: datetime | None = None,
+    ) -> AddResult:
+        """Store one memory unless the user already has it (see :meth:`add_many`)."""
+        item = NewMemory(text, source, category, chat_id, message_id)
+        return (await self.add_many(user_id, [item], now=now))[0]
+
+    async def add_many(
+        self, user_id: int, items: Sequence[NewMemory], *, now: datetime | None = None
+    ) -> list[AddResult]:
+        """Store several memories with one embedding call and one Chroma write.
+
+        An item whose `replaces` names one of the user's memories supersedes it. Any other item
+        is compared with the user's memories (and the items before it, see
+        :func:`~memora.longterm.dedupe.relation`): a duplicate is not stored; the same fact
+        with other numbers supersedes the older memory; anything else is added.
+        """
+        check_user(user_id)
+        if not items:
+            return []
+        texts = [clean_text(it.text) for it in items]
+        stamp = utcnow(now)
+        async with self._locks.hold(user_id):
+            batch = _Batch(await self._data(user_id))
+            vectors, tokens = await self._embed(texts, "passage")
+            results = [
+                self._add_one(
+                    user_id, batch, item, text, vectors[n], stamp, tokens if n == 0 else 0
+                )
+                for n, (item, text) in enumerate(zip(items, texts, strict=True))
+            ]
+            await self._write(user_id, batch.written(), batch.data())
+        return results
+
+    @staticmethod
+    def _add_one(
+        user_id: int,
+        batch: _Batch,
+        item: NewMemory,
+        text: str,
+        vec: npt.NDArray[np.float32],
+        stamp: str,
+        tokens: int,
+    ) -> AddResult:
+        """Decide one item of a batch against the memories so far, and apply it to the batch."""
+        target = batch.index_of(item.replaces)
+        explicit = target is not None
+        if target is None:
+            dup, target = batch.closest(text, vec)
+            if dup is not None:
+                return AddResult("duplicate", batch.entries[dup].memory, None, tokens)
+        elif normalise_text(text) == batch.keys[target]:
+            return AddResult("duplicate", batch.entries[target].memory, None, tokens)
+        if target is not None:
+            old = batch.entries[target].memory
+            keep_category = not explicit and old.category != "other"
+            memory = revised(
+                old,
+                text,
+                stamp,
+                "updated",
+                source=item.source,
+                category=old.category if keep_category else item.category,
+                chat_id=item.chat_id if item.chat_id is not None else old.chat_id,
+                message_id=item.message_id if item.message_id is not None else old.message_id,
+            )
+            batch.put(target, memory, vec)
+            return AddResult("superseded", memory, old, tokens)
+        memory = Memory(
+            id=str(uuid.uuid4()),
+            user_id=user_id,
+            text=text,
+            source=item.source,
+            category=item.category,
+            created_at=stamp,
+            updated_at=stamp,
+            chat_id=item.chat_id,
+            message_id=item.message_id,
+        )
+        batch.append(memory, vec)
+        return AddResult("added", memory, None, tokens)
+
+    async def supersede(
+        self,
+        user_id: int,
+        memory_id: str,
+        new_text: str,
+        *,
+        reason: str = "updated",
+        category: str | None = None,
+        chat_id: int | None = None,
+        message_id: int | None = None,
+        now: datetime | None = None,
+    ) -> Memory:
+        """Replace a memory's text, keeping the old text in its history. Raises MemoryNotFound."""
+        check_user(user_id)
+        text = clean_text(new_text)
+        stamp = utcnow(now)
+        async with self._locks.hold(user_id):
+            data = await self._data(user_id)
+            entry = data.find(memory_id)
+            if entry is None:
+                raise MemoryNotFound(memory_id)
+            old = entry.memory
+            if normalise_text(text) == normalise_text(old.text) and category in (
+                None,
+                old.category,
+            ):
+                return old
+            memory = revised(
+                old,
+                text,
+                stamp,
+                reason,
+                category=category or old.category,
+                chat_id=chat_id if chat_id is not None else old.chat_id,
+                message_id=message_id if message_id is not None else old.message_id,
+            )
+            await self._rewrite(user_id, data, entry, memory)
+            return memory
+
+    async def revert(
+        self, user_id: int, memory_id: str, *, now: datetime | None = None
+    ) -> Memory | None:
+        """Undo the last change: the last text in the history comes back.
+
+        The text being replaced goes to the history (reason "reverted"), so nothing is lost and
+        a second revert undoes the first. None if there is no such memory or nothing to undo.
+        """
+        check_user(user_id)
+        stamp = utcnow(now)
+        async with self._locks.hold(user_id):
+            data = await self._data(user_id)
+            entry = data.find(memory_id)
+            if entry is None or not entry.memory.history:
+                return None
+            old = entry.memory
+            memory = revised(old, old.history[-1].text, stamp, "reverted", history=old.history[:-1])
+            await self._rewrite(user_id, data, entry, memory)
+            return memory
+
+    async def delete(self, user_id: int, memory_id: str) -> bool:
+        """Delete one of the user's memories; False if the user has no memory with that id."""
+        check_user(user_id)
+        where = {"user_id": user_id}
+
+        def _delete() -> bool:
+            found = self._col.get(ids=[memory_id], where=where, include=[])
+            if not found["ids"]:
+                return False
+            self._col.delete(ids=[memory_id], where=where)
+            return True
+
+        async with self._locks.hold(user_id):
+            cached = self._cache.get(user_id)  # current: every write of this user holds the lock
+            try:
+                deleted = await run_blocking(_delete)
+            finally:
+                self._cache.invalidate(user_id)
+            if cached is not None:
+                self._keep(user_id, cached.without(memory_id))
+            if deleted:
+                await run_blocking(vacuum_chroma, self.path)
+            return deleted
+
+    async def delete_user(self, user_id: int) -> int:
+        """Delete every memory of the user (one filtered delete); returns how many there were."""
+        check_user(user_id)
+        where = {"user_id": user_id}
+
+        def _delete_all() -> int:
+            n = len(self._col.get(where=where, include=[])["ids"])
+            self._col.delete(where=where)
+            vacuum_chroma(self.path)  # the words must be gone from the file, not just unlinked
+            return n
+
+        async with self._locks.hold(user_id):
+            try:
+                return await run_blocking(_delete_all)
+            finally:
+                self._cache.invalidate(user_id)
+
+    # -- reads -------------------------------------------------------------------------------
+    async def memories(self, user_id: int) -> list[Memory]:
+        """The user's memories, oldest first (a stable numbering for /memories and /forget n)."""
+        check_user(user_id)
+        return [e.memory for e in (await self._data(user_id)).entries]
+
+    async def get(self, user_id: int, memory_id: str) -> Memory | None:
+        check_user(user_id)
+        entry = (await self._data(user_id)).find(memory_id)
+        return entry.memory if entry else None
+
+    async def count(self, user_id: int) -> int:
+        check_user(user_id)
+        cached = self._cache.get(user_id)
+        if cached is not None:
+            return len(cached.entries)
+        where = {"user_id": user_id}
+        got = await run_blocking(lambda: self._col.get(where=where, include=[]))
+        return len(got["ids"])
+
+    async def search(
+        self,
+        user_id: int,
+        query: str,
+        *,
+        top_k: int,
+        min_score: float,
+        extra_context: str | None = None,
+    ) -> SearchResult:
+        """The user's memories most relevant to the query, best first, score >= min_score.
+
+        With `extra_context` (the previous turn), the query is also ranked together with that
+        context and each memory keeps its better score, so "那第二個適合我嗎？" still finds what
+        the last turn was about.
+        """
+        check_user(user_id)
+        query = " ".join(query.split())
+        if not query or top_k <= 0:
+            return SearchResult([], 0)
+        data = await self._data(user_id)
+        if not data.entries:
+            return SearchResult([], 0)
+        variants = [query]
+        context = " ".join((extra_context or "").split())
+        if context:
+            variants.append(f"{context}\n{query}")
+        qvecs, tokens = await self._embed(variants, "query")
+        best: dict[int, float] = {}
+        for qtext, qvec in zip(variants, qvecs, strict=True):
+            for hit in self._rank(data, qtext, qvec, top_k, min_score):
+                best[hit.index] = max(hit.score, best.get(hit.index, hit.score))
+        ranked = sorted(best.items(), key=lambda kv: (-kv[1], kv[0]))[:top_k]
+        hits = [SearchHit(data.entries[i].memory, score) for i, score in ranked]
+        return SearchResult(hits, tokens)
+
+    async def similar(self, user_id: int, text: str, k: int = 5) -> list[Memory]:
+        """The user's k memories closest to a text, best first, with no threshold: the memories
+        a new fact may repeat or update (context for the extractor)."""
+        check_user(user_id)
+        text = " ".join(text.split())
+        data = await self._data(user_id)
+        if not text or not data.entries or k <= 0:
+            return []
+        qvecs, _ = await self._embed([text], "query")
+        hits = self._rank(data, text, qvecs[0], k, float("-inf"))
+        return [data.entries[h.index].memory for h in hits]
+
+    def _rank(
+        self,
+        data: UserData,
+        query: str,
+        qvec: npt.NDArray[np.float32],
+        top_k: int,
+        min_score: float,
+    ) -> list[Hit]:
+        """The user's memories ranked for one query (the one ranking: ``hybrid_rank``)."""
+        return hybrid_rank(
+            qvec,
+            data.vectors,
+            query,
+            data.texts,
+            top_k,
+            min_score,
+            scale=self._scale,
+            index=data.bm25,
+        )
