@@ -34,9 +34,10 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
-from datetime import UTC, datetime
 
 import aiosqlite
+
+from memora.clock import utcnow
 
 MigrationFn = Callable[[aiosqlite.Connection], Awaitable[None]]
 Transaction = Callable[[], AbstractAsyncContextManager[aiosqlite.Connection]]
@@ -95,7 +96,7 @@ async def migrate(
             await m.apply(conn)
             await conn.execute(
                 "INSERT INTO _migrations(name, applied_at) VALUES (?, ?)",
-                (m.name, datetime.now(UTC).isoformat(timespec="seconds")),
+                (m.name, utcnow()),
             )
         ran.append(m.name)
     return ran
