@@ -18,9 +18,9 @@ from typing import Any
 
 import aiosqlite
 
+from memora.clock import utcnow
 from memora.erase import CHECKPOINT, SECURE_DELETE
 from memora.learner.schema import USER_TABLES
-from memora.clock import utcnow
 from memora.llm import ChatMessage
 from memora.migrations import applied, migrate
 

@@ -124,6 +124,6 @@ async def test_a_store_made_before_the_log_purge_is_upgraded(tmp_path: Path, emb
         assert files_holding(path, MARKER)
         assert await store.delete_user(7) == 1
         assert files_holding(path, MARKER) == []
-        assert [m.text for m in await store.list(8)] == ["The user lives in Taichung."]
+        assert [m.text for m in await store.memories(8)] == ["The user lives in Taichung."]
     finally:
         await store.close()

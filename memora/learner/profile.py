@@ -99,7 +99,7 @@ def _timezone(value: str) -> str:
 
 def clean_value(name: str, value: str) -> str:
     """The value as stored, or ProfileError with a clear reason."""
-    from memora.extraction import looks_secret
+    from memora.longterm.extraction import looks_secret
 
     text = " ".join(value.split())
     if not text:

@@ -37,7 +37,7 @@ def mostly_chinese(text: str) -> bool:
 
 def mistake_problem(mistake: ExtractedMistake, message: str) -> str | None:
     """Why this mistake must not be logged, or None to keep it."""
-    from memora.extraction import looks_secret
+    from memora.longterm.extraction import looks_secret
 
     original, corrected = mistake.original.strip(), mistake.corrected.strip()
     if not original or not corrected or _fold(original) == _fold(corrected):
@@ -60,7 +60,7 @@ def mistake_problem(mistake: ExtractedMistake, message: str) -> str | None:
 
 def word_problem(word: ExtractedWord) -> str | None:
     """Why this vocabulary item must not be kept, or None to keep it."""
-    from memora.extraction import looks_secret
+    from memora.longterm.extraction import looks_secret
 
     term = word.term.strip()
     if not vocab_key(term):
