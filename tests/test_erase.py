@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from memora.longterm import COLLECTION, MemoryStore
+from memora.longterm.store import COLLECTION, MemoryStore
 from tests.fake_openai import FakeOpenAI, FakeRequest, default_responder
 from tests.test_crash import ChatProcess
 from tests.test_terminal import memora_env
