@@ -10,10 +10,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from memora.llm import LLM, ChatMessage, Completion, LLMError, OnDelta
 from memora.clock import as_utc, utcnow
-from memora.prompts import TUTOR_INSTRUCTIONS
+from memora.llm import LLM, ChatMessage, Completion, LLMError, OnDelta
 from memora.longterm.ranking import DEFAULT_MIN_SCORE
+from memora.prompts import TUTOR_INSTRUCTIONS
 from memora.shortterm import BuiltContext, OverBudget, Window, build_context, summarize
 from memora.storage import (
     ChatRow,

@@ -14,7 +14,6 @@ import numpy as np
 import pytest
 from pydantic import BaseModel
 
-from memora.longterm.embeddings import OpenAIEmbedder
 from memora.llm import (
     LLM,
     ChatCompletionsLLM,
@@ -24,6 +23,7 @@ from memora.llm import (
     Parsed,
     ResponsesLLM,
 )
+from memora.longterm.embeddings import OpenAIEmbedder
 from tests.fake_openai import (
     CutMode,
     FakeOpenAI,
