@@ -21,8 +21,8 @@ from typing import Literal
 from pydantic import BaseModel, Field, ValidationError
 
 from memora.clock import as_utc
-from memora.longterm.dedupe import normalise_text
 from memora.llm import LLM, ChatMessage, LLMError, Usage
+from memora.longterm.dedupe import normalise_text
 from memora.longterm.records import MAX_MEMORY_CHARS, AddResult, Memory, NewMemory
 from memora.longterm.store import MemoryStore
 
@@ -130,8 +130,8 @@ class ExtractionOutcome:
     """What one extraction call produced.
 
     `raw` is the model's text with any rejected secret replaced by "[redacted]" (and nothing
-    else: it is safe to log as it is); `memories` the accepted items; `rejected` (text, reason) pairs; `error` is set, and `memories` empty, when
-    the call or its structured answer failed.
+    else: it is safe to log as it is); `memories` the accepted items; `rejected` (text, reason)
+    pairs; `error` is set, and `memories` empty, when the call or its structured answer failed.
     """
 
     raw: str = ""
