@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
+from urllib.parse import urlsplit
 
 from openai import AsyncOpenAI
 
@@ -47,7 +48,8 @@ def setup_logging(settings: Settings) -> None:
         level=settings.logging.level,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
-    redact = _Redact([settings.telegram.token, settings.llm.api_key])
+    db_password = urlsplit(settings.storage.database_url).password or ""
+    redact = _Redact([settings.telegram.token, settings.llm.api_key, db_password])
     for handler in logging.getLogger().handlers:
         handler.addFilter(redact)
     # httpx logs every request URL (Telegram URLs contain the bot token); the openai SDK's
@@ -133,7 +135,7 @@ async def open_engine(
     if needs_model:
         require_llm(settings)
     async with AsyncExitStack() as stack:
-        db = Database(settings.db_path)
+        db = Database(settings.db_path, url=settings.storage.database_url)
         await db.open()
         stack.push_async_callback(db.close)
 

@@ -107,11 +107,19 @@ def default_data_dir() -> Path:
 
 class StorageConfig(_Section):
     data_dir: Path = Field(default_factory=default_data_dir)
+    database_url: str = ""
 
     @field_validator("data_dir")
     @classmethod
     def _expand_home(cls, value: Path) -> Path:
         return value.expanduser()
+
+    @field_validator("database_url")
+    @classmethod
+    def _database_url(cls, v: str) -> str:
+        if v and not v.startswith(("postgresql://", "postgres://")):
+            raise ValueError("must be empty (SQLite in data_dir) or a postgresql:// URL")
+        return v
 
 
 class LoggingConfig(_Section):

@@ -24,6 +24,10 @@ again, whole, on the next start. (simonw/llm's migrations.py is the model; it re
 same way but does not wrap each one in a transaction.) Migrations are recorded by name, not by
 count, so two branches that each add one merge without renumbering anyone's database.
 
+The same migrations build PostgreSQL when `[storage] database_url` names one: write them in the
+SQL both engines share (see memora/postgres.py for the few SQLite forms it adapts, and what to
+avoid); the storage tests run them on both.
+
 Hand-written rather than a tool: the store is raw SQL over aiosqlite with no ORM, and the
 migration tools on PyPI (alembic, yoyo) need SQLAlchemy or a synchronous driver of their own;
 this module is the few dozen lines that the job takes.
@@ -70,13 +74,27 @@ async def script(db: aiosqlite.Connection, sql: str) -> None:
 
 async def applied(db: aiosqlite.Connection) -> list[str]:
     """Names of the migrations this database has run, in the order it ran them."""
-    async with db.execute(
-        "SELECT name FROM sqlite_master WHERE type='table' AND name='_migrations'"
-    ) as cur:
-        if await cur.fetchone() is None:
-            return []
-    async with db.execute("SELECT name FROM _migrations ORDER BY rowid") as cur:
+    if not await _has_record_table(db):
+        return []
+    order = "n" if _on_postgres(db) else "rowid"
+    async with db.execute(f"SELECT name FROM _migrations ORDER BY {order}") as cur:
         return [str(r[0]) for r in await cur.fetchall()]
+
+
+def _on_postgres(db: aiosqlite.Connection) -> bool:
+    """The same migrations run on PostgreSQL through memora.postgres (database_url)."""
+    return getattr(db, "dialect", "sqlite") == "postgresql"
+
+
+async def _has_record_table(db: aiosqlite.Connection) -> bool:
+    sql = (
+        "SELECT to_regclass('_migrations')::text"
+        if _on_postgres(db)
+        else "SELECT name FROM sqlite_master WHERE type='table' AND name='_migrations'"
+    )
+    async with db.execute(sql) as cur:
+        row = await cur.fetchone()
+    return row is not None and row[0] is not None
 
 
 async def migrate(
@@ -86,6 +104,7 @@ async def migrate(
 ) -> list[str]:
     """Apply every migration not yet recorded, each in its own transaction; return their names."""
     async with transaction() as conn:
+        await _lock_against_other_replicas(conn)
         await _adopt_legacy_version(conn, migrations)
     done = set(await applied(db))
     ran: list[str] = []
@@ -93,6 +112,9 @@ async def migrate(
         if m.name in done:
             continue
         async with transaction() as conn:
+            await _lock_against_other_replicas(conn)
+            if m.name in await applied(conn):  # another replica ran it while we waited
+                continue
             await m.apply(conn)
             await conn.execute(
                 "INSERT INTO _migrations(name, applied_at) VALUES (?, ?)",
@@ -102,16 +124,25 @@ async def migrate(
     return ran
 
 
+async def _lock_against_other_replicas(db: aiosqlite.Connection) -> None:
+    """Replicas starting together on one PostgreSQL take turns (SQLite's BEGIN IMMEDIATE does)."""
+    if _on_postgres(db):
+        await db.execute("SELECT pg_advisory_xact_lock(7242315)")
+
+
 async def _adopt_legacy_version(db: aiosqlite.Connection, migrations: Sequence[Migration]) -> None:
     """Create the record table; a database from before it counted its migrations in user_version.
 
     Those databases ran the first `user_version` migrations of the list, so record their names.
     """
-    async with db.execute(
-        "SELECT name FROM sqlite_master WHERE type='table' AND name='_migrations'"
-    ) as cur:
-        if await cur.fetchone() is not None:
-            return
+    if await _has_record_table(db):
+        return
+    if _on_postgres(db):  # no legacy there; n keeps the order rowid keeps in SQLite
+        await db.execute(
+            "CREATE TABLE _migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL, "
+            "n BIGINT GENERATED ALWAYS AS IDENTITY)"
+        )
+        return
     await db.execute("CREATE TABLE _migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)")
     async with db.execute("PRAGMA user_version") as cur:
         row = await cur.fetchone()

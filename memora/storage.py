@@ -1,8 +1,10 @@
-"""SQLite persistence for short-term memory (aiosqlite, WAL; the schema lives in migrations.py).
+"""Short-term memory: SQLite (aiosqlite, WAL) by default, PostgreSQL when a URL is given.
 
-Every multi-statement write goes through `Database.transaction()`: one connection is shared by
-every chat, so a transaction holds a lock for its whole span and rolls back on any exception,
-cancellation included.
+The schema lives in migrations.py. Every multi-statement write goes through
+`Database.transaction()`, which rolls back on any exception, cancellation included. On SQLite one
+connection is shared by every chat, so a transaction holds a lock for its whole span; on
+PostgreSQL (memora/postgres.py, `[storage] database_url`) each transaction has a pooled
+connection of its own and replicas share the database.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import aiosqlite
 
@@ -23,6 +25,7 @@ from memora.erase import CHECKPOINT, SECURE_DELETE
 from memora.learner.schema import USER_TABLES
 from memora.llm import ChatMessage
 from memora.migrations import applied, migrate
+from memora.postgres import PgPool
 
 
 @dataclass(frozen=True)
@@ -104,13 +107,21 @@ def _usage_values(usage: TurnUsage) -> tuple[int, ...]:
 
 
 class Database:
-    """One aiosqlite connection; every write is one transaction."""
+    """One aiosqlite connection (or a PostgreSQL pool); every write is one transaction."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path | None = None, *, url: str = "") -> None:
+        if path is None and not url:
+            raise ValueError("a Database needs a SQLite path or a PostgreSQL URL")
         self.path = path
+        self.url = url
         self._db: aiosqlite.Connection | None = None
-        # One connection is shared by every chat: transactions must not interleave on it.
+        self._pg: PgPool | None = None
+        # One SQLite connection is shared by every chat: transactions must not interleave on it.
         self._tx_lock = asyncio.Lock()
+
+    @property
+    def dialect(self) -> str:
+        return "postgresql" if self.url else "sqlite"
 
     @property
     def db(self) -> aiosqlite.Connection:
@@ -120,11 +131,20 @@ class Database:
 
     async def _write(self, sql: str, params: tuple[Any, ...]) -> int:
         """One autocommitted write, never inside another chat's open transaction."""
+        if self._pg is not None:  # a pooled connection of its own
+            return (await self.db.execute(sql, params)).rowcount or 0
         async with self._tx_lock:
             cur = await self.db.execute(sql, params)
             return cur.rowcount or 0
 
     async def open(self) -> None:
+        if self.url:
+            self._pg = await PgPool.connect(self.url)
+            # PgPool answers the aiosqlite calls this class makes (see memora/postgres.py).
+            self._db = cast(aiosqlite.Connection, self._pg)
+            await migrate(self.db, self.transaction)
+            return
+        assert self.path is not None
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._db = await aiosqlite.connect(self.path, isolation_level=None)
         self._db.row_factory = sqlite3.Row
@@ -138,7 +158,7 @@ class Database:
     async def close(self) -> None:
         if self._db is not None:
             await self._db.close()
-            self._db = None
+            self._db = self._pg = None
 
     async def checkpoint(self) -> None:
         """Move the WAL into the database file and empty it: after a deletion, the old pages
@@ -157,6 +177,10 @@ class Database:
         Holds the connection's lock for the whole block, so no other chat's write lands inside
         it. Not reentrant: do not call another writing method of this class inside the block.
         """
+        if self._pg is not None:
+            async with self._pg.transaction() as conn:
+                yield cast(aiosqlite.Connection, conn)
+            return
         async with self._tx_lock:
             db = self.db
             await db.execute("BEGIN IMMEDIATE")
@@ -218,9 +242,12 @@ class Database:
     async def record_turn(self, turn: NewTurn) -> int:
         """Write user message, reply, usage and last context atomically; return the turn id."""
         async with self.transaction() as db:
-            # A chat seen for the first time; never changes a known chat's kind.
+            # A chat seen for the first time; never changes a known chat's kind. Touching the
+            # row locks it until COMMIT, so on PostgreSQL two turns of one chat take turns
+            # here and each sees the other's seq (SQLite's one connection does that already).
             await db.execute(
-                "INSERT OR IGNORE INTO chats(chat_id, created_at, updated_at) VALUES (?,?,?)",
+                "INSERT INTO chats(chat_id, created_at, updated_at) VALUES (?,?,?) "
+                "ON CONFLICT (chat_id) DO UPDATE SET updated_at=excluded.updated_at",
                 (turn.chat_id, turn.at, turn.at),
             )
             seq = await self._next_seq(db, turn.chat_id)
@@ -254,8 +281,8 @@ class Database:
         """The next message's seq: never below the summary offset, so turns deleted by
         /forgetme cannot make new turns look summarized already."""
         async with db.execute(
-            "SELECT MAX(COALESCE((SELECT MAX(seq) + 1 FROM messages WHERE chat_id=?), 0), "
-            "COALESCE((SELECT summarized_count FROM chats WHERE chat_id=?), 0))",
+            "SELECT COALESCE(MAX(n), 0) FROM (SELECT MAX(seq) + 1 AS n FROM messages "
+            "WHERE chat_id=? UNION ALL SELECT summarized_count FROM chats WHERE chat_id=?) AS t",
             (chat_id, chat_id),
         ) as cur:
             row = await cur.fetchone()

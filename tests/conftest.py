@@ -37,9 +37,13 @@ def _clean_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     yield
 
 
-@pytest.fixture
-async def db(tmp_path: Path) -> AsyncIterator[Database]:
-    database = Database(tmp_path / "memora.sqlite3")
+@pytest.fixture(params=["sqlite", "postgres"])
+async def db(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Database]:
+    """The store on both backends: the SQLite file, and a fresh database on a real PostgreSQL."""
+    if request.param == "postgres":
+        database = Database(url=request.getfixturevalue("postgres_url"))
+    else:
+        database = Database(tmp_path / "memora.sqlite3")
     await database.open()
     yield database
     await database.close()

@@ -156,3 +156,16 @@ def test_start_up_says_where_the_data_is_wherever_it_is_started(tmp_path: Path) 
     assert (expected / "memora.sqlite3").is_file()
     assert proc.returncode == 1 and "no data for chat 7" in proc.stderr
     assert not any(elsewhere.iterdir())  # nothing written where it was started
+
+
+def test_shared_stores_default_to_the_embedded_ones_and_refuse_other_schemes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    s = load_settings()
+    assert s.storage.database_url == ""
+    monkeypatch.setenv("MEMORA_STORAGE__DATABASE_URL", "postgresql://u:p@db:5432/memora")
+    s = load_settings()
+    assert s.storage.database_url == "postgresql://u:p@db:5432/memora"
+    monkeypatch.setenv("MEMORA_STORAGE__DATABASE_URL", "mysql://db/memora")
+    with pytest.raises(ConfigError, match=r"storage\.database_url.*postgresql://"):
+        load_settings()

@@ -11,7 +11,7 @@ from chromadb.config import Settings as ChromaSettings
 from tests.engines import ChromaServer, Postgres, fresh_database
 
 
-async def test_postgres_answers_and_databases_are_separate(postgres: Postgres) -> None:
+async def test_postgres_answers_and_each_test_has_its_own_schema(postgres: Postgres) -> None:
     first, second = fresh_database(postgres), fresh_database(postgres)
     assert first != second
     conn = await asyncpg.connect(first)

@@ -7,11 +7,41 @@ import sqlite3
 from pathlib import Path
 
 import aiosqlite
+import asyncpg
 import pytest
 
 from memora.llm import ChatMessage
 from memora.migrations import MIGRATIONS, Migration, applied, migrate, script
 from memora.storage import Database, NewTurn, TurnUsage
+
+
+async def table_exists(db: Database, name: str) -> bool:
+    sql = (
+        "SELECT to_regclass(?)::text"
+        if db.dialect == "postgresql"
+        else "SELECT name FROM sqlite_master WHERE type='table' AND name=?"
+    )
+    async with db.db.execute(sql, (name,)) as cur:
+        row = await cur.fetchone()
+    return row is not None and row[0] is not None
+
+
+async def fail_assistant_inserts(db: Database) -> None:
+    """A trigger that makes the second insert of every turn fail, in each engine's dialect."""
+    if db.dialect == "postgresql":
+        await db.db.execute(
+            "CREATE FUNCTION boom() RETURNS trigger AS $$ BEGIN "
+            "RAISE EXCEPTION 'disk on fire'; END $$ LANGUAGE plpgsql"
+        )
+        await db.db.execute(
+            "CREATE TRIGGER boom BEFORE INSERT ON messages FOR EACH ROW "
+            "WHEN (NEW.role = 'assistant') EXECUTE FUNCTION boom()"
+        )
+        return
+    await db.db.execute(
+        "CREATE TRIGGER boom BEFORE INSERT ON messages WHEN NEW.role = 'assistant' "
+        "BEGIN SELECT RAISE(ABORT, 'disk on fire'); END"
+    )
 
 
 def turn(chat: int, user: int, text: str, **usage: int) -> NewTurn:
@@ -110,10 +140,9 @@ async def test_a_failing_migration_leaves_nothing_behind_and_runs_again(db: Data
     async def m900_half(conn: aiosqlite.Connection) -> None:
         await script(conn, "CREATE TABLE reminders (user_id INTEGER); CREATE TABLE nope (")
 
-    with pytest.raises(sqlite3.OperationalError):
+    with pytest.raises((sqlite3.OperationalError, asyncpg.PostgresSyntaxError)):
         await migrate(db.db, db.transaction, [*MIGRATIONS, Migration("m900_half", m900_half)])
-    async with db.db.execute("SELECT name FROM sqlite_master WHERE name='reminders'") as cur:
-        assert await cur.fetchone() is None  # the first statement was rolled back too
+    assert not await table_exists(db, "reminders")  # the first statement was rolled back too
     assert "m900_half" not in await applied(db.db)
 
     async def m900_fixed(conn: aiosqlite.Connection) -> None:
@@ -163,13 +192,10 @@ async def test_transaction_rolls_back_when_cancelled(db: Database) -> None:
 
 async def test_a_turn_that_fails_half_way_writes_nothing(db: Database) -> None:
     await db.record_turn(turn(1, 1, "first"))
-    await db.db.execute(
-        "CREATE TRIGGER boom BEFORE INSERT ON messages WHEN NEW.role = 'assistant' "
-        "BEGIN SELECT RAISE(ABORT, 'disk on fire'); END"
-    )
-    with pytest.raises(sqlite3.IntegrityError):
+    await fail_assistant_inserts(db)
+    with pytest.raises((sqlite3.IntegrityError, asyncpg.RaiseError)):
         await db.record_turn(turn(1, 1, "second"))
-    with pytest.raises(sqlite3.IntegrityError):
+    with pytest.raises((sqlite3.IntegrityError, asyncpg.RaiseError)):
         await db.record_turn(turn(2, 2, "a new chat"))
     assert [m.content for m in await db.messages(1)] == ["first", "re: first"]
     assert len(await db.turn_rows(1)) == 1
