@@ -80,9 +80,7 @@ async def main() -> None:
     (sr, sa), (pr, pa) = results["SQLite"], results["PostgreSQL"]
     ratio_reply = statistics.median(pr) / statistics.median(sr)
     ratio_after = statistics.median(pa) / statistics.median(sa)
-    print(
-        f"PostgreSQL / SQLite (median): reply path x{ratio_reply:.2f}, after x{ratio_after:.2f}"
-    )
+    print(f"PostgreSQL / SQLite (median): reply path x{ratio_reply:.2f}, after x{ratio_after:.2f}")
 
 
 if __name__ == "__main__":
