@@ -211,7 +211,7 @@ async def test_review_grades_with_fsrs_and_checks_the_owner(learner: Learner, db
     assert again.due - NOW < timedelta(minutes=5)
     assert await learner.store.due_count(ALICE, NOW + timedelta(minutes=5)) == 1
     # the state is in the database file: a fresh connection sees it
-    other = Database(db.path)
+    other = Database(db.path, url=db.url)
     await other.open()
     try:
         fresh = Learner(other)

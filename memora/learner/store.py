@@ -124,7 +124,7 @@ class LearnerStore:
         since = review.iso(now - timedelta(days=RECURRING_DAYS))
         rows = await self._rows(
             "SELECT category, COUNT(*) AS n FROM learner_mistakes WHERE user_id=? AND at>=? "
-            "GROUP BY category HAVING n>=? ORDER BY n DESC, category",
+            "GROUP BY category HAVING COUNT(*)>=? ORDER BY n DESC, category",
             (user_id, since, RECURRING_MIN),
         )
         return [Difficulty(r[0], int(r[1])) for r in rows]
@@ -330,8 +330,9 @@ class LearnerStore:
         """Count a message or a review on the learner's local calendar day."""
         await self.database._write(
             "INSERT INTO learner_days(user_id, day, messages, reviews) VALUES (?,?,?,?) "
-            "ON CONFLICT(user_id, day) DO UPDATE SET messages=messages+excluded.messages, "
-            "reviews=reviews+excluded.reviews",
+            "ON CONFLICT(user_id, day) DO UPDATE SET "
+            "messages=learner_days.messages+excluded.messages, "
+            "reviews=learner_days.reviews+excluded.reviews",
             (user_id, day, messages, reviews),
         )
 
