@@ -10,10 +10,12 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
 RUN useradd --create-home --uid 10001 memora
 WORKDIR /app
 
+# Optional extras, e.g. --build-arg EXTRAS=postgres,webhooks (see deploy/).
+ARG EXTRAS=""
 # Dependencies first (cached until pyproject.toml changes), then the source.
 COPY pyproject.toml README.md ./
 RUN mkdir -p memora bot && touch memora/__init__.py bot/__init__.py \
-    && pip install . && pip uninstall -y memora
+    && pip install ".${EXTRAS:+[$EXTRAS]}" && pip uninstall -y memora
 COPY memora ./memora
 COPY bot ./bot
 RUN pip install --no-deps .

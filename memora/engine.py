@@ -5,7 +5,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import weakref
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -20,6 +21,7 @@ from memora.storage import (
     Database,
     ExtractionLog,
     NewTurn,
+    SharedChatLock,
     StoredMessage,
     TurnUsage,
 )
@@ -163,6 +165,9 @@ class Engine:
         # Weak values: a chat's lock lives while some turn holds or awaits it, then goes away.
         self._locks: weakref.WeakValueDictionary[int, asyncio.Lock] = weakref.WeakValueDictionary()
         self._after: dict[int, asyncio.Task[None]] = {}
+        # The shared store's hold on a chat, from the start of a turn to the end of its
+        # after-reply work (nothing to hold on SQLite, which one process owns).
+        self._held: dict[int, SharedChatLock] = {}
         # Bumped by forget_user: work begun before it must not write anything about the user.
         self._epochs: dict[int, int] = {}
 
@@ -172,6 +177,17 @@ class Engine:
         if lock is None:
             lock = self._locks[chat_id] = asyncio.Lock()
         return lock
+
+    @asynccontextmanager
+    async def exclusive(self, chat_id: int) -> AsyncIterator[None]:
+        """The chat to oneself, in this process and across replicas, its earlier work done."""
+        async with self.lock(chat_id):
+            await self.settle(chat_id)
+            held = await self.db.lock_chat(chat_id)
+            try:
+                yield
+            finally:
+                await held.release()
 
     async def settle(self, chat_id: int) -> None:
         """Wait for the chat's after-reply work (summary, extraction) to finish."""
@@ -186,11 +202,16 @@ class Engine:
             await asyncio.gather(*tasks, return_exceptions=True)
 
     def _schedule(self, chat_id: int, job: Awaitable[None]) -> None:
+        held = self._held.pop(chat_id, None)  # the turn's hold on the chat ends with this work
+
         async def run() -> None:
             try:
                 await job
             except Exception:
                 log.exception("after-reply work failed for chat %s", chat_id)
+            finally:
+                if held is not None:
+                    await held.release()
 
         task = asyncio.create_task(run(), name=f"after-reply-{chat_id}")
         self._after[chat_id] = task
@@ -355,8 +376,16 @@ class Engine:
             )
         async with self.lock(chat.id):
             await self.settle(chat.id)
-            turn = _Turn(chat, user, text, message_id, extract, transcript)
-            return await self._turn(turn, on_delta)
+            # Replicas on one PostgreSQL: the chat is theirs too, so hold it in the database
+            # for the turn and its after-reply work (handed to that work's task, see _schedule).
+            self._held[chat.id] = await self.db.lock_chat(chat.id)
+            try:
+                turn = _Turn(chat, user, text, message_id, extract, transcript)
+                return await self._turn(turn, on_delta)
+            finally:
+                unclaimed = self._held.pop(chat.id, None)  # no after-reply work was scheduled
+                if unclaimed is not None:
+                    await unclaimed.release()
 
     async def _turn(self, turn: _Turn, on_delta: OnDelta | None) -> Reply:
         """Context → reply → store; each step answers the learner itself when it fails."""

@@ -16,7 +16,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, Protocol, cast
 
 import aiosqlite
 
@@ -106,6 +106,18 @@ def _usage_values(usage: TurnUsage) -> tuple[int, ...]:
     return tuple(getattr(usage, c) for c in _USAGE_COLS)
 
 
+class SharedChatLock(Protocol):
+    async def release(self) -> None: ...
+
+
+class _NoLock:
+    async def release(self) -> None:
+        return None
+
+
+_NO_LOCK = _NoLock()
+
+
 class Database:
     """One aiosqlite connection (or a PostgreSQL pool); every write is one transaction."""
 
@@ -159,6 +171,15 @@ class Database:
         if self._db is not None:
             await self._db.close()
             self._db = self._pg = None
+
+    async def lock_chat(self, chat_id: int) -> SharedChatLock:
+        """Hold the chat against every other process on this database until `release()`.
+
+        On PostgreSQL (replicas) an advisory lock per chat; on SQLite (one process) nothing to
+        hold: the engine's in-process lock already orders the chat."""
+        if self._pg is not None:
+            return await self._pg.lock_chat(chat_id)
+        return _NO_LOCK
 
     async def checkpoint(self) -> None:
         """Move the WAL into the database file and empty it: after a deletion, the old pages

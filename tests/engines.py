@@ -160,6 +160,7 @@ def start_chroma(root: Path) -> ChromaServer:
             stderr=subprocess.STDOUT,
             env={**os.environ, "ANONYMIZED_TELEMETRY": "False"},
         )
+    (root / "chroma.pid").write_text(str(process.pid))
     server = ChromaServer(f"http://127.0.0.1:{port}", process, log_path)
     deadline = time.monotonic() + START_TIMEOUT_S
     while time.monotonic() < deadline:
@@ -175,7 +176,40 @@ def start_chroma(root: Path) -> ChromaServer:
     raise EngineUnavailable(f"the Chroma server did not start on port {port}:\n{tail}")
 
 
+# A test run can die without its teardown (kill, timeout). PostgreSQL runs as a daemon and the
+# Chroma server would outlive it too, so a watchdog in its own session waits for the test
+# process to go and then stops both and deletes their directory.
+_WATCHDOG = r"""
+import os, shutil, signal, sys, time
+parent, root = int(sys.argv[1]), sys.argv[2]
+while os.path.isdir(root):
+    try:
+        os.kill(parent, 0)
+    except ProcessLookupError:
+        break
+    time.sleep(0.5)
+for name, sig in (("pgdata/postmaster.pid", signal.SIGQUIT), ("chroma.pid", signal.SIGKILL)):
+    try:
+        with open(os.path.join(root, name)) as fh:
+            os.kill(int(fh.readline()), sig)
+    except (OSError, ValueError):
+        pass
+time.sleep(1)
+shutil.rmtree(root, ignore_errors=True)
+"""
+
+
 @contextlib.contextmanager
 def engine_root() -> Iterator[Path]:
     with tempfile.TemporaryDirectory(prefix="memora-engines-") as tmp:
-        yield Path(tmp)
+        watchdog = subprocess.Popen(
+            [sys.executable, "-c", _WATCHDOG, str(os.getpid()), tmp],
+            start_new_session=True,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        try:
+            yield Path(tmp)
+        finally:
+            watchdog.kill()
+            watchdog.wait()
