@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import re
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
@@ -19,6 +20,8 @@ from typing import Any, ClassVar, Generic, Literal, Protocol, TypeVar, cast
 
 import openai
 from openai import AsyncOpenAI, AsyncStream
+from openai.lib._parsing._completions import type_to_response_format_param
+from openai.lib._parsing._responses import type_to_text_format_param
 from openai.types.responses import (
     ResponseCompletedEvent,
     ResponseErrorEvent,
@@ -72,9 +75,97 @@ class Completion:
 
 @dataclass(frozen=True)
 class Parsed(Completion, Generic[T]):
-    """A structured answer: the validated object (None if the model refused) plus raw text."""
+    """A structured answer: the validated object plus the raw text.
+
+    `parsed` is None when the model refused, or when its text did not fit the schema even read
+    leniently; `problem` then says which, so the caller can ask again or record why.
+    """
 
     parsed: T | None = None
+    problem: str | None = None
+
+
+StructuredMode = Literal["json_schema", "json_object", "instructions"]
+STRUCTURED_MODES: tuple[StructuredMode, ...] = ("json_schema", "json_object", "instructions")
+"""How structured output is asked for, best first: a strict JSON schema (OpenAI), JSON mode with
+the schema attached (llama.cpp's server, which refuses `json_schema`), then only the schema in
+the instructions and a lenient reading of the text (any server)."""
+
+SCHEMA_INSTRUCTIONS = (
+    "\n\nAnswer with one JSON object and nothing else (no prose, no code fence). It must fit "
+    "this JSON Schema:\n{schema}"
+)
+
+_FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL | re.IGNORECASE)
+_TRAILING_COMMA = re.compile(r",\s*([}\]])")
+
+
+def loads_lenient(text: str) -> Any:
+    """The JSON value in a model's text, read leniently where that cannot change its meaning.
+
+    Accepted: a code fence around it, prose before or after the first balanced object or list,
+    trailing commas before a closing bracket. Not guessed: a truncated answer, single quotes,
+    comments: those raise ValueError (json.JSONDecodeError), and the caller asks again.
+    """
+    candidate = text.strip()
+    fenced = _FENCE.search(candidate)
+    if fenced:
+        candidate = fenced.group(1).strip()
+    try:
+        return json.loads(candidate)
+    except json.JSONDecodeError:
+        pass
+    start = min((i for i in (candidate.find("{"), candidate.find("[")) if i >= 0), default=-1)
+    if start < 0:
+        raise ValueError("no JSON object in the answer")
+    value, _end = json.JSONDecoder().raw_decode(_balanced(candidate, start))
+    return value
+
+
+def _balanced(text: str, start: int) -> str:
+    """The bracketed value starting at `start` (strings respected), trailing commas removed."""
+    depth, in_string, escaped = 0, False, False
+    for i in range(start, len(text)):
+        ch = text[i]
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+        elif ch == '"':
+            in_string = True
+        elif ch in "{[":
+            depth += 1
+        elif ch in "}]":
+            depth -= 1
+            if depth == 0:
+                return _TRAILING_COMMA.sub(r"\1", text[start : i + 1])
+    raise ValueError("the JSON in the answer is cut off")
+
+
+def validated(schema: type[T], text: str) -> tuple[T | None, str | None]:
+    """(the text as a `schema` instance, None) or (None, why it is not one)."""
+    if not text.strip():
+        return None, "the model returned an empty answer"
+    try:
+        return schema.model_validate_json(text), None
+    except ValidationError as strict:
+        try:
+            return schema.model_validate(loads_lenient(text)), None
+        except ValueError as exc:  # JSONDecodeError and ValidationError are ValueErrors
+            first = strict if isinstance(exc, json.JSONDecodeError) else exc
+            return None, _short(first)
+
+
+def _short(exc: Exception) -> str:
+    if isinstance(exc, ValidationError):
+        errors = exc.errors()
+        where = ".".join(str(p) for p in errors[0]["loc"]) if errors else ""
+        what = errors[0]["msg"] if errors else str(exc)
+        return f"the answer does not fit the schema ({len(errors)} error(s); {where}: {what})"
+    return f"the answer is not valid JSON ({exc})"
 
 
 class LLMError(Exception):
@@ -83,6 +174,26 @@ class LLMError(Exception):
 
 class _StreamRefused(Exception):
     """The server answered a streamed request with HTTP 400 before any text."""
+
+
+class _FormatRefused(Exception):
+    """The server rejected the way structured output was asked for (see `_refuses_format`)."""
+
+
+_FORMAT_WORDS = ("response_format", "json_schema", "json_object", "schema", "format", "grammar")
+
+
+def _refuses_format(exc: openai.APIStatusError) -> bool:
+    """Whether an error answer says the server cannot do the structured-output form asked for.
+
+    llama.cpp's server (llama-cpp-python) answers `json_schema` with HTTP 500 and a validation
+    error naming `response_format`; others answer 400 or 422. An error that does not name the
+    format (an outage, a context too long) is not a refusal: the form is kept.
+    """
+    if exc.status_code not in (400, 422, 500, 501):
+        return False
+    said = f"{exc.message} {exc.body}".lower()
+    return any(word in said for word in _FORMAT_WORDS)
 
 
 @contextmanager
@@ -187,6 +298,10 @@ class OpenAILLM(ABC):
         self.reasoning_effort = reasoning_effort
         # Learned, not configured: some OpenAI-compatible servers answer stream=true with 400.
         self._stream_refused = False
+        # Learned too: the best structured-output form this server accepts, and whether it has
+        # answered one yet (until then a refusal is not retried: it cannot succeed).
+        self._structured: StructuredMode = "json_schema"
+        self._structured_confirmed = False
         self._client = AsyncOpenAI(
             api_key=api_key, base_url=base_url, timeout=timeout, max_retries=max_retries
         )
@@ -201,6 +316,11 @@ class OpenAILLM(ABC):
     def streams(self) -> bool:
         """Whether a reply asked for with `on_delta` is streamed (False once the server refused)."""
         return not self._stream_refused
+
+    @property
+    def structured_mode(self) -> StructuredMode:
+        """How structured output is asked for now (it only moves down STRUCTURED_MODES)."""
+        return self._structured
 
     def _usage(self, raw: object) -> Usage:
         if raw is None:
@@ -233,7 +353,45 @@ class OpenAILLM(ABC):
     async def parse(
         self, instructions: str, messages: list[ChatMessage], schema: type[T]
     ) -> Parsed[T]:
-        return await guard(self._parse(instructions, messages, schema))
+        """The answer as a `schema` instance, asked for in the best form the server accepts.
+
+        A server that refuses the form (HTTP 400/422/500 naming it) is asked again, once, in the
+        next form of STRUCTURED_MODES, and the client remembers it for the rest of the process,
+        as it does for streaming. Until a form has worked once, its request is sent without the
+        SDK's retries: a refusal would only be refused again.
+        """
+        while True:
+            mode = self._structured
+            client = self._client
+            if not self._structured_confirmed:
+                client = client.with_options(max_retries=0)
+            try:
+                with translated():
+                    try:
+                        answer = await self._parse(client, mode, instructions, messages, schema)
+                    except openai.APIStatusError as exc:
+                        if mode != STRUCTURED_MODES[-1] and _refuses_format(exc):
+                            raise _FormatRefused from exc
+                        raise
+            except _FormatRefused as refused:
+                self._structured = STRUCTURED_MODES[STRUCTURED_MODES.index(mode) + 1]
+                log.warning(
+                    "the model server refuses structured output as %s (%s); using %s from now on",
+                    mode,
+                    refused.__cause__,
+                    self._structured,
+                )
+                continue
+            self._structured_confirmed = True
+            return answer
+
+    def _format_instructions(self, mode: StructuredMode, instructions: str, schema: Any) -> str:
+        """The instructions, with the schema spelled out unless the server enforces it."""
+        if mode == "json_schema":
+            return instructions
+        return instructions + SCHEMA_INSTRUCTIONS.format(
+            schema=json.dumps(schema.model_json_schema(), ensure_ascii=False)
+        )
 
     async def count_input_tokens(self, instructions: str, messages: list[ChatMessage]) -> int:
         """The provider's own count (the Responses API's endpoint, whichever API replies)."""
@@ -262,9 +420,14 @@ class OpenAILLM(ABC):
 
     @abstractmethod
     async def _parse(
-        self, instructions: str, messages: list[ChatMessage], schema: type[T]
+        self,
+        client: AsyncOpenAI,
+        mode: StructuredMode,
+        instructions: str,
+        messages: list[ChatMessage],
+        schema: type[T],
     ) -> Parsed[T]:
-        """The answer as an instance of `schema` (None if the model refused)."""
+        """The answer asked for in `mode` and read as `schema` (see `Parsed` for None)."""
 
 
 class ResponsesLLM(OpenAILLM):
@@ -324,18 +487,43 @@ class ResponsesLLM(OpenAILLM):
         return Completion(text=final.output_text or text, usage=self._usage(final.usage))
 
     async def _parse(
-        self, instructions: str, messages: list[ChatMessage], schema: type[T]
+        self,
+        client: AsyncOpenAI,
+        mode: StructuredMode,
+        instructions: str,
+        messages: list[ChatMessage],
+        schema: type[T],
     ) -> Parsed[T]:
-        resp = await self._client.responses.parse(
+        fmt: Any = {"type": "text"}
+        if mode == "json_schema":
+            fmt = type_to_text_format_param(schema)
+        elif mode == "json_object":
+            fmt = {"type": "json_object"}
+        text_config: Any = {"format": fmt}
+        input_items: Any = [m.as_dict() for m in messages]
+        resp = await client.responses.create(
             model=self.model,
-            instructions=instructions,
-            input=[m.as_dict() for m in messages],  # type: ignore[misc]
-            text_format=schema,
+            instructions=self._format_instructions(mode, instructions, schema),
+            input=input_items,
+            text=text_config,
             **self._extra(),
         )
-        return Parsed(
-            text=resp.output_text or "", usage=self._usage(resp.usage), parsed=resp.output_parsed
+        usage = self._usage(resp.usage)
+        refusal = next(
+            (
+                part.refusal
+                for item in resp.output
+                if item.type == "message"
+                for part in item.content
+                if part.type == "refusal"
+            ),
+            None,
         )
+        if refusal is not None:
+            return Parsed(text=refusal, usage=usage, problem="the model refused")
+        text = resp.output_text or ""
+        parsed, problem = validated(schema, text)
+        return Parsed(text=text, usage=usage, parsed=parsed, problem=problem)
 
 
 class ChatCompletionsLLM(OpenAILLM):
@@ -399,16 +587,34 @@ class ChatCompletionsLLM(OpenAILLM):
         return Completion(text=text, usage=self._usage(usage))
 
     async def _parse(
-        self, instructions: str, messages: list[ChatMessage], schema: type[T]
+        self,
+        client: AsyncOpenAI,
+        mode: StructuredMode,
+        instructions: str,
+        messages: list[ChatMessage],
+        schema: type[T],
     ) -> Parsed[T]:
-        resp = await self._client.chat.completions.parse(
+        extra: dict[str, Any] = {}
+        if mode == "json_schema":
+            extra["response_format"] = type_to_response_format_param(schema)
+        elif mode == "json_object":  # llama.cpp's server constrains the output to `schema`
+            extra["response_format"] = {
+                "type": "json_object",
+                "schema": schema.model_json_schema(),
+            }
+        resp = await client.chat.completions.create(
             model=self.model,
-            messages=self._messages(instructions, messages),
-            response_format=schema,
+            messages=self._messages(
+                self._format_instructions(mode, instructions, schema), messages
+            ),
+            **extra,
         )
         if not resp.choices:
             raise LLMError("the model returned no choices")
         msg = resp.choices[0].message
-        return Parsed(
-            text=msg.content or msg.refusal or "", usage=self._usage(resp.usage), parsed=msg.parsed
-        )
+        usage = self._usage(resp.usage)
+        if msg.refusal:
+            return Parsed(text=msg.refusal, usage=usage, problem="the model refused")
+        text = msg.content or ""
+        parsed, problem = validated(schema, text)
+        return Parsed(text=text, usage=usage, parsed=parsed, problem=problem)

@@ -85,6 +85,7 @@ class FakeRequest:
     messages: list[dict[str, str]] = field(default_factory=list)
     schema_name: str | None = None  # structured calls: the json_schema name
     schema: dict[str, Any] | None = None  # structured calls: the JSON schema itself
+    response_format: str | None = None  # structured calls: "json_schema" or "json_object"
     texts: list[str] = field(default_factory=list)  # embedding inputs
     headers: dict[str, str] = field(default_factory=dict)  # lower-cased names
     retry_count: int = 0  # the SDK's `x-stainless-retry-count` header (0 on the first try)
@@ -261,6 +262,7 @@ def _describe(method: str, path: str, body: dict[str, Any], headers: dict[str, s
         fmt = (body.get("text") or {}).get("format")
         if isinstance(fmt, dict) and fmt.get("type") in ("json_schema", "json_object"):
             req.kind = "structured"
+            req.response_format = fmt["type"]
             req.schema_name = fmt.get("name")
             req.schema = fmt.get("schema")
         else:
@@ -275,9 +277,11 @@ def _describe(method: str, path: str, body: dict[str, Any], headers: dict[str, s
         fmt = body.get("response_format")
         if isinstance(fmt, dict) and fmt.get("type") in ("json_schema", "json_object"):
             req.kind = "structured"
+            req.response_format = fmt["type"]
             js = fmt.get("json_schema") or {}
             req.schema_name = js.get("name")
-            req.schema = js.get("schema")
+            # json_object may carry the schema itself, as llama.cpp's server accepts it
+            req.schema = js.get("schema") or fmt.get("schema")
         else:
             req.kind = "reply"
     elif method == "POST" and path == "/v1/responses/input_tokens":
@@ -813,6 +817,10 @@ class FakeOpenAI:
         self.kind_latency: dict[str, float] = {}  # extra seconds per request kind
         self.stream_delay: float = 0.0  # seconds between the events of a streamed answer
         self.refuse_streams: bool = False  # answer stream=true with 400, like servers without it
+        # Structured-output forms answered with an error, as llama.cpp's server answers
+        # "json_schema" with HTTP 500 and a validation error naming response_format.
+        self.refused_formats: frozenset[str] = frozenset()
+        self.refused_format_status: int = 500
         self.down: bool = False  # every request answers 503
         self.retry_after_ms: float | None = 1.0  # sent with error answers; keeps retries fast
         self._lock = threading.Lock()
@@ -914,6 +922,8 @@ class FakeOpenAI:
         self.kind_latency = {}
         self.stream_delay = 0.0
         self.refuse_streams = False
+        self.refused_formats = frozenset()
+        self.refused_format_status = 500
         self.down = False
         self.retry_after_ms = 1.0
 
@@ -990,6 +1000,12 @@ class FakeOpenAI:
             return self._error(400, "We could not parse the JSON body of your request.")
         if req.stream and (self.refuse_streams or req.kind not in GENERATION_KINDS):
             return self._error(400, "This server does not support stream=true (fake).")
+        if req.response_format in self.refused_formats:
+            return self._error(
+                self.refused_format_status,
+                "1 validation error for CreateChatCompletionRequest\nresponse_format: Input "
+                f"should be 'text' or 'json_object' (got '{req.response_format}', fake)",
+            )
         if req.kind == "other":
             return self._error(404, f"Invalid URL ({req.method} {req.path})")
         with self._lock:

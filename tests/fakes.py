@@ -12,7 +12,7 @@ from typing import TypeVar
 
 from pydantic import BaseModel
 
-from memora.llm import ChatMessage, Completion, LLMError, OnDelta, Parsed, Usage
+from memora.llm import ChatMessage, Completion, LLMError, OnDelta, Parsed, Usage, validated
 
 T = TypeVar("T", bound=BaseModel)
 
@@ -117,10 +117,12 @@ class FakeLLM:
         item: object = self.parsed.popleft() if self.parsed else schema.model_validate({})
         if isinstance(item, Exception):
             raise item
+        if isinstance(item, str):  # the model's text, read as the real clients read it
+            obj, problem = validated(schema, item)
+            usage = self._usage(instructions, messages, item)
+            return Parsed(text=item, usage=usage, parsed=obj, problem=problem)
         if isinstance(item, BaseModel):
             obj = schema.model_validate(item.model_dump())
-        elif isinstance(item, str):
-            obj = schema.model_validate_json(item)
         else:
             obj = schema.model_validate(item)
         raw = obj.model_dump_json()

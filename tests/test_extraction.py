@@ -3,11 +3,15 @@ applying the result to a real Chroma store with the real local embedder."""
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 
 import pytest
 
+from memora.llm import LLM
 from memora.longterm import MemoryStore
+from memora.longterm.dedupe import embedding_text, may_replace
+from memora.longterm.embeddings import LocalUSE
 from memora.longterm.extraction import (
     EXTRACTION_INSTRUCTIONS,
     ExtractionOutcome,
@@ -26,8 +30,12 @@ def mem(text: str, category: str = "other", replaces: int | None = None) -> dict
     return {"text": text, "category": category, "replaces": replaces}
 
 
+def facts_json(what: str) -> str:
+    return json.dumps({"memories": [mem(f"The user is {what}.", "personal")]})
+
+
 async def run(
-    llm: FakeLLM, store: MemoryStore, user_id: int, message: str, *, reply: str = "OK"
+    llm: LLM, store: MemoryStore, user_id: int, message: str, *, reply: str = "OK"
 ) -> tuple[ExtractionOutcome, list[str]]:
     existing = await store.similar(user_id, message, k=5)
     outcome = await extract(
@@ -106,9 +114,10 @@ async def test_model_failures_never_raise(store: MemoryStore) -> None:
     failed = await extract(llm, user_message="hi", assistant_reply="", existing=[], now=NOW)
     assert failed.error and "503" in failed.error and failed.memories == []
 
-    llm.parsed.append('{"memories": [{"text": "x", "category": "hobby"}]}')  # not in the Literal
+    llm.parsed.extend(['{"memories": [{"category": "level"}]}'] * 2)  # no text, twice
     invalid = await extract(llm, user_message="hi", assistant_reply="", existing=[], now=NOW)
-    assert invalid.error and invalid.memories == []
+    assert invalid.error and "unusable answer" in invalid.error and invalid.memories == []
+    assert llm.count("parse") == 3  # the outage, then one answer and one retry
 
     llm.parsed.append(RuntimeError("SDK surprise"))
     weird = await extract(llm, user_message="hi", assistant_reply="", existing=[], now=NOW)
@@ -123,7 +132,9 @@ async def test_a_refusal_keeps_the_raw_text() -> None:
         async def parse(self, instructions, messages, schema):  # type: ignore[no-untyped-def]
             from memora.llm import Parsed, Usage
 
-            return Parsed(text="I can't help with that.", usage=Usage(5, 6), parsed=None)
+            return Parsed(
+                text="I can't help with that.", usage=Usage(5, 6), problem="the model refused"
+            )
 
     outcome = await extract(Refusing(), user_message="hi", assistant_reply="", existing=[], now=NOW)
     assert outcome.error and outcome.raw == "I can't help with that."
@@ -315,3 +326,106 @@ async def test_blank_and_repeated_items_are_not_stored_twice(store: MemoryStore)
     assert [m.text for m in outcome.memories] == ["The user is a nurse."]
     assert outcome.rejected == [("the user is a nurse", Rejection.REPEATED)]
     assert actions == ["added"]
+
+
+# -- models that misbehave ------------------------------------------------------------------------
+
+
+async def test_near_shapes_are_read_as_meant() -> None:
+    llm = FakeLLM()
+    llm.parsed.append('["The user is a nurse.", {"text": "Likes jazz", "category": "hobby"}]')
+    outcome = await extract(llm, user_message="I'm a nurse, I like jazz", assistant_reply="",
+                            existing=[], now=NOW)  # fmt: skip
+    assert outcome.error is None and llm.count("parse") == 1
+    assert [(m.text, m.category) for m in outcome.memories] == [
+        ("The user is a nurse.", "other"),
+        ("Likes jazz", "other"),
+    ]
+
+
+async def test_broken_json_is_asked_for_again_once_with_the_error(store: MemoryStore) -> None:
+    llm = FakeLLM()
+    llm.parsed.extend(['{"memories": [{"text": "The user is a nurse"', facts_json("a nurse")])
+    outcome, actions = await run(llm, store, 21, "I'm a nurse")
+    assert actions == ["added"] and outcome.error is None
+    retry = llm.calls[-1].messages
+    assert [m.role for m in retry] == ["user", "assistant", "user"]
+    assert retry[1].content.startswith('{"memories"') and "could not be used" in retry[2].content
+    assert "--- asked again ---" in outcome.raw
+    assert outcome.usage.input_tokens > 0
+
+
+async def test_twice_broken_json_is_a_recorded_failure_that_keeps_no_secret() -> None:
+    llm = FakeLLM()
+    llm.parsed.extend(["not json at all", "my password is hunter22"])
+    outcome = await extract(llm, user_message="x", assistant_reply="", existing=[], now=NOW)
+    assert outcome.error is not None and "unusable answer" in outcome.error
+    assert outcome.memories == [] and "hunter22" not in outcome.raw
+
+
+async def test_extraction_through_a_server_that_refuses_json_schema(store: MemoryStore) -> None:
+    """The llama.cpp case end to end with the real SDK: the first turn falls back to JSON mode
+    (no retries of the refused form), later turns ask in JSON mode straight away."""
+    from memora.llm import ChatCompletionsLLM
+    from tests.fake_openai import FakeOpenAI
+
+    with FakeOpenAI() as fake:
+        fake.refused_formats = frozenset({"json_schema"})
+        llm = ChatCompletionsLLM(model="smollm2", api_key="x", base_url=fake.base_url)
+        try:
+            for text in ("The user is a nurse.", "The user lives in Taipei."):
+                fake.queue_reply({"memories": [mem(text, "personal")]})
+                outcome, actions = await run(llm, store, 22, text)
+                assert outcome.error is None and actions == ["added"]
+        finally:
+            await llm.aclose()
+        assert [r.response_format for r in fake.requests] == [
+            "json_schema",
+            "json_object",
+            "json_object",
+        ]
+        assert all(r.retry_count == 0 for r in fake.requests)
+
+
+async def test_replaces_pointing_at_an_unrelated_memory_does_not_overwrite_it(
+    store: MemoryStore,
+) -> None:
+    await store.add(23, "使用者的英文程度是 B1。", source="manual", category="level")
+    await store.add(23, "The user lives in Taipei.", source="manual", category="personal")
+    existing = await store.memories(23)
+    llm = FakeLLM()
+    llm.parsed.append(
+        {
+            "memories": [
+                mem("The user is a nurse.", "personal", replaces=1),  # unrelated to "B1"
+                mem("The user moved to Tainan.", "personal", replaces=2),  # a real update
+            ]
+        }
+    )
+    outcome = await extract(llm, user_message="I'm a nurse and I moved to Tainan",
+                            assistant_reply="", existing=existing, now=NOW)  # fmt: skip
+    results = await apply(store, 23, outcome, existing, chat_id=1, message_id=2)
+    assert [r.action for r in results] == ["added", "superseded"]
+    assert [m.text for m in await store.memories(23)] == [
+        "使用者的英文程度是 B1。",
+        "The user moved to Tainan.",
+        "The user is a nurse.",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("new", "old", "allowed"),
+    [
+        ("The user moved to Tainan.", "The user lives in Taipei.", True),
+        ("使用者的目標改成雅思 7 分。", "使用者的目標是多益 850 分。", True),
+        ("The user now works as a teacher.", "The user is a nurse.", True),
+        ("The user is a nurse.", "使用者的英文程度是 B1。", False),
+        ("The user likes jazz.", "The user's IELTS exam is in 2026-12.", False),
+        ("The user's goal is TOEIC 900.", "The user has a daughter.", False),
+    ],
+)
+async def test_may_replace_on_real_embeddings(
+    embedder: LocalUSE, new: str, old: str, allowed: bool
+) -> None:
+    vecs = (await embedder.embed([embedding_text(new), embedding_text(old)])).vectors
+    assert may_replace(new, old, float(vecs[0] @ vecs[1])) is allowed

@@ -22,6 +22,7 @@ from memora.llm import (
     OpenAILLM,
     Parsed,
     ResponsesLLM,
+    validated,
 )
 from memora.longterm.embeddings import OpenAIEmbedder
 from tests.fake_openai import (
@@ -233,11 +234,91 @@ async def test_parse_refusal_gives_none(fake: FakeOpenAI, api: API) -> None:
 
 
 @pytest.mark.parametrize("api", APIS)
-async def test_parse_malformed_json_is_llm_error(fake: FakeOpenAI, api: API) -> None:
+async def test_parse_malformed_json_keeps_the_text_and_says_why(fake: FakeOpenAI, api: API) -> None:
     fake.queue_reply("this is not json")
     async with make_llm(fake, api) as llm:
-        with pytest.raises(LLMError, match="malformed structured output"):
-            await llm.parse(INSTR, MSGS, Correction)
+        out = await llm.parse(INSTR, MSGS, Correction)
+    assert out.parsed is None and out.text == "this is not json"
+    assert out.problem is not None and "not valid JSON" in out.problem
+
+
+GOOD = {"corrected": "I went.", "mistakes": [], "count": 0, "ok": True, "level": {"code": "B1",
+        "confidence": 1}}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "```json\n" + json.dumps(GOOD) + "\n```",
+        "Sure! Here it is: " + json.dumps(GOOD) + " Hope this helps.",
+        json.dumps(GOOD)[:-1] + ",}",  # a trailing comma
+    ],
+)
+async def test_parse_reads_fenced_wrapped_and_trailing_comma_json(
+    fake: FakeOpenAI, text: str
+) -> None:
+    fake.queue_reply(text)
+    async with make_llm(fake, "chat_completions") as llm:
+        out = await llm.parse(INSTR, MSGS, Correction)
+    assert out.parsed == Correction.model_validate(GOOD) and out.problem is None
+
+
+@pytest.mark.parametrize(
+    ("text", "why"),
+    [
+        (json.dumps(GOOD)[:40], "cut off"),  # truncated: never completed by guessing
+        ('{"corrected": "x"}', "does not fit the schema"),
+    ],
+)
+def test_lenient_reading_does_not_guess(text: str, why: str) -> None:
+    parsed, problem = validated(Correction, text)
+    assert parsed is None and problem is not None
+    assert why in problem or "not valid JSON" in problem
+
+
+async def test_a_server_refusing_json_schema_gets_json_object_once_and_for_good(
+    fake: FakeOpenAI,
+) -> None:
+    """llama.cpp's server answers json_schema with HTTP 500: no SDK retries of it, one fallback
+    to json_object with the schema attached, remembered for the next calls."""
+    fake.refused_formats = frozenset({"json_schema"})
+    async with make_llm(fake, "chat_completions", max_retries=2) as llm:
+        first = await llm.parse(INSTR, MSGS, Correction)
+        second = await llm.parse(INSTR, MSGS, Correction)
+        assert llm.structured_mode == "json_object"
+    assert first.parsed is not None and second.parsed is not None
+    formats = [r.response_format for r in fake.requests]
+    assert formats == ["json_schema", "json_object", "json_object"]
+    assert [r.retry_count for r in fake.requests] == [0, 0, 0]
+    assert fake.requests[1].schema is not None  # the schema rides along
+    assert "JSON Schema" in (fake.requests[1].instructions or "")
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_a_server_refusing_every_format_gets_plain_instructions(
+    fake: FakeOpenAI, api: API
+) -> None:
+    fake.refused_formats = frozenset({"json_schema", "json_object"})
+    fake.refused_format_status = 400
+    fake.queue_reply("```json\n" + json.dumps(GOOD) + "\n```", kind="reply")
+    async with make_llm(fake, api) as llm:
+        out = await llm.parse(INSTR, MSGS, Correction)
+        assert llm.structured_mode == "instructions"
+    assert out.parsed == Correction.model_validate(GOOD)
+    assert [r.response_format for r in fake.requests] == ["json_schema", "json_object", None]
+    assert "JSON Schema" in (fake.requests[-1].instructions or "")
+
+
+async def test_an_outage_is_not_taken_for_a_refused_format(fake: FakeOpenAI) -> None:
+    fake.fail_next(1, status=500, kind="structured")
+    async with make_llm(fake, "chat_completions", max_retries=2) as llm:
+        with pytest.raises(LLMError, match="HTTP 500"):
+            await llm.parse(INSTR, MSGS, Correction)  # not yet known to work: no retries
+        assert llm.structured_mode == "json_schema"
+        await llm.parse(INSTR, MSGS, Correction)
+        fake.fail_next(1, status=500, kind="structured")
+        assert (await llm.parse(INSTR, MSGS, Correction)).parsed is not None  # now retried
+    assert [r.retry_count for r in fake.requests] == [0, 0, 0, 1]
 
 
 # -- token counting --------------------------------------------------------------------------------

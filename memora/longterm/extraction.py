@@ -16,12 +16,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, Field
 
 from memora.clock import as_utc
-from memora.llm import LLM, ChatMessage, LLMError, Usage
+from memora.llm import LLM, ChatMessage, LLMError, Parsed, Usage, loads_lenient
 from memora.longterm.dedupe import normalise_text
 from memora.longterm.records import MAX_MEMORY_CHARS, AddResult, Memory, NewMemory
 from memora.longterm.store import MemoryStore
@@ -291,29 +291,86 @@ async def extract(
     messages = [ChatMessage("user", content)]
     try:
         answer = await llm.parse(EXTRACTION_INSTRUCTIONS, messages, ExtractionResult)
+        result, problem = _read(answer)
+        raw, usage = answer.text, answer.usage
+        if result is None and problem != REFUSED:
+            # Broken JSON or the wrong shape: show the model its answer and the error, once.
+            retry = [
+                *messages,
+                ChatMessage("assistant", answer.text),
+                ChatMessage("user", RETRY_PROMPT.format(problem=problem)),
+            ]
+            again = await llm.parse(EXTRACTION_INSTRUCTIONS, retry, ExtractionResult)
+            result, problem = _read(again)
+            raw = f"{answer.text}\n--- asked again ---\n{again.text}"
+            usage = Usage(
+                usage.input_tokens + again.usage.input_tokens,
+                usage.output_tokens + again.usage.output_tokens,
+            )
     except LLMError as exc:
         return ExtractionOutcome(error=f"the model call failed: {exc}")
-    except ValidationError as exc:
-        return ExtractionOutcome(error=f"the model's answer did not fit the schema: {exc}")
     except Exception as exc:  # a bug or an SDK surprise must not break the chat
         log.exception("memory extraction failed")
         return ExtractionOutcome(error=f"extraction failed: {type(exc).__name__}: {exc}")
-    raw = answer.text
-    parsed = answer.parsed
-    try:
-        if parsed is None:
-            if not raw.strip():
-                raise ValueError("the model returned no structured answer (a refusal?)")
-            result = ExtractionResult.model_validate_json(raw)
-        else:
-            result = parsed
-    except (ValidationError, ValueError) as exc:
-        return ExtractionOutcome(raw=raw, usage=answer.usage, error=f"unusable answer: {exc}")
+    if result is None:
+        if looks_secret(raw):  # nothing was screened: keep no possible secret in the log
+            raw = "[redacted: the unusable answer looked like it held a secret]"
+        return ExtractionOutcome(raw=raw, usage=usage, error=f"unusable answer: {problem}")
     accepted, rejected = _screen(result)
     secrets = [text for text, why in rejected if why is Rejection.SECRET]
     return ExtractionOutcome(
-        raw=_redact(raw, secrets), memories=accepted, rejected=rejected, usage=answer.usage
+        raw=_redact(raw, secrets), memories=accepted, rejected=rejected, usage=usage
     )
+
+
+REFUSED = "the model refused"
+RETRY_PROMPT = (
+    "That answer could not be used: {problem}. Answer again with only the JSON object "
+    '{{"memories": [...]}} described in the instructions, and nothing else.'
+)
+
+
+def _read(answer: Parsed[ExtractionResult]) -> tuple[ExtractionResult | None, str | None]:
+    """The answer as an ExtractionResult, read leniently where that is safe, or why not.
+
+    Beyond what the LLM seam already forgives (code fences, prose around the JSON, trailing
+    commas), small models answer the right content in a near shape: a bare list of memories,
+    another key than "memories", plain strings instead of objects, a category outside the
+    list. Those are read as meant (a string is a memory of category "other", an unknown
+    category becomes "other"); anything else is a problem, and the caller asks again.
+    """
+    if answer.parsed is not None:
+        return answer.parsed, None
+    if answer.problem == REFUSED or not answer.text.strip():
+        return None, answer.problem or "the model returned no structured answer"
+    try:
+        value = loads_lenient(answer.text)
+        return ExtractionResult.model_validate(_near_shape(value)), None
+    except ValueError:  # JSONDecodeError and ValidationError are ValueErrors
+        return None, answer.problem or "the answer does not fit the schema"
+
+
+_CATEGORIES = frozenset(Category.__args__)  # type: ignore[attr-defined]
+
+
+def _near_shape(value: Any) -> Any:
+    """{"memories": [...]} from the near shapes `_read` accepts; anything else unchanged."""
+    if isinstance(value, dict) and "memories" not in value:
+        lists = [v for v in value.values() if isinstance(v, list)]
+        if len(lists) == 1:
+            value = {"memories": lists[0]}
+    if isinstance(value, list):
+        value = {"memories": value}
+    if not isinstance(value, dict) or not isinstance(value.get("memories"), list):
+        return value
+    items = []
+    for item in value["memories"]:
+        if isinstance(item, str):
+            item = {"text": item, "category": "other"}
+        elif isinstance(item, dict) and item.get("category") not in _CATEGORIES:
+            item = {**item, "category": "other"}
+        items.append(item)
+    return {**value, "memories": items}
 
 
 async def apply(

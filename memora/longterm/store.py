@@ -32,7 +32,14 @@ from memora.blocking import run_blocking
 from memora.clock import utcnow
 from memora.erase import CHROMA_HNSW, vacuum_chroma
 from memora.longterm.cache import Entry, UserCache, UserData, UserLocks
-from memora.longterm.dedupe import CANDIDATE_MIN, Relation, embedding_text, normalise_text, relation
+from memora.longterm.dedupe import (
+    CANDIDATE_MIN,
+    Relation,
+    embedding_text,
+    may_replace,
+    normalise_text,
+    relation,
+)
 from memora.longterm.embeddings import Embedder, Vectors
 from memora.longterm.ranking import Hit, dense_scale_for, hybrid_rank
 from memora.longterm.records import (
@@ -322,6 +329,11 @@ class MemoryStore:
     ) -> AddResult:
         """Decide one item of a batch against the memories so far, and apply it to the batch."""
         target = batch.index_of(item.replaces)
+        if target is not None:
+            cosine = float(batch.matrix[target] @ vec)
+            if not may_replace(text, batch.entries[target].memory.text, cosine):
+                log.info("ignored a `replaces` that points at an unrelated memory")
+                target = None  # decided like any new item: added, or a duplicate
         explicit = target is not None
         if target is None:
             dup, target = batch.closest(text, vec)
