@@ -58,7 +58,10 @@ async def timed_reply(tg: FakeTelegram, send: Callable[[], dict[str, Any]]) -> f
     """Seconds from the user's message reaching Telegram to the bot's first answer."""
     start = time.perf_counter()
     update = send()
-    await tg.await_messages(count=1, after=update, timeout=30)
+    chat, after = update["message"]["chat"]["id"], update["message"]["message_id"]
+    await tg.await_for(
+        lambda: [m for m in tg.sent_messages(chat) if m["message_id"] > after], 30, "the reply"
+    )
     return time.perf_counter() - start
 
 

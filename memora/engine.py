@@ -15,6 +15,7 @@ from memora.clock import as_utc, utcnow
 from memora.llm import LLM, ChatMessage, Completion, LLMError, OnDelta
 from memora.longterm.ranking import DEFAULT_MIN_SCORE
 from memora.prompts import TUTOR_INSTRUCTIONS
+from memora.reminders import Reminders
 from memora.shortterm import BuiltContext, OverBudget, Window, build_context, summarize
 from memora.storage import (
     ChatRow,
@@ -162,6 +163,7 @@ class Engine:
         self.clock = clock
         self.transcriber = transcriber  # voice messages (None: turned off)
         self.speaker = speaker  # spoken answers (None: turned off, the default)
+        self.reminders = Reminders(db, clock=clock)
         # Weak values: a chat's lock lives while some turn holds or awaits it, then goes away.
         self._locks: weakref.WeakValueDictionary[int, asyncio.Lock] = weakref.WeakValueDictionary()
         self._after: dict[int, asyncio.Task[None]] = {}
@@ -227,6 +229,7 @@ class Engine:
         self._epochs[user_id] = self._epochs.get(user_id, 0) + 1
         await self.drain()  # summaries and extractions already under way finish first
         counts = await self.db.forget_user(user_id)
+        counts["reminders"] = await self.reminders.delete_user(user_id)
         counts["memories"] = await self.store.delete_user(user_id) if self.store else 0
         return counts
 

@@ -230,3 +230,24 @@ async def m003_transcription_usage(db: aiosqlite.Connection) -> None:
         ALTER TABLE turns ADD COLUMN transcription_seconds INTEGER NOT NULL DEFAULT 0
         """,
     )
+
+
+@migration
+async def m004_reminders(db: aiosqlite.Connection) -> None:
+    """Practice reminders (memora.reminders): one per learner, with the day it last went out."""
+    await script(
+        db,
+        """
+        CREATE TABLE reminders (
+            user_id INTEGER PRIMARY KEY,
+            chat_id INTEGER NOT NULL,
+            at TEXT NOT NULL,
+            days TEXT NOT NULL,
+            enabled INTEGER NOT NULL DEFAULT 1,
+            updated_at TEXT NOT NULL,
+            last_sent TEXT NOT NULL DEFAULT '',
+            off_reason TEXT NOT NULL DEFAULT ''
+        );
+        CREATE INDEX reminders_enabled ON reminders(enabled)
+        """,
+    )

@@ -25,6 +25,7 @@ from memora.engine import Engine
 
 from .handlers import CONTEXT_TYPES, BotState, install
 from .processor import PerChatUpdateProcessor
+from .reminders import ReminderJobs
 
 __all__ = [
     "ALLOWED_UPDATES",
@@ -82,6 +83,8 @@ async def _post_init(app: App) -> None:
             await stack.aclose()
             raise
         state.exit_stack = stack
+    state.reminder_jobs = ReminderJobs(app, state.need_engine().reminders)
+    await state.reminder_jobs.restore()
     try:
         await app.bot.set_my_commands(
             [BotCommand(c.name, c.description[:256]) for c in COMMANDS.values()]
@@ -94,6 +97,9 @@ async def _post_init(app: App) -> None:
 async def _post_shutdown(app: App) -> None:
     """Wait for after-reply work, then close whatever post_init opened."""
     state: BotState = app.bot_data
+    if state.reminder_jobs is not None:
+        state.reminder_jobs.close()
+        state.reminder_jobs = None
     stack, state.exit_stack = state.exit_stack, None
     if stack is not None:
         state.engine = None

@@ -65,6 +65,7 @@ class BotState:
     def __init__(self) -> None:
         self.engine: Engine | None = None
         self.exit_stack: AsyncExitStack | None = None  # owns an engine opened in post_init
+        self.reminder_jobs: Any = None  # bot.telegram.reminders.ReminderJobs after post_init
 
     @property
     def telegram(self) -> TelegramConfig:

@@ -1,0 +1,129 @@
+"""How many practice reminders a minute the bot sends when many learners share one time.
+
+Run from the repository root::
+
+    .venv/bin/python benchmarks/reminders_burst.py [--learners 1000]
+
+Prints figures, passes or fails nothing. The real Application built by
+``bot.telegram.build_application`` runs against the fake Bot API (tests/fake_telegram.py) with
+its real rate limiter (AIORateLimiter: Telegram's ~30 messages a second for one bot) and PTB's
+real JobQueue. N learners are stored through the core (a real SQLite file) with the same reminder
+time; their daily jobs are then set to fire in the same second (the stored minute, moved to now —
+nothing waits for 20:00). Each job does what it does at 20:00: reads the reminder, checks it is
+due, claims the day in the database, writes the text from the learner model, sends it.
+
+Baseline in the same run: the same N messages sent straight through the same bot and rate
+limiter with no reminder machinery (what the rate limit alone allows).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import statistics
+import sys
+import tempfile
+import time as clock
+from datetime import UTC, datetime, time, timedelta
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bot.telegram import build_application
+from bot.telegram.reminders import ReminderJobs
+from memora.config import Settings, TelegramConfig
+from memora.engine import Engine
+from memora.reminders import EVERY_DAY, Reminders
+from memora.storage import Database
+from memora.tokens import LocalTokenCounter
+from tests.fake_telegram import FakeTelegram
+from tests.fakes import FakeLLM
+
+FIRST_USER = 100_000
+
+
+async def arrivals(tg: FakeTelegram, n: int, limit: float) -> list[float]:
+    """perf_counter() when each of the n messages was seen at the fake (polled every 10 ms)."""
+    seen: list[float] = []
+    deadline = clock.perf_counter() + limit
+    while len(seen) < n and clock.perf_counter() < deadline:
+        count = len(tg.calls_to("sendMessage"))
+        now = clock.perf_counter()
+        seen += [now] * (count - len(seen))
+        await asyncio.sleep(0.01)
+    return seen
+
+
+def figures(label: str, start: float, seen: list[float], n: int) -> str:
+    if len(seen) < n:
+        return f"{label:34} only {len(seen)}/{n} sent"
+    span = seen[-1] - start
+    per_minute = n / span * 60
+    delays = [t - start for t in seen]
+    return (
+        f"{label:34} {span:6.1f} s  {per_minute:7.0f}/min  first {delays[0]:5.2f} s  "
+        f"median {statistics.median(delays):5.1f} s  last {delays[-1]:5.1f} s"
+    )
+
+
+async def run(n: int, data_dir: Path) -> None:
+    with FakeTelegram() as tg:
+        db = Database(data_dir / "bench.sqlite3")
+        await db.open()
+        engine = Engine(db=db, llm=FakeLLM(), counter=LocalTokenCounter())
+        settings = Settings(
+            telegram=TelegramConfig(
+                token=tg.token, base_url=tg.base_url, base_file_url=tg.base_file_url
+            )
+        )
+        app: Any = build_application(settings, engine)
+        async with app:
+            await app.post_init(app)  # what run_polling does: restores the (empty) reminders
+            await app.start()
+            jobs: ReminderJobs = app.bot_data.reminder_jobs
+            jobs.close()  # stored below in bulk: no reschedule per insert
+            yesterday = datetime.now(UTC) - timedelta(days=1)
+            store = Reminders(db, clock=lambda: yesterday)
+            users = range(FIRST_USER, FIRST_USER + n)
+            for user in users:
+                await store.set(user, user, time(0, 0), EVERY_DAY)
+            fire = (datetime.now(UTC) + timedelta(seconds=2)).replace(microsecond=0)
+            for reminder in await engine.reminders.enabled():
+                jobs.schedule(reminder, "UTC", at=fire.time())
+            start = clock.perf_counter() + (fire - datetime.now(UTC)).total_seconds()
+            reminders_seen = await arrivals(tg, n, limit=10 + n / 5)
+            reached = {
+                m["chat"]["id"] for m in tg.sent_messages() if m.get("text", "").startswith("⏰")
+            }
+            again = [await jobs.deliver(user) for user in users[:50]]
+
+            tg.reset()
+            start_plain = clock.perf_counter()
+            sends = [app.bot.send_message(user, "Time to practise!") for user in users]
+            plain = asyncio.gather(*sends)
+            plain_seen = await arrivals(tg, n, limit=10 + n / 5)
+            await plain
+            await app.stop()
+            await app.post_shutdown(app)
+        await db.close()
+    print(f"{n} learners, one reminder time; the bot's rate limiter: PTB AIORateLimiter defaults")
+    print(figures("reminders (JobQueue → claim → text)", start, reminders_seen, n))
+    print(figures("baseline: plain sends, same limiter", start_plain, plain_seen, n))
+    ratio = (reminders_seen[-1] - start) / (plain_seen[-1] - start_plain)
+    print(f"reminders / baseline time: {ratio:.2f}×; distinct learners reached: {len(reached)}")
+    print(f"sent again when re-run the same day: {sum(again)} of {len(again)}")
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--learners", type=int, default=1000)
+    args = p.parse_args()
+    logging.basicConfig(level=logging.WARNING)
+    with tempfile.TemporaryDirectory() as tmp:
+        asyncio.run(run(args.learners, Path(tmp)))
+
+
+if __name__ == "__main__":
+    main()

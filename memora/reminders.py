@@ -1,0 +1,288 @@
+"""Practice reminders: a learner's time and days, stored; the text written from memory.
+
+Platform-neutral: this module stores the setting, decides whether a reminder is due *now*, claims
+the day's send durably (so a restart, a catch-up and a second replica never send twice) and
+writes the text from the learner model — cards due, goal countdown, recurring difficulty, streak —
+without any LLM call. The Telegram adapter schedules it (PTB's JobQueue) and sends it.
+
+Time is always passed in (`now`), so tests never wait for 20:00.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, time, timedelta
+from typing import Any
+from zoneinfo import ZoneInfo
+
+from memora.learner.service import Learner, ReminderFacts
+from memora.storage import Database
+
+log = logging.getLogger(__name__)
+
+DAY_NAMES = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")  # Python's weekday(): Monday = 0
+EVERY_DAY: tuple[int, ...] = tuple(range(7))
+_ALIASES = {
+    "daily": EVERY_DAY,
+    "everyday": EVERY_DAY,
+    "weekdays": (0, 1, 2, 3, 4),
+    "weekends": (5, 6),
+    "weekend": (5, 6),
+}
+_TIME = re.compile(r"^([01]?\d|2[0-3])[:.h]([0-5]\d)$")
+
+USAGE = (
+    "Usage: /remind 20:00 (every day), /remind 20:00 mon-fri, /remind 08:30 sat,sun, "
+    "/remind off; /remind alone shows your setting. Times are in your time zone (/timezone)."
+)
+PRIVATE_ONLY = "Reminders come to our private chat: send me /remind there."
+
+
+class ReminderError(ValueError):
+    """A /remind or /timezone argument that does not parse; the message says how to write it."""
+
+
+@dataclass(frozen=True)
+class Reminder:
+    """One learner's reminder setting as stored."""
+
+    user_id: int
+    chat_id: int
+    at: time  # local to the learner's time zone
+    days: tuple[int, ...] = EVERY_DAY  # Monday = 0
+    enabled: bool = True
+    updated_at: str = ""  # UTC ISO: a reminder set after today's time does not catch up today
+    last_sent: str = ""  # the learner's local date of the last send
+    off_reason: str = ""  # "you" | "blocked" when enabled is False
+
+    def describe(self) -> str:
+        return f"{self.at.strftime('%H:%M')} {describe_days(self.days)}"
+
+
+def describe_days(days: tuple[int, ...]) -> str:
+    if tuple(days) == EVERY_DAY:
+        return "every day"
+    if tuple(days) == (0, 1, 2, 3, 4):
+        return "Mon–Fri"
+    if tuple(days) == (5, 6):
+        return "Sat–Sun"
+    return ", ".join(DAY_NAMES[d].capitalize() for d in days)
+
+
+def parse_time(text: str) -> time:
+    m = _TIME.match(text.strip().lower())
+    if not m:
+        raise ReminderError(f"'{text}' is not a time I can read: write it as HH:MM, e.g. 20:00.")
+    return time(int(m.group(1)), int(m.group(2)))
+
+
+def parse_days(text: str) -> tuple[int, ...]:
+    """'mon-fri', 'sat,sun', 'weekdays', 'daily', 'fri-mon' (wraps) → sorted weekday numbers."""
+    spec = text.strip().lower().replace(" ", "")
+    if not spec:
+        return EVERY_DAY
+    if spec in _ALIASES:
+        return _ALIASES[spec]
+    chosen: set[int] = set()
+    for part in spec.split(","):
+        first, _, last = part.partition("-")
+        start, end = _day(first), _day(last) if last else _day(first)
+        n = (end - start) % 7
+        chosen.update((start + i) % 7 for i in range(n + 1))
+    return tuple(sorted(chosen))
+
+
+def _day(name: str) -> int:
+    key = name[:3]
+    if len(name) < 3 or key not in DAY_NAMES:
+        raise ReminderError(
+            f"'{name}' is not a day I know: use mon, tue, wed, thu, fri, sat, sun, ranges such "
+            "as mon-fri, or weekdays / weekends / daily."
+        )
+    return DAY_NAMES.index(key)
+
+
+def parse_remind(arg: str) -> tuple[time, tuple[int, ...]]:
+    """'20:00 mon-fri' → (20:00, (0..4)); ReminderError with a clear reason otherwise."""
+    when, _, days = arg.strip().partition(" ")
+    return parse_time(when), parse_days(days)
+
+
+def due_day(reminder: Reminder, zone: str, now: datetime) -> date | None:
+    """The learner's local date if the reminder should go out now, else None.
+
+    Due means: enabled, today (in the learner's zone) is one of its days, its time today has
+    come, it was set before that time (setting 20:00 at 21:00 waits for tomorrow), and it has
+    not gone out today. Used by the daily job and by the start-up catch-up alike."""
+    if not reminder.enabled:
+        return None
+    local = now.astimezone(ZoneInfo(zone))
+    today = local.date()
+    if today.weekday() not in reminder.days:
+        return None
+    due = datetime.combine(today, reminder.at, tzinfo=ZoneInfo(zone))
+    if local < due or (reminder.last_sent and reminder.last_sent >= today.isoformat()):
+        return None
+    if reminder.updated_at and datetime.fromisoformat(reminder.updated_at) > due:
+        return None
+    return today
+
+
+def compose(facts: ReminderFacts | None, name: str = "") -> str:
+    """The reminder, from what the learner model knows; each piece only when it is there."""
+    hello = f"Hi {name}! " if name else ""
+    lines = [f"⏰ {hello}Time for your English practice."]
+    if facts is not None and facts.due_cards:
+        n = facts.due_cards
+        lines.append(f"• {n} review card{'s' if n != 1 else ''} due — /review")
+    if facts is not None and facts.goal_countdown:
+        lines.append(f"• Goal: {facts.goal_countdown}")
+    if facts is not None and facts.difficulty:
+        lines.append(
+            f"• Something to work on: {facts.difficulty} (your most frequent mistake lately)"
+        )
+    if facts is not None and facts.streak >= 2:
+        lines.append(f"• 🔥 {facts.streak}-day streak — keep it going!")
+    lines.append("Send me a message or a voice note to start. (/remind off to stop these.)")
+    return "\n".join(lines)
+
+
+Listener = Callable[[Reminder], None]
+
+
+class Reminders:
+    """The stored settings, the once-a-day claim, the time zone and the text, for every user."""
+
+    def __init__(
+        self,
+        db: Database,
+        *,
+        learner: Learner | None = None,
+        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+    ) -> None:
+        self.db = db
+        self.learner = learner or Learner(db)  # the profile (time zone) and the reminder facts
+        self.clock = clock
+        self.listeners: list[Listener] = []  # the adapter's scheduler, told of every change
+
+    # -- the setting --------------------------------------------------------------------------
+    async def get(self, user_id: int) -> Reminder | None:
+        async with self.db.db.execute(
+            "SELECT user_id, chat_id, at, days, enabled, updated_at, last_sent, off_reason "
+            "FROM reminders WHERE user_id=?",
+            (user_id,),
+        ) as cur:
+            row = await cur.fetchone()
+        return _row(row) if row else None
+
+    async def enabled(self) -> list[Reminder]:
+        async with self.db.db.execute(
+            "SELECT user_id, chat_id, at, days, enabled, updated_at, last_sent, off_reason "
+            "FROM reminders WHERE enabled=1 ORDER BY user_id"
+        ) as cur:
+            return [_row(r) for r in await cur.fetchall()]
+
+    async def set(self, user_id: int, chat_id: int, at: time, days: tuple[int, ...]) -> Reminder:
+        now = self.clock().astimezone(UTC).isoformat(timespec="seconds")
+        async with self.db.transaction() as db:
+            await db.execute(
+                "INSERT INTO reminders(user_id, chat_id, at, days, enabled, updated_at) "
+                "VALUES (?,?,?,?,1,?) ON CONFLICT(user_id) DO UPDATE SET chat_id=excluded.chat_id,"
+                " at=excluded.at, days=excluded.days, enabled=1, updated_at=excluded.updated_at,"
+                " off_reason=''",
+                (user_id, chat_id, at.strftime("%H:%M"), _days_text(days), now),
+            )
+        return await self._changed(user_id)
+
+    async def off(self, user_id: int, reason: str = "you") -> Reminder | None:
+        async with self.db.transaction() as db:
+            await db.execute(
+                "UPDATE reminders SET enabled=0, off_reason=? WHERE user_id=?", (reason, user_id)
+            )
+        return await self._changed(user_id) if await self.get(user_id) else None
+
+    async def delete_user(self, user_id: int) -> int:
+        async with self.db.transaction() as db:
+            cur = await db.execute("DELETE FROM reminders WHERE user_id=?", (user_id,))
+            n = cur.rowcount or 0
+        for listener in self.listeners:
+            listener(Reminder(user_id, user_id, time(0), enabled=False, off_reason="deleted"))
+        return n
+
+    async def claim(self, user_id: int, day: date) -> bool:
+        """Record that today's reminder goes out; False if it already went (or is off). The
+        claim is made before sending: a crash in between costs one reminder, never a second."""
+        async with self.db.transaction() as db:
+            cur = await db.execute(
+                "UPDATE reminders SET last_sent=? WHERE user_id=? AND enabled=1 AND last_sent < ?",
+                (day.isoformat(), user_id, day.isoformat()),
+            )
+            return (cur.rowcount or 0) == 1
+
+    async def set_timezone(self, user_id: int, zone: str, now: datetime) -> Reminder | None:
+        """Store the learner's zone in their profile (the one place it lives); their reminder,
+        if any, is rescheduled in it. `zone` is already validated (learner.profile)."""
+        await self.learner.store.set_field(user_id, "timezone", zone, source="you", now=now)
+        reminder = await self.get(user_id)
+        return await self._changed(user_id) if reminder is not None else None
+
+    async def _changed(self, user_id: int) -> Reminder:
+        reminder = await self.get(user_id)
+        assert reminder is not None
+        for listener in self.listeners:
+            listener(reminder)
+        return reminder
+
+    # -- the learner's side -------------------------------------------------------------------
+    async def timezone(self, user_id: int, now: datetime | None = None) -> str:
+        """The learner's time zone from their profile (UTC until they set one)."""
+        try:
+            return str(await self.learner.timezone(user_id, now or self.clock()))
+        except Exception:
+            log.exception("could not read the time zone of user %s; using UTC", user_id)
+            return "UTC"
+
+    async def text(self, user_id: int, now: datetime, name: str = "") -> str:
+        """The reminder's text from memory (no LLM call); generic where the model has nothing."""
+        facts: ReminderFacts | None = None
+        try:
+            facts = await self.learner.reminder_facts(user_id, now)
+        except Exception:
+            log.exception("learner facts failed for user %s; a plain reminder", user_id)
+        return compose(facts, name)
+
+    async def due(self, reminder: Reminder, now: datetime) -> date | None:
+        return due_day(reminder, await self.timezone(reminder.user_id, now), now)
+
+    def next_time(self, reminder: Reminder, zone: str, now: datetime) -> datetime | None:
+        """When it goes out next, in the learner's zone (for /remind's answer)."""
+        if not reminder.enabled:
+            return None
+        local = now.astimezone(ZoneInfo(zone))
+        for ahead in range(8):
+            day = local.date() + timedelta(days=ahead)
+            when = datetime.combine(day, reminder.at, tzinfo=ZoneInfo(zone))
+            if day.weekday() in reminder.days and when > local:
+                return when
+        return None
+
+
+def _days_text(days: tuple[int, ...]) -> str:
+    return ",".join(str(d) for d in sorted(set(days)))
+
+
+def _row(row: Any) -> Reminder:
+    hh, mm = (int(x) for x in str(row[2]).split(":"))
+    return Reminder(
+        user_id=int(row[0]),
+        chat_id=int(row[1]),
+        at=time(hh, mm),
+        days=tuple(int(d) for d in str(row[3]).split(",") if d),
+        enabled=bool(row[4]),
+        updated_at=str(row[5]),
+        last_sent=str(row[6]),
+        off_reason=str(row[7]),
+    )
