@@ -138,15 +138,15 @@ async def test_a_migration_added_later_runs_once_on_an_existing_database(db: Dat
 
 async def test_a_failing_migration_leaves_nothing_behind_and_runs_again(db: Database) -> None:
     async def m900_half(conn: aiosqlite.Connection) -> None:
-        await script(conn, "CREATE TABLE reminders (user_id INTEGER); CREATE TABLE nope (")
+        await script(conn, "CREATE TABLE scratch (user_id INTEGER); CREATE TABLE nope (")
 
     with pytest.raises((sqlite3.OperationalError, asyncpg.PostgresSyntaxError)):
         await migrate(db.db, db.transaction, [*MIGRATIONS, Migration("m900_half", m900_half)])
-    assert not await table_exists(db, "reminders")  # the first statement was rolled back too
+    assert not await table_exists(db, "scratch")  # the first statement was rolled back too
     assert "m900_half" not in await applied(db.db)
 
     async def m900_fixed(conn: aiosqlite.Connection) -> None:
-        await script(conn, "CREATE TABLE reminders (user_id INTEGER)")
+        await script(conn, "CREATE TABLE scratch (user_id INTEGER)")
 
     fixed = [*MIGRATIONS, Migration("m900_half", m900_fixed)]
     assert await migrate(db.db, db.transaction, fixed) == ["m900_half"]

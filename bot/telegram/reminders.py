@@ -16,7 +16,7 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from telegram.error import Forbidden, TelegramError
-from telegram.ext import Application, ContextTypes, JobQueue
+from telegram.ext import Application, ContextTypes, Job, JobQueue
 
 from memora.reminders import Reminder, Reminders
 
@@ -44,9 +44,13 @@ class ReminderJobs:
         self.jobs: JobQueue[Any] = app.job_queue
         self.store = store
         self.zones: dict[int, str] = {}  # the zone each job was scheduled in
+        # Each learner's job, kept here: JobQueue.get_jobs_by_name scans every job, which made
+        # restoring N reminders O(N²) (minutes for a few thousand learners).
+        self.daily: dict[int, Job[Any]] = {}
 
     def unschedule(self, user_id: int) -> None:
-        for job in self.jobs.get_jobs_by_name(_name(user_id)):
+        job = self.daily.pop(user_id, None)
+        if job is not None and not job.removed:
             job.schedule_removal()
         self.zones.pop(user_id, None)
 
@@ -56,7 +60,7 @@ class ReminderJobs:
         if not reminder.enabled:
             return
         local = (at or reminder.at).replace(tzinfo=ZoneInfo(zone))
-        self.jobs.run_daily(
+        self.daily[reminder.user_id] = self.jobs.run_daily(
             self._job,
             time=local,
             days=_ptb_days(reminder.days),
