@@ -185,6 +185,7 @@ async def open_engine(
                 min_score=default_min_score(settings),
                 use_last_turn=settings.retrieval.use_last_turn,
                 extraction_enabled=settings.extraction.enabled,
+                learner_enabled=settings.learner.enabled,
             ),
             transcriber=audio,
             speaker=audio if settings.voice.spoken_replies else None,

@@ -24,7 +24,7 @@ from zoneinfo import ZoneInfo
 
 from memora.engine import ChatRef, Engine, UserRef
 from memora.llm import ChatMessage
-from memora.prompts import MEMORY_BLOCK
+from memora.prompts import MEMORY_BLOCK, PROFILE_BLOCK
 from memora.views import Document, Reply, render_history, render_messages
 
 if TYPE_CHECKING:
@@ -157,6 +157,10 @@ async def _context(engine: Engine, ctx: CommandContext) -> Reply:
 
 def _hide_memories(message: ChatMessage, owner: str) -> ChatMessage:
     """In a group, another member's retrieved memories are theirs alone."""
+    if message.role == "developer" and message.content.startswith(PROFILE_BLOCK):
+        return ChatMessage(
+            "developer", f"(the learner profile of {owner or 'another member'}, hidden)"
+        )
     if message.role != "developer" or not message.content.startswith(MEMORY_BLOCK):
         return message
     n = message.content.count("\n- ")

@@ -105,6 +105,10 @@ def default_data_dir() -> Path:
     return platformdirs.user_data_path("memora")
 
 
+class LearnerConfig(_Section):
+    enabled: bool = True
+
+
 class StorageConfig(_Section):
     data_dir: Path = Field(default_factory=default_data_dir)
     database_url: str = ""
@@ -143,6 +147,7 @@ class Settings(BaseSettings):
     embeddings: EmbeddingsConfig = EmbeddingsConfig()
     extraction: ExtractionConfig = ExtractionConfig()
     voice: VoiceConfig = VoiceConfig()
+    learner: LearnerConfig = LearnerConfig()
     storage: StorageConfig = Field(default_factory=StorageConfig)  # data_dir: per user, now
     logging: LoggingConfig = LoggingConfig()
 

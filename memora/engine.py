@@ -12,6 +12,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from memora.clock import as_utc, utcnow
+from memora.learner.service import Learner
 from memora.llm import LLM, ChatMessage, Completion, LLMError, OnDelta
 from memora.longterm.ranking import DEFAULT_MIN_SCORE
 from memora.prompts import TUTOR_INSTRUCTIONS
@@ -101,6 +102,7 @@ class EngineConfig:
     min_score: float = DEFAULT_MIN_SCORE
     use_last_turn: bool = True
     extraction_enabled: bool = True
+    learner_enabled: bool = True
     instructions: str = TUTOR_INSTRUCTIONS
 
 
@@ -159,6 +161,7 @@ class Engine:
         self.extraction_llm = extraction_llm or llm
         self.counter = counter
         self.store = store
+        self.learner = Learner(db)
         self.config = config or EngineConfig()
         self.clock = clock
         self.transcriber = transcriber  # voice messages (None: turned off)
@@ -411,6 +414,7 @@ class Engine:
         pending = await self.db.messages(chat.id, from_seq=row.summarized_count)
         window = Window(row.summary, row.summarized_count, pending)
         memory_lines, embed_tokens = await self._retrieve(user, turn.text, pending)
+        profile_lines = await self._profile_lines(user)
         shown = f"[{user.name}] {turn.text}" if chat.is_group and user.name else turn.text
         try:
             built = await build_context(
@@ -423,6 +427,7 @@ class Engine:
                 max_recent_turns=self.config.max_recent_turns,
                 llm=self.summary_llm,
                 group=chat.is_group,
+                profile_lines=profile_lines,
             )
         except OverBudget as exc:
             return Reply(OVER_BUDGET.format(counted=exc.counted, budget=exc.budget), ok=False)
@@ -510,6 +515,16 @@ class Engine:
             return [], 0
         return [f"- {h.memory.text}" for h in found.hits], found.embedding_tokens
 
+    async def _profile_lines(self, user: UserRef) -> list[str]:
+        """The speaker's learner profile for the reply context (one indexed query, no LLM)."""
+        if not self.config.learner_enabled:
+            return []
+        try:
+            return await self.learner.context_lines(user.id, self.clock())
+        except Exception:
+            log.exception("reading the profile of user %s failed; answering without it", user.id)
+            return []
+
     async def _save_folds(self, chat_id: int, window: Window, built: BuiltContext) -> int:
         tokens = sum(f.tokens for f in built.folds)
         if built.folds:
@@ -521,6 +536,8 @@ class Engine:
 
     # -- after the reply ------------------------------------------------------------------------
     async def _after_reply(self, done: Answered, extract: bool) -> None:
+        if self.config.learner_enabled:  # a study day for /progress and the streak
+            await self.learner.note_message(done.user.id, self.clock())
         await self._fold_backlog(done.chat, done.turn_id)
         if extract and self.store is not None and self.config.extraction_enabled:
             await self._extract(done)

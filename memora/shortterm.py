@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from memora.keyfacts import pin_missing
 from memora.llm import LLM, ChatMessage
-from memora.prompts import MEMORY_BLOCK, SUMMARY_BLOCK, SUMMARY_INSTRUCTIONS
+from memora.prompts import MEMORY_BLOCK, PROFILE_BLOCK, SUMMARY_BLOCK, SUMMARY_INSTRUCTIONS
 from memora.storage import StoredMessage
 from memora.tokens import TokenCounter
 
@@ -86,9 +87,15 @@ class BuiltContext:
 
 
 def assemble(
-    memory_lines: list[str], summary: str, recent: list[ChatMessage], current: ChatMessage
+    memory_lines: list[str],
+    summary: str,
+    recent: list[ChatMessage],
+    current: ChatMessage,
+    profile_lines: Sequence[str] = (),
 ) -> list[ChatMessage]:
     out: list[ChatMessage] = []
+    if profile_lines:  # first: the most stable block, and the one the tutor always needs
+        out.append(ChatMessage("developer", PROFILE_BLOCK + "\n".join(profile_lines)))
     if memory_lines:
         out.append(ChatMessage("developer", MEMORY_BLOCK + "\n".join(memory_lines)))
     if summary:
@@ -109,12 +116,14 @@ async def build_context(
     max_recent_turns: int,
     llm: LLM,
     group: bool,
+    profile_lines: Sequence[str] = (),
 ) -> BuiltContext:
-    """Memories + summary + last turns + message, inside the budget.
+    """Profile + memories + summary + last turns + message, inside the budget.
 
     While over budget the oldest turn in the window is folded into the summary (together with
     any backlog before it, so the summary always covers a prefix of the history). When nothing
-    is left to fold, the lowest-ranked memories are dropped; then OverBudget is raised.
+    is left to fold, the lowest-ranked memories are dropped, then the profile (a few lines; it
+    goes only when the message would not fit otherwise); then OverBudget is raised.
     """
     alone = await counter.count(instructions, [current])
     if alone > budget:  # no fold can help: refuse before spending anything
@@ -124,9 +133,10 @@ async def build_context(
     recent = window.recent(max_recent_turns)
     backlog = window.backlog(max_recent_turns)
     lines = list(memory_lines)
+    profile = list(profile_lines)
     compressed = False
     while True:
-        msgs = assemble(lines, summary, [label(m, group) for m in recent], current)
+        msgs = assemble(lines, summary, [label(m, group) for m in recent], current, profile)
         counted = await counter.count(instructions, msgs)
         if counted <= budget:
             return BuiltContext(msgs, counted, folds, len(memory_lines) - len(lines))
@@ -138,6 +148,8 @@ async def build_context(
             backlog, recent = [], recent[2:]
         elif lines:
             lines.pop()
+        elif profile:
+            profile = []
         elif summary and not compressed:
             # A summary that outgrew the budget is rewritten once, shorter, before giving up.
             fold = await summarize(llm, summary, [], offset)

@@ -9,13 +9,19 @@ from pathlib import Path
 
 import pytest
 
+from memora.commands import CommandContext, run_command
+from memora.engine import ChatRef, Engine, EngineConfig, UserRef
 from memora.learner import progress, review
 from memora.learner.model import ExtractedMistake, ExtractedWord, ProfileUpdate
 from memora.learner.profile import ProfileError, clean_value, known_field
 from memora.learner.screen import mistake_problem, vocab_key
 from memora.learner.service import Learner
 from memora.learner.store import AlreadyGraded, CardGone, NotYourCard
+from memora.llm import ChatMessage
+from memora.prompts import TUTOR_INSTRUCTIONS
 from memora.storage import Database
+from memora.tokens import LocalTokenCounter
+from tests.fakes import FakeLLM
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 ALICE, BOB = 1, 2
@@ -304,3 +310,44 @@ def test_schema_lists_every_learner_table(tmp_path: Path) -> None:
 
     created = [part.split("(")[0].split()[-1] for part in LEARNER_SCHEMA.split("CREATE TABLE")[1:]]
     assert sorted(created) == sorted(USER_TABLES)
+
+
+# -- in the reply path ----------------------------------------------------------------------------
+async def test_the_profile_is_in_the_reply_context_counted_and_framed_as_data(
+    engine: Engine, llm: FakeLLM
+) -> None:
+    from memora.prompts import PROFILE_BLOCK
+
+    chat, alice, bob = ChatRef(5, "group", "study"), UserRef(ALICE, "Alice"), UserRef(BOB, "Bob")
+    await engine.learner.store.set_field(ALICE, "level", "B1", source="you", now=NOW)
+    await engine.learner.store.set_field(ALICE, "goal", "TOEIC 900", source="you", now=NOW)
+    reply = await engine.handle_turn(chat, alice, "How do I say 訂位?")
+    assert reply.ok and reply.stats is not None
+    sent = llm.calls[-1].messages
+    assert sent[0].role == "developer" and sent[0].content.startswith(PROFILE_BLOCK)
+    assert "- level: B1" in sent[0].content and "TOEIC 900" in sent[0].content
+    counter = LocalTokenCounter()
+    assert reply.stats.usage.counted_input == await counter.count(TUTOR_INSTRUCTIONS, sent)
+    assert llm.count("complete") == 1  # still one call on the reply path
+    await engine.drain()
+    shown = await run_command(engine, "context", CommandContext(chat, bob, ""))
+    assert "learner profile of Alice, hidden" in shown.text and "TOEIC" not in shown.text
+    # Bob's turn carries no one's profile
+    await engine.handle_turn(chat, bob, "And 取消?")
+    assert not any(m.content.startswith(PROFILE_BLOCK) for m in llm.calls[-1].messages)
+    await engine.drain()
+    assert (await engine.learner.reminder_facts(ALICE, datetime.now(UTC))).streak == 1
+
+
+async def test_a_tight_budget_drops_the_profile_before_refusing(db: Database, llm: FakeLLM) -> None:
+    from memora.prompts import PROFILE_BLOCK
+
+    floor = await LocalTokenCounter().count(TUTOR_INSTRUCTIONS, [ChatMessage("user", "hi " * 40)])
+    eng = Engine(
+        db=db, llm=llm, counter=LocalTokenCounter(), config=EngineConfig(max_input_tokens=floor)
+    )
+    await eng.learner.store.set_field(ALICE, "interests", "football " * 10, source="you", now=NOW)
+    reply = await eng.handle_turn(ChatRef(9), UserRef(ALICE), "hi " * 40)
+    assert reply.ok
+    assert not any(m.content.startswith(PROFILE_BLOCK) for m in llm.calls[-1].messages)
+    await eng.drain()
