@@ -25,7 +25,7 @@ from zoneinfo import ZoneInfo
 from memora.engine import ChatRef, Engine, UserRef
 from memora.llm import ChatMessage
 from memora.prompts import MEMORY_BLOCK, PROFILE_BLOCK
-from memora.views import Document, Reply, render_history, render_messages
+from memora.views import ButtonAnswer, Document, Reply, render_history, render_messages
 
 if TYPE_CHECKING:
     from memora.longterm import Memory
@@ -299,6 +299,54 @@ async def _undo(engine: Engine, ctx: CommandContext) -> Reply:
     return Reply(f"Restored: {restored.text}")
 
 
+@command(
+    "profile",
+    "your learner profile; /profile set <field> <value>, clear <field>, undo, history",
+    arg="[set|clear|undo|history]",
+    bare_word=True,
+    fresh=True,
+)
+async def _profile(engine: Engine, ctx: CommandContext) -> Reply:
+    from memora.learner.commands import profile_command
+
+    who = ctx.user.name if ctx.chat.is_group else ""
+    return await profile_command(engine.learner, ctx.user.id, ctx.arg, engine.clock(), who)
+
+
+@command(
+    "review",
+    "your due review cards, one at a time (in a group: privately)",
+    arg="[show|again|hard|good|easy]",
+    bare_word=True,
+    fresh=True,
+)
+async def _review(engine: Engine, ctx: CommandContext) -> Reply:
+    from memora.learner.commands import review_command
+
+    return await review_command(
+        engine.learner, ctx.user.id, ctx.arg, engine.clock(), group=ctx.chat.is_group
+    )
+
+
+@command(
+    "progress",
+    "your progress: level, streak, mistakes by week, vocabulary, goal countdown",
+    bare_word=True,
+    fresh=True,
+)
+async def _progress(engine: Engine, ctx: CommandContext) -> Reply:
+    from memora.learner.commands import progress_command
+
+    return await progress_command(engine.learner, ctx.user.id, engine.clock())
+
+
+async def press_button(engine: Engine, user: UserRef, data: str) -> ButtonAnswer:
+    """A tap on one of our buttons (only review cards have them), checked against the tapper."""
+    from memora.learner.commands import review_button
+
+    return await review_button(engine.learner, user.id, data, engine.clock())
+
+
 @command("reset", "start a fresh conversation in this chat (memories stay)", exclusive=True)
 async def _reset(engine: Engine, ctx: CommandContext) -> Reply:
     n = await engine.reset_chat(ctx.chat.id)
@@ -315,7 +363,8 @@ async def _forgetme(engine: Engine, ctx: CommandContext) -> Reply:
         "Deleted everything I stored about you: "
         f"{counts['memories']} long-term memories, {counts['private_messages']} messages of our "
         f"private chat, {counts['group_messages']} of your messages in groups (with my replies "
-        "to them, and those groups' summaries), and your extraction log."
+        "to them, and those groups' summaries), your extraction log, and your learner profile, "
+        "mistakes, vocabulary and review cards."
     )
 
 

@@ -318,8 +318,8 @@ class Engine:
         return await self.db.reset_chat(chat_id)
 
     async def export_chat(self, chat_id: int) -> dict[str, Any] | None:
-        """The chat's data (history, summary, usage, participants' memories) as a JSON-able
-        dict; None for a chat this bot has never seen."""
+        """The chat's data (history, summary, usage, participants' memories and learner data) as
+        a JSON-able dict; None for a chat this bot has never seen."""
         if chat_id not in await self.db.chat_ids():
             return None
         row = await self.db.chat(chat_id)
@@ -328,6 +328,9 @@ class Engine:
             for uid, name in await self.db.participants(chat_id):
                 mems = await self.store.memories(uid)
                 participants[str(uid)] = {"name": name, "memories": [_exported(m) for m in mems]}
+        for uid, name in await self.db.participants(chat_id):  # profile, mistakes, words, cards
+            entry = participants.setdefault(str(uid), {"name": name})
+            entry["learner"] = await self.learner.store.export(uid, self.clock())
         return {
             "exported_at": utcnow(self.clock()),
             "chat": {"id": chat_id, "kind": row.kind, "title": row.title},

@@ -37,8 +37,18 @@ class TurnStats:
 
 
 @dataclass(frozen=True)
+class Button:
+    """A button under a reply (Telegram: an inline keyboard button); `data` comes back on a tap."""
+
+    label: str
+    data: str
+
+
+@dataclass(frozen=True)
 class Reply:
-    """What the engine answers: text for the user, plus optional figures or a document."""
+    """What the engine answers: text for the user, plus optional figures, a document, a picture
+    (PNG bytes), rows of buttons, or `private`: in a group, deliver it to the caller's private
+    chat instead (their review cards are theirs alone)."""
 
     text: str
     ok: bool = True
@@ -47,11 +57,25 @@ class Reply:
     stored: bool = False  # the turn was answered and stored
     markdown: bool = False  # `text` is the model's Markdown: adapters render it (else plain)
     note: str = ""  # a plain line shown above the text ("✅ Saved: …", "🎤 I heard: …")
+    buttons: tuple[tuple[Button, ...], ...] = ()
+    photo: bytes | None = None
+    private: bool = False
 
     @property
     def plain(self) -> str:
         """Note and text as one plain text, for adapters that show no formatting."""
         return f"{self.note}\n\n{self.text}" if self.note else self.text
+
+
+@dataclass(frozen=True)
+class ButtonAnswer:
+    """What a tap on a button does: a short notice to the tapper (an alert for errors), the
+    tapped message replaced by `edit`, and `then` sent after it."""
+
+    notice: str = ""
+    alert: bool = False
+    edit: Reply | None = None
+    then: Reply | None = None
 
 
 def render_messages(title: str, messages: list[ChatMessage]) -> str:

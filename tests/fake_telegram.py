@@ -13,8 +13,10 @@ It speaks only what the product uses, the way Telegram answers it (form and mult
 as PTB sends them): ``getMe``, ``setWebhook`` / ``deleteWebhook``, ``getUpdates`` with real
 long polling (``offset`` confirms older updates, ``timeout`` blocks until one arrives),
 ``sendMessage``, ``editMessageText``, ``deleteMessage``, ``sendChatAction``, ``sendDocument``
-and ``sendVoice`` (uploads), ``getFile`` with the file's download under ``base_file_url``, and
-``setMyCommands``. HTML ``parse_mode`` becomes plain text + entities, so
+and ``sendVoice`` and ``sendPhoto`` (uploads), ``getFile`` with the file's download under
+``base_file_url``, ``answerCallbackQuery`` (inline keyboards: ``user_taps`` presses a button
+of a bot message; ``reply_markup`` is kept on the message) and ``setMyCommands``.
+HTML ``parse_mode`` becomes plain text + entities, so
 ``sent_messages()`` shows what the learner sees. Failures are injected with ``fail_next``
 (500, any status, or 429 flood control); every request but ``getUpdates`` is in ``calls``, every
 non-OK answer in ``errors``.
@@ -48,7 +50,9 @@ Files = dict[str, JSON]
 T = TypeVar("T")
 
 # PTB sends str parameters as they are and everything else JSON-encoded: these stay strings.
-_STRING_PARAMS = frozenset("text caption parse_mode action url secret_token document".split())
+_STRING_PARAMS = frozenset(
+    "text caption parse_mode action url secret_token document callback_query_id".split()
+)
 _MAX_TEXT = 4096
 
 
@@ -350,6 +354,9 @@ class FakeTelegram:
         self._documents: list[JSON] = []
         self._files: dict[str, JSON] = {}  # file_id → {file_id, file_unique_id, file_path, …}
         self._voices: list[JSON] = []
+        self._photos: list[JSON] = []
+        self._answers: list[JSON] = []  # answerCallbackQuery calls: {id, text, show_alert}
+        self._open_queries: set[str] = set()
         self._chat_actions: list[tuple[int, str]] = []
         self._commands: list[JSON] = []
         self._failures: dict[str, deque[ApiError]] = {}
@@ -484,6 +491,8 @@ class FakeTelegram:
         with self._cond:
             text, entities = self._text(p)
             body: JSON = {"text": text, "entities": entities} if entities else {"text": text}
+            if p.get("reply_markup"):
+                body["reply_markup"] = p["reply_markup"]
             message = self._bot_message(p, body)
             self._messages[(message["chat"]["id"], message["message_id"])].update(
                 parse_mode=p.get("parse_mode"), edits=0
@@ -497,9 +506,18 @@ class FakeTelegram:
             if message is None or key in self._deleted or key not in self._bot_messages:
                 raise ApiError(400, "Bad Request: message to edit not found")
             text, entities = self._text(p)
-            if message.get("text") == text and message.get("entities", []) == entities:
+            markup = p.get("reply_markup")
+            if (
+                message.get("text") == text
+                and message.get("entities", []) == entities
+                and message.get("reply_markup") == markup
+            ):
                 raise ApiError(400, "Bad Request: message is not modified")
             message.update(text=text, entities=entities, edit_date=int(time.time()))
+            if markup:
+                message["reply_markup"] = markup
+            else:  # an edit without reply_markup removes the keyboard
+                message.pop("reply_markup", None)
             message.update(parse_mode=p.get("parse_mode"), edits=message.get("edits", 0) + 1)
             self._cond.notify_all()
             return copy.deepcopy(
@@ -578,6 +596,49 @@ class FakeTelegram:
         with self._cond:
             found = [e for e in self._files.values() if e["file_path"] == file_path]
             return bytes(found[0]["content"]) if found else None
+
+    def _m_sendPhoto(self, p: JSON, f: Files) -> JSON:
+        upload = f.get("photo")
+        if upload is None:
+            raise ApiError(400, "Bad Request: there is no photo in the request")
+        if not upload["content"].startswith(b"\x89PNG") and upload["content"][:2] != b"\xff\xd8":
+            raise ApiError(400, "Bad Request: IMAGE_PROCESS_FAILED")
+        with self._cond:
+            n = len(self._photos) + 1
+            size = {"file_id": f"AgAC{n:06d}", "file_unique_id": f"AQAD{n:06d}", "width": 800}
+            size.update(height=550, file_size=len(upload["content"]))
+            body: JSON = {"photo": [size]}
+            if p.get("caption"):
+                body["caption"] = p["caption"]
+            message = self._bot_message(p, body)
+            self._photos.append(
+                {
+                    "chat_id": message["chat"]["id"],
+                    "content": upload["content"],
+                    "caption": p.get("caption"),
+                }
+            )
+            return message
+
+    def _m_answerCallbackQuery(self, p: JSON, f: Files) -> bool:
+        with self._cond:
+            query_id = str(p.get("callback_query_id"))
+            if query_id not in self._open_queries:
+                raise ApiError(
+                    400,
+                    "Bad Request: query is too old and response timeout expired or query ID is "
+                    "invalid",
+                )
+            self._open_queries.discard(query_id)
+            self._answers.append(
+                {
+                    "id": query_id,
+                    "text": p.get("text"),
+                    "show_alert": bool(p.get("show_alert")),
+                }
+            )
+            self._cond.notify_all()
+            return True
 
     def _m_setMyCommands(self, p: JSON, f: Files) -> bool:
         commands = p.get("commands")
@@ -701,6 +762,28 @@ class FakeTelegram:
                 message["reply_to_message"] = self._public(original)
         return self.push_update({"message": message})
 
+    def user_taps(
+        self,
+        message: JSON,
+        data: str,
+        user_id: int = DEFAULT_USER_ID,
+        first_name: str = "Alice",
+    ) -> JSON:
+        """Queue a tap on an inline button of a bot message (``data`` is what the button
+        carries; any string, so a forged one too); returns the Update."""
+        with self._cond:
+            query_id = f"cq-{self._next_update_id}-{user_id}"
+            self._open_queries.add(query_id)
+            shown = self._public(self._messages[(message["chat"]["id"], message["message_id"])])
+            query: JSON = {
+                "id": query_id,
+                "from": self.make_user(user_id, first_name),
+                "message": shown,
+                "chat_instance": str(message["chat"]["id"]),
+                "data": data,
+            }
+        return self.push_update({"callback_query": query})
+
     # -- recordings --------------------------------------------------------------------------------
     @staticmethod
     def _public(message: JSON) -> JSON:
@@ -761,6 +844,17 @@ class FakeTelegram:
         """Voice notes the bot sent: {chat_id, content, file_id, …}."""
         with self._cond:
             return [copy.deepcopy(v) for v in self._voices if chat_id in (None, v["chat_id"])]
+
+    def photos(self, chat_id: int | None = None) -> list[JSON]:
+        """Photos the bot sent: {chat_id, content, caption}."""
+        with self._cond:
+            return [copy.deepcopy(d) for d in self._photos if chat_id in (None, d["chat_id"])]
+
+    @property
+    def callback_answers(self) -> list[JSON]:
+        """Every answerCallbackQuery: {id, text, show_alert}, in order."""
+        with self._cond:
+            return copy.deepcopy(self._answers)
 
     # -- waiting -----------------------------------------------------------------------------------
     def _check(

@@ -336,7 +336,7 @@ def test_config_errors_come_before_anything_starts() -> None:
 
 
 def test_polling_fetches_only_what_is_handled() -> None:
-    assert set(ALLOWED_UPDATES) == {"message", "edited_message", "my_chat_member"}
+    assert set(ALLOWED_UPDATES) == {"message", "edited_message", "my_chat_member", "callback_query"}
 
 
 # -- commands --------------------------------------------------------------------------------

@@ -134,7 +134,12 @@ def test_the_webhook_is_registered_with_url_and_secret(bot: WebhookBot) -> None:
     (call,) = bot.tg.calls_to("setWebhook")
     assert call["url"] == bot.url
     assert call["secret_token"] == SECRET
-    assert set(call["allowed_updates"]) == {"message", "edited_message", "my_chat_member"}
+    assert set(call["allowed_updates"]) == {
+        "message",
+        "edited_message",
+        "my_chat_member",
+        "callback_query",
+    }
     assert not bot.tg.calls_to("deleteWebhook")  # nothing dropped, no polling
     assert bot.tg.poll_count == 0
 

@@ -41,7 +41,12 @@ log = logging.getLogger(__name__)
 App: TypeAlias = Application[Any, Any, Any, Any, Any, Any]
 
 # What the handlers use; channel posts and the rest are not even fetched.
-ALLOWED_UPDATES = [Update.MESSAGE, Update.EDITED_MESSAGE, Update.MY_CHAT_MEMBER]
+ALLOWED_UPDATES = [
+    Update.MESSAGE,
+    Update.EDITED_MESSAGE,
+    Update.MY_CHAT_MEMBER,
+    Update.CALLBACK_QUERY,  # review grades (inline keyboard)
+]
 MAX_CONCURRENT_UPDATES = 256
 _SECRET = re.compile(r"[A-Za-z0-9_-]{1,256}")
 

@@ -16,6 +16,7 @@ from telegram.ext import (
     Application,
     ApplicationHandlerStop,
     CallbackContext,
+    CallbackQueryHandler,
     ChatMemberHandler,
     CommandHandler,
     ContextTypes,
@@ -31,6 +32,7 @@ from memora.engine import ChatRef, Engine, UserRef
 from memora.llm import OnDelta
 from memora.views import Reply
 
+from .learner import needs_learner_rendering, on_button, send_learner_reply
 from .render import send_reply
 from .streaming import answer_streamed
 
@@ -221,6 +223,9 @@ async def on_command(update: Update, context: Context) -> None:
     command = COMMANDS.get(name.lower())
     async with _maybe_typing(message, command is not None and command.runs_turn and bool(arg)):
         reply = await run_command(state.need_engine(), name, ctx)
+    if needs_learner_rendering(reply):  # review cards, the progress chart
+        await send_learner_reply(message, reply, context, name=name)
+        return
     await send_reply(message, reply, markdown=reply.markdown, name=name, quote=chat.is_group)
 
 
@@ -339,4 +344,5 @@ def install(
     )
     app.add_handler(MessageHandler(filters.UpdateType.EDITED_MESSAGE, on_edited))
     app.add_handler(ChatMemberHandler(on_my_chat_member, ChatMemberHandler.MY_CHAT_MEMBER))
+    app.add_handler(CallbackQueryHandler(on_button))  # review grades; the core checks the data
     app.add_error_handler(on_error)

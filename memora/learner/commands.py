@@ -1,0 +1,200 @@
+"""/profile, /review and /progress, and the review buttons — answers any adapter can render.
+
+No LLM call in here. Review buttons carry ``rv:<action>:<card id>:<reviews so far>[:<grade>]``:
+the card id is checked against the user who tapped (a card is graded only by its owner), and the
+review count makes a second tap, or a tap on an old message, harmless (the card was graded
+meanwhile: nothing is graded twice).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from memora.learner import progress, review
+from memora.learner.model import FIELD_HELP, PROFILE_FIELDS
+from memora.learner.profile import ProfileError, clean_value, known_field, render
+from memora.learner.service import Learner
+from memora.learner.store import AlreadyGraded, CardGone, NotYourCard, ReviewCard
+from memora.views import Button, ButtonAnswer, Reply
+
+PROFILE_USAGE = (
+    "Usage: /profile · /profile set <field> <value> · /profile clear <field> · /profile undo · "
+    "/profile history\nFields:\n" + "\n".join(f"• {k}: {v}" for k, v in FIELD_HELP.items())
+)
+NO_CARDS = (
+    "You have no review cards yet. I make them from the words you ask about and the mistakes "
+    "you make while we chat — keep talking to me in English!"
+)
+FORGED = "That button isn't one I can use (it may be from an old message). Send /review."
+GONE = "That card no longer exists (it was deleted). Send /review for your next card."
+NOT_YOURS = "That card belongs to someone else — send /review to get your own cards."
+ALREADY = "That card was already graded. Send /review for the next one."
+GRADE_LETTERS = {"a": "again", "h": "hard", "g": "good", "e": "easy"}
+
+
+# -- /profile ----------------------------------------------------------------------------------
+async def profile_command(
+    learner: Learner, user_id: int, arg: str, now: datetime, who: str
+) -> Reply:
+    verb, _, rest = arg.strip().partition(" ")
+    verb = verb.lower()
+    store = learner.store
+    if not verb:
+        return Reply(render(await learner.profile(user_id, now), now, who))
+    if verb == "undo":
+        change = await store.undo(user_id, now)
+        if change is None:
+            return Reply("Nothing to undo: your profile has no changes left.", ok=False)
+        back = change.old_value if change.old_value is not None else "(empty)"
+        return Reply(f"Undone: {change.field} is back to {back}.")
+    if verb == "history":
+        changes = await store.history(user_id)
+        if not changes:
+            return Reply("Your profile has no history yet.")
+        lines = [
+            f"{c.at[:16].replace('T', ' ')} {c.field}: {c.old_value or '—'} → "
+            f"{c.new_value or '—'} ({c.source}){' [undone]' if c.undone_at else ''}"
+            for c in changes[-30:]
+        ]
+        return Reply("Profile history (oldest first):\n" + "\n".join(lines))
+    if verb not in {"set", "clear"}:
+        return Reply(PROFILE_USAGE, ok=False)
+    name, _, value = rest.strip().partition(" ")
+    if not name:
+        return Reply(PROFILE_USAGE, ok=False)
+    try:
+        field = known_field(name)
+        clean = clean_value(field, value) if verb == "set" else None
+    except ProfileError as exc:
+        return Reply(str(exc), ok=False)
+    before = (await learner.profile(user_id, now)).get(field)
+    if not await store.set_field(user_id, field, clean, source="you", now=now):
+        return Reply(f"No change: {field} is already {clean or '(empty)'}.")
+    was = f" (was {before})" if before else ""
+    done = f"Saved: {field} = {clean}{was}." if clean else f"Cleared {field}{was}."
+    return Reply(done + " /profile undo takes it back.")
+
+
+# -- /review ------------------------------------------------------------------------------------
+def _prompt(card: ReviewCard, due: int, *, answer: bool) -> Reply:
+    kind = "word" if card.kind == "word" else "your mistake"
+    head = f"🔁 Review ({due} due) — {kind}\n\n{card.front}"
+    base = f"rv:{{}}:{card.id}:{card.reps}"
+    if not answer:
+        return Reply(
+            head + "\n\n(Think of the answer, then tap Show answer — or type /review show.)",
+            buttons=((Button("Show answer", base.format("s")),),),
+        )
+    grades = tuple(
+        Button(label.capitalize(), base.format("g") + f":{letter}")
+        for letter, label in GRADE_LETTERS.items()
+    )
+    return Reply(
+        f"{head}\n\n{card.back}\n\nHow well did you know it? "
+        "(tap a grade — or type /review again|hard|good|easy)",
+        buttons=(grades,),
+    )
+
+
+async def _nothing_due(learner: Learner, user_id: int, now: datetime) -> Reply:
+    nxt = await learner.store.next_due(user_id)
+    if nxt is None:
+        return Reply(NO_CARDS)
+    profile = await learner.profile(user_id, now)
+    local = nxt.astimezone(profile.zone())
+    return Reply(
+        f"Nothing to review right now. Your next card is due {review.until(nxt, now)} "
+        f"({local:%Y-%m-%d %H:%M} {profile.get('timezone') or 'UTC'})."
+    )
+
+
+async def next_card(learner: Learner, user_id: int, now: datetime, *, answer: bool) -> Reply:
+    due = await learner.store.due_cards(user_id, now, limit=1)
+    if not due:
+        return await _nothing_due(learner, user_id, now)
+    return _prompt(due[0], await learner.store.due_count(user_id, now), answer=answer)
+
+
+async def _graded(
+    learner: Learner, user_id: int, card: ReviewCard, grade: str, now: datetime
+) -> str:
+    graded = await learner.store.grade(user_id, card.id, grade, now, reps=card.reps)
+    await learner.note_review(user_id, now)
+    return f"{grade.capitalize()} — you'll see it again {review.until(graded.due, now)}."
+
+
+async def review_command(
+    learner: Learner, user_id: int, arg: str, now: datetime, *, group: bool
+) -> Reply:
+    """Typed review: /review (the next card), /review show, /review good (grades it)."""
+    word = arg.strip().lower()
+    if not word:
+        reply = await next_card(learner, user_id, now, answer=False)
+    elif word in {"show", "answer", "s"}:
+        reply = await next_card(learner, user_id, now, answer=True)
+    else:
+        grade = review.parse_grade(word)
+        if grade is None:
+            return Reply(
+                "Usage: /review · /review show · /review again|hard|good|easy (or 1-4)", ok=False
+            )
+        due = await learner.store.due_cards(user_id, now, limit=1)
+        if not due:
+            return await _nothing_due(learner, user_id, now)
+        note = await _graded(learner, user_id, due[0], grade, now)
+        after = await next_card(learner, user_id, now, answer=False)
+        reply = Reply(f"{note}\n\n{after.text}", buttons=after.buttons)
+    if group:  # per caller, privately: one learner's cards are not the group's business
+        return Reply(reply.text, ok=reply.ok, buttons=reply.buttons, private=True)
+    return reply
+
+
+async def review_button(learner: Learner, user_id: int, data: str, now: datetime) -> ButtonAnswer:
+    """A tap on a review button: checked, then the card shown or graded."""
+    parts = data.split(":")
+    try:
+        if (
+            parts[0] != "rv"
+            or parts[1] not in {"s", "g"}
+            or len(parts) != (4 if parts[1] == "s" else 5)
+        ):
+            raise ValueError(data)
+        card_id, reps = int(parts[2]), int(parts[3])
+        grade = GRADE_LETTERS[parts[4]] if parts[1] == "g" else ""
+    except (IndexError, ValueError, KeyError):
+        return ButtonAnswer(FORGED, alert=True)
+    try:
+        card = await learner.store.card(user_id, card_id)
+        if card.reps != reps:
+            raise AlreadyGraded(card_id)
+        if not grade:
+            due = await learner.store.due_count(user_id, now)
+            return ButtonAnswer(edit=_prompt(card, max(due, 1), answer=True))
+        note = await _graded(learner, user_id, card, grade, now)
+    except CardGone:
+        return ButtonAnswer(GONE, alert=True)
+    except NotYourCard:
+        return ButtonAnswer(NOT_YOURS, alert=True)
+    except AlreadyGraded:
+        return ButtonAnswer(ALREADY, alert=True)
+    shown = f"{card.front}\n\n{card.back}\n\n✔ {note}"
+    return ButtonAnswer(
+        grade.capitalize(),
+        edit=Reply(shown),
+        then=await next_card(learner, user_id, now, answer=False),
+    )
+
+
+# -- /progress ----------------------------------------------------------------------------------
+async def progress_command(learner: Learner, user_id: int, now: datetime) -> Reply:
+    p = await learner.progress(user_id, now)
+    return Reply(progress.render(p, now), photo=progress.chart(p))
+
+
+__all__ = [
+    "PROFILE_FIELDS",
+    "profile_command",
+    "progress_command",
+    "review_button",
+    "review_command",
+]

@@ -1,0 +1,275 @@
+"""The learner commands in Telegram: real Update and CallbackQuery objects through the real
+Application and handlers (inline keyboard, owner checks, stale and forged callback data, private
+review from a group, the progress photo), over a recording Bot API and the real engine."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+from telegram import Update
+
+from bot.telegram import build_application
+from memora.engine import Engine, EngineConfig
+from memora.learner.commands import ALREADY, FORGED, GONE, NOT_YOURS
+from memora.learner.model import ExtractedMistake, ExtractedWord
+from memora.storage import Database
+from memora.tokens import LocalTokenCounter
+from tests.fakes import FakeLLM
+from tests.test_telegram_handlers import (
+    ALICE,
+    BOB,
+    BOT_USER,
+    GROUP,
+    NAMES,
+    Call,
+    RecordingRequest,
+    make_settings,
+)
+
+
+class Request(RecordingRequest):
+    """The recording Bot API, plus what the learner commands use: photos and callback answers."""
+
+    async def do_request(self, url: str, method: str, request_data: Any = None, **kw: Any) -> Any:
+        name = url.rsplit("/", 1)[-1]
+        if name == "sendPhoto":
+            params = dict(request_data.parameters) if request_data else {}
+            files = dict(request_data.multipart_data) if request_data else {}
+            self.calls.append(Call(name, params, files))
+            photo = [{"file_id": "p1", "file_unique_id": "u1", "width": 800, "height": 550}]
+            result = self._message(int(params["chat_id"]), photo=photo)
+            return 200, json.dumps({"ok": True, "result": result}).encode()
+        return await super().do_request(url, method, request_data, **kw)
+
+
+class Bot:
+    """Drives the Application with real Updates (messages and button taps)."""
+
+    def __init__(self, app: Any, req: Request, engine: Engine) -> None:
+        self.app, self.req, self.engine = app, req, engine
+        self._n = 0
+
+    async def _push(self, kind: str, payload: dict[str, Any]) -> list[Call]:
+        self._n += 1
+        update = Update.de_json({"update_id": self._n, kind: payload}, self.app.bot)
+        before = len(self.req.calls)
+        await self.app.process_update(update)
+        return self.req.calls[before:]
+
+    async def send(self, text: str, user: int = ALICE, group: bool = False) -> list[Call]:
+        chat: dict[str, Any] = (
+            {"id": GROUP, "type": "supergroup", "title": "Study group"}
+            if group
+            else {"id": user, "type": "private", "first_name": NAMES[user]}
+        )
+        msg = {
+            "message_id": 1000 + self._n,
+            "date": int(time.time()),
+            "chat": chat,
+            "from": {"id": user, "is_bot": False, "first_name": NAMES[user]},
+            "text": text,
+            "entities": [{"type": "bot_command", "offset": 0, "length": len(text.split()[0])}],
+        }
+        return await self._push("message", msg)
+
+    async def tap(self, shown: Call, data: str, user: int = ALICE) -> list[Call]:
+        """A tap by `user` on a button of the message that `shown` sent."""
+        chat_id = int(shown.params["chat_id"])
+        message = {
+            "message_id": 7,
+            "date": int(time.time()),
+            "chat": {"id": chat_id, "type": "private" if chat_id > 0 else "supergroup"},
+            "from": BOT_USER,
+            "text": shown.params["text"],
+        }
+        self.req.shown[7] = (chat_id, str(shown.params["text"]), None)
+        query = {
+            "id": f"q{self._n}",
+            "from": {"id": user, "is_bot": False, "first_name": NAMES[user]},
+            "chat_instance": "1",
+            "message": message,
+            "data": data,
+        }
+        return await self._push("callback_query", query)
+
+
+def buttons(call: Call) -> list[tuple[str, str]]:
+    markup = call.params.get("reply_markup")
+    if isinstance(markup, str):
+        markup = json.loads(markup)
+    if not markup:
+        return []
+    return [(b["text"], b["callback_data"]) for row in markup["inline_keyboard"] for b in row]
+
+
+def only(calls: list[Call], method: str) -> Call:
+    found = [c for c in calls if c.method == method]
+    assert len(found) == 1, [c.method for c in calls]
+    return found[0]
+
+
+@pytest.fixture
+async def bot(tmp_path: Path) -> AsyncIterator[Bot]:
+    db = Database(tmp_path / "t.sqlite3")
+    await db.open()
+    engine = Engine(
+        db=db,
+        llm=FakeLLM(),
+        counter=LocalTokenCounter(),
+        config=EngineConfig(max_input_tokens=4000, extraction_enabled=False),
+    )
+    req = Request()
+    app = build_application(make_settings(), engine, request=req)
+    await app.initialize()
+    assert app.post_init is not None
+    await app.post_init(app)
+    yield Bot(app, req, engine)
+    await app.shutdown()
+    assert app.post_shutdown is not None
+    await app.post_shutdown(app)
+    await engine.drain()
+    await db.close()
+
+
+async def give_cards(engine: Engine, user: int) -> None:
+    now = datetime.now(UTC)
+    await engine.learner.apply(
+        user,
+        message="Yesterday I go to the park",
+        profile=[],
+        mistakes=[
+            ExtractedMistake(
+                original="I go to the park",
+                corrected="I went to the park",
+                category="tense",
+                reason="past time → past tense",
+            )
+        ],
+        words=[ExtractedWord(term="commute", meaning="通勤", example="My commute is long.")],
+        now=now,
+    )
+
+
+async def test_review_keyboard_show_grade_and_next_card(bot: Bot) -> None:
+    await give_cards(bot.engine, ALICE)
+    first = only(await bot.send("/review"), "sendMessage")
+    assert (
+        "Fix this sentence" in first.params["text"] and "I go to the park" in first.params["text"]
+    )
+    ((label, show),) = buttons(first)
+    assert label == "Show answer" and show.startswith("rv:s:")
+
+    calls = await bot.tap(first, show)
+    assert only(calls, "answerCallbackQuery").params.get("show_alert") in (None, False)
+    edit = only(calls, "editMessageText")
+    assert "I went to the park" in edit.params["text"]
+    grades = buttons(edit)
+    assert [g for g, _ in grades] == ["Again", "Hard", "Good", "Easy"]
+
+    good = dict(grades)["Good"]
+    calls = await bot.tap(edit, good)
+    assert only(calls, "answerCallbackQuery").params["text"] == "Good"
+    graded = only(calls, "editMessageText")
+    assert "✔ Good — you'll see it again in" in graded.params["text"] and not buttons(graded)
+    nxt = only(calls, "sendMessage")  # the next card, the word
+    assert "commute" in nxt.params["text"] and buttons(nxt)[0][0] == "Show answer"
+
+    # the same grade button tapped again (an old message): nothing is graded twice
+    calls = await bot.tap(edit, good)
+    answer = only(calls, "answerCallbackQuery")
+    assert answer.params["text"] == ALREADY and answer.params["show_alert"] is True
+    assert not [c for c in calls if c.method == "editMessageText"]
+    card_id = int(good.split(":")[2])
+    assert (await bot.engine.learner.store.card(ALICE, card_id)).reps == 1
+
+
+async def test_someone_elses_forged_and_deleted_cards_get_clear_answers(bot: Bot) -> None:
+    await give_cards(bot.engine, ALICE)
+    first = only(await bot.send("/review"), "sendMessage")
+    ((_, show),) = buttons(first)
+    card_id = int(show.split(":")[2])
+
+    calls = await bot.tap(first, f"rv:g:{card_id}:0:e", user=BOB)  # Bob grades Alice's card
+    assert only(calls, "answerCallbackQuery").params["text"] == NOT_YOURS
+    assert (await bot.engine.learner.store.card(ALICE, card_id)).reps == 0
+
+    for forged in ("rv:g:abc:0:g", "rv:x:1:0", "rv:g:1:0:zz", "hello", ""):
+        calls = await bot.tap(first, forged)
+        answer = only(calls, "answerCallbackQuery")
+        assert answer.params["text"] == FORGED and answer.params["show_alert"] is True
+
+    await bot.send("/forgetme")
+    calls = await bot.tap(first, show)
+    assert only(calls, "answerCallbackQuery").params["text"] == GONE
+
+
+async def test_review_in_a_group_goes_to_the_callers_private_chat(bot: Bot) -> None:
+    await give_cards(bot.engine, ALICE)
+    calls = await bot.send("/review", group=True)
+    private = [c for c in calls if c.method == "sendMessage" and int(c.params["chat_id"]) == ALICE]
+    public = [c for c in calls if c.method == "sendMessage" and int(c.params["chat_id"]) == GROUP]
+    assert len(private) == 1 and "I go to the park" in private[0].params["text"]
+    assert buttons(private[0])
+    assert len(public) == 1 and "private chat" in public[0].params["text"]
+    assert "park" not in public[0].params["text"]
+
+    bot.req.fail("sendMessage", "Forbidden: bot can't initiate conversation with a user")
+    calls = await bot.send("/review", user=ALICE, group=True)
+    texts = [str(c.params["text"]) for c in calls if c.method == "sendMessage"]
+    assert any("can't message you privately yet" in t and "Start" in t for t in texts)
+
+
+async def test_nothing_due_says_when_and_no_cards_says_how(bot: Bot) -> None:
+    (call,) = [c for c in await bot.send("/review") if c.method == "sendMessage"]
+    assert "no review cards yet" in call.params["text"]
+    await give_cards(bot.engine, ALICE)
+    now = datetime.now(UTC)
+    for card in await bot.engine.learner.store.due_cards(ALICE, now):
+        await bot.engine.learner.store.grade(ALICE, card.id, "easy", now)
+    (call,) = [c for c in await bot.send("/review") if c.method == "sendMessage"]
+    assert "Nothing to review right now" in call.params["text"] and "in " in call.params["text"]
+
+
+async def test_progress_is_a_photo_with_text(bot: Bot) -> None:
+    await give_cards(bot.engine, ALICE)
+    calls = await bot.send("/progress")
+    photo = only(calls, "sendPhoto")
+    content = photo.files["photo"]
+    data = content[1] if isinstance(content, tuple) else content
+    assert bytes(data).startswith(b"\x89PNG")
+    text = " ".join(str(c.params.get("caption") or c.params.get("text") or "") for c in calls)
+    assert "Your progress" in text and "Vocabulary: 1 words" in text
+
+
+@pytest.mark.parametrize(
+    ("command", "answer"),
+    [
+        ("/profile set mood happy", "no profile field 'mood'"),
+        ("/profile set level Z9", "not a CEFR level"),
+        ("/profile set timezone Mars/Base", "not a time zone"),
+        ("/profile frobnicate", "Usage: /profile"),
+        ("/profile undo", "Nothing to undo"),
+        ("/review maybe", "Usage: /review"),
+    ],
+)
+async def test_bad_learner_input_is_answered_clearly(bot: Bot, command: str, answer: str) -> None:
+    calls = await bot.send(command)
+    (reply,) = [c for c in calls if c.method == "sendMessage"]
+    assert answer in str(reply.params["text"])
+
+
+async def test_profile_set_then_undo(bot: Bot) -> None:
+    calls = await bot.send("/profile set level b2")
+    assert "Saved: level = B2" in only(calls, "sendMessage").params["text"]
+    await bot.send("/profile set timezone asia/taipei")
+    shown = only(await bot.send("/profile"), "sendMessage").params["text"]
+    assert "level: B2" in shown and "timezone: Asia/Taipei" in shown
+    undo = only(await bot.send("/profile undo"), "sendMessage").params["text"]
+    assert "timezone is back to (empty)" in undo
+    assert (await bot.engine.learner.profile(ALICE, datetime.now(UTC))).get("timezone") is None
