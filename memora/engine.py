@@ -32,6 +32,7 @@ from memora.views import Reply, Status, TurnStats
 
 if TYPE_CHECKING:
     from memora.longterm import AddResult, Memory, MemoryStore, SearchResult
+    from memora.longterm.extraction import ExtractionOutcome
     from memora.voice import Speaker, Transcriber, Transcript
 
 log = logging.getLogger(__name__)
@@ -582,6 +583,7 @@ class Engine:
             assistant_reply=done.reply,
             existing=existing,
             now=now,
+            profile_lines=await self._profile_lines(user) if self.config.learner_enabled else None,
         )
         tokens = outcome.usage.total_tokens
         raw = outcome.raw  # extraction has masked every rejected secret in it already
@@ -589,6 +591,7 @@ class Engine:
             await self.db.add_turn_usage(turn_id, TurnUsage(extraction_tokens=tokens))
             await self._log_extraction(user, chat, "failed", raw, outcome.error, tokens)
             return
+        learned = await self._apply_learner(done, outcome, now)
         try:
             results = await extraction.apply(
                 self.store,
@@ -614,8 +617,33 @@ class Engine:
                 f"rejected ({why}): {'[redacted]' if why is extraction.Rejection.SECRET else text}"
                 for text, why in outcome.rejected
             )
+        if learned:
+            detail += "\n" + "\n".join(learned)
         status = f"ok, {len(results)} memories" if results else "ok, nothing worth keeping"
         await self._log_extraction(user, chat, status, raw, detail.strip(), tokens)
+
+    async def _apply_learner(
+        self, done: Answered, outcome: ExtractionOutcome, now: datetime
+    ) -> list[str]:
+        """Store the extraction's learner part (profile, mistakes, words); lines for the log."""
+        found = outcome.learner
+        if found is None:
+            return []
+        try:
+            applied = await self.learner.apply(
+                done.user.id,
+                message=done.text,
+                profile=found.profile,
+                mistakes=found.mistakes,
+                words=found.vocabulary,
+                now=now,
+                chat_id=done.chat.id,
+                message_id=done.message_id,
+            )
+        except Exception as exc:
+            log.exception("storing the learner part failed for user %s", done.user.id)
+            return [f"learner: failed ({exc})"]
+        return [f"learner {line}" for line in applied.lines()]
 
     async def _log_extraction(
         self, user: UserRef, chat: ChatRef, status: str, raw: str, detail: str, tokens: int

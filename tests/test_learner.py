@@ -18,6 +18,7 @@ from memora.learner.screen import mistake_problem, vocab_key
 from memora.learner.service import Learner
 from memora.learner.store import AlreadyGraded, CardGone, NotYourCard
 from memora.llm import ChatMessage
+from memora.longterm import MemoryStore
 from memora.prompts import TUTOR_INSTRUCTIONS
 from memora.storage import Database
 from memora.tokens import LocalTokenCounter
@@ -351,3 +352,81 @@ async def test_a_tight_budget_drops_the_profile_before_refusing(db: Database, ll
     assert reply.ok
     assert not any(m.content.startswith(PROFILE_BLOCK) for m in llm.calls[-1].messages)
     await eng.drain()
+
+
+# -- the one extraction call, wider --------------------------------------------------------------
+async def test_the_extraction_call_also_fills_the_learner_model(
+    mem_engine: Engine, llm: FakeLLM, store: MemoryStore
+) -> None:
+    llm.parsed.append(
+        {
+            "memories": [
+                {"text": "The user's English level is B1.", "category": "level", "replaces": None},
+                {"text": "The user works as a nurse.", "category": "personal", "replaces": None},
+            ],
+            "profile": [
+                {"field": "level", "value": "B1"},
+                {"field": "timezone", "value": "Asia/Taipei"},
+            ],
+            "mistakes": [
+                {
+                    "original": "I work in hospital since 2019",
+                    "corrected": "I have worked in a hospital since 2019",
+                    "category": "tense",
+                    "reason": "since + a point in time → present perfect",
+                },
+                {  # the learner quoted someone else: not their mistake
+                    "original": "we has a meeting",
+                    "corrected": "we have a meeting",
+                    "category": "agreement",
+                    "reason": "we → have",
+                },
+            ],
+            "vocabulary": [
+                {"term": "night shift", "meaning": "夜班", "example": "I work the night shift."},
+                {"term": "my PIN is 4321", "meaning": "x", "example": "my PIN is 4321"},
+            ],
+        }
+    )
+    text = 'I am B1, I work in hospital since 2019. My boss wrote "we has a meeting". Night shift?'
+    reply = await mem_engine.handle_turn(ChatRef(3), UserRef(ALICE, "Alice"), text, message_id=9)
+    assert reply.ok
+    await mem_engine.drain()
+    assert llm.count("parse") == 1 and llm.count("complete") == 1  # no new call
+    call = next(c for c in llm.calls if c.kind == "parse")
+    assert call.schema == "LearnerExtractionResult" and "<profile>" in call.messages[0].content
+    learner = mem_engine.learner
+    profile = await learner.profile(ALICE, NOW)
+    assert (profile.get("level"), profile.get("timezone")) == ("B1", "Asia/Taipei")
+    assert profile.fields["level"].source == "conversation"
+    # the level is in the profile, so it is not also a memory (no fact stored twice)
+    assert [m.text for m in await store.list(ALICE)] == ["The user works as a nurse."]
+    mistakes = await learner.store.mistakes(ALICE)
+    assert [(m["category"], m["message_id"]) for m in mistakes] == [("tense", 9)]
+    assert [w["term"] for w in await learner.store.words(ALICE)] == ["night shift"]
+    log = await mem_engine.db.extraction(ALICE)
+    assert log is not None and "4321" not in log.raw and "4321" not in log.detail
+    assert "learner mistakes logged: 1" in log.detail
+    assert "a quote of someone else" in log.detail
+    # the next reply sees the new profile
+    await mem_engine.handle_turn(ChatRef(3), UserRef(ALICE, "Alice"), "What should I study?")
+    assert "- level: B1" in llm.calls[-1].messages[0].content
+    await mem_engine.drain()
+
+
+async def test_with_the_learner_model_off_the_extraction_stays_narrow(
+    db: Database, llm: FakeLLM, store: MemoryStore
+) -> None:
+    eng = Engine(
+        db=db,
+        llm=llm,
+        counter=LocalTokenCounter(),
+        store=store,
+        config=EngineConfig(learner_enabled=False),
+    )
+    await eng.learner.store.set_field(ALICE, "level", "B1", source="you", now=NOW)
+    await eng.handle_turn(ChatRef(3), UserRef(ALICE), "Hello there, I like tea")
+    await eng.drain()
+    call = next(c for c in llm.calls if c.kind == "parse")
+    assert call.schema == "ExtractionResult" and "<profile>" not in call.messages[0].content
+    assert not any("level: B1" in m.content for m in llm.calls[0].messages)

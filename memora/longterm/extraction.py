@@ -21,6 +21,12 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from memora.clock import as_utc
+from memora.learner.model import (
+    LEARNER_INSTRUCTIONS,
+    ExtractedMistake,
+    ExtractedWord,
+    ProfileUpdate,
+)
 from memora.llm import LLM, ChatMessage, LLMError, Parsed, Usage, loads_lenient
 from memora.longterm.dedupe import normalise_text
 from memora.longterm.records import MAX_MEMORY_CHARS, AddResult, Memory, NewMemory
@@ -52,6 +58,7 @@ class Rejection(StrEnum):
     SECRET = "looks like a secret"
     TOO_LONG = f"longer than {MAX_MEMORY_CHARS} characters"
     REPEATED = "repeated in the same answer"
+    IN_PROFILE = "kept in the learner profile instead"
 
 
 class ExtractedMemory(BaseModel):
@@ -74,6 +81,14 @@ class ExtractionResult(BaseModel):
     """Everything worth keeping from one user message; an empty list when nothing is."""
 
     memories: list[ExtractedMemory] = Field(default_factory=list)
+
+
+class LearnerExtractionResult(ExtractionResult):
+    """The same call, wider (issue 9): also the learner's profile fields, mistakes and words."""
+
+    profile: list[ProfileUpdate] = Field(default_factory=list)
+    mistakes: list[ExtractedMistake] = Field(default_factory=list)
+    vocabulary: list[ExtractedWord] = Field(default_factory=list)
 
 
 EXTRACTION_INSTRUCTIONS = """\
@@ -139,6 +154,7 @@ class ExtractionOutcome:
     rejected: list[tuple[str, Rejection]] = field(default_factory=list)
     usage: Usage = field(default_factory=Usage)
     error: str | None = None
+    learner: LearnerExtractionResult | None = None  # the learner part, when it was asked for
 
 
 # --------------------------------------------------------------------------------------------
@@ -217,7 +233,12 @@ def looks_secret(text: str) -> bool:
 
 
 def build_extraction_input(
-    *, user_message: str, assistant_reply: str, existing: Sequence[Memory], now: datetime
+    *,
+    user_message: str,
+    assistant_reply: str,
+    existing: Sequence[Memory],
+    now: datetime,
+    profile_lines: Sequence[str] | None = None,
 ) -> str:
     """The one input message of the extraction call (the instructions are separate)."""
     when = as_utc(now)
@@ -233,8 +254,13 @@ def build_extraction_input(
     message = user_message.strip()
     if len(message) > MAX_MESSAGE_CHARS:
         message = message[:MAX_MESSAGE_CHARS] + " …"
+    profile = ""
+    if profile_lines is not None:  # the learner part is asked for: what the profile says now
+        shown = "\n".join(profile_lines) or "(empty)"
+        profile = f"The learner's profile now:\n<profile>\n{shown}\n</profile>\n\n"
     return (
         f"Message date: {when:%Y-%m-%d} ({when:%A}), UTC. This month is {when:%Y-%m}.\n\n"
+        f"{profile}"
         "Existing memories about this user, numbered (use the number in `replaces`):\n"
         f"<existing_memories>\n{listed}\n</existing_memories>\n\n"
         "The assistant's reply to the message, for context only (never extract from it):\n"
@@ -283,15 +309,28 @@ async def extract(
     assistant_reply: str,
     existing: Sequence[Memory],
     now: datetime,
+    profile_lines: Sequence[str] | None = None,
 ) -> ExtractionOutcome:
-    """Ask the model what to remember from one user message. Never raises on a model failure."""
+    """Ask the model what to remember from one user message. Never raises on a model failure.
+
+    With `profile_lines` (the learner model is on) the same call is asked for the wider
+    :class:`LearnerExtractionResult`: profile fields, mistakes and vocabulary too."""
     content = build_extraction_input(
-        user_message=user_message, assistant_reply=assistant_reply, existing=existing, now=now
+        user_message=user_message,
+        assistant_reply=assistant_reply,
+        existing=existing,
+        now=now,
+        profile_lines=profile_lines,
     )
     messages = [ChatMessage("user", content)]
+    schema: type[ExtractionResult] = ExtractionResult
+    instructions = EXTRACTION_INSTRUCTIONS
+    if profile_lines is not None:
+        schema = LearnerExtractionResult
+        instructions = EXTRACTION_INSTRUCTIONS + LEARNER_INSTRUCTIONS
     try:
-        answer = await llm.parse(EXTRACTION_INSTRUCTIONS, messages, ExtractionResult)
-        result, problem = _read(answer)
+        answer = await llm.parse(instructions, messages, schema)
+        result, problem = _read(answer, schema)
         raw, usage = answer.text, answer.usage
         if result is None and problem != REFUSED:
             # Broken JSON or the wrong shape: show the model its answer and the error, once.
@@ -300,8 +339,8 @@ async def extract(
                 ChatMessage("assistant", answer.text),
                 ChatMessage("user", RETRY_PROMPT.format(problem=problem)),
             ]
-            again = await llm.parse(EXTRACTION_INSTRUCTIONS, retry, ExtractionResult)
-            result, problem = _read(again)
+            again = await llm.parse(instructions, retry, schema)
+            result, problem = _read(again, schema)
             raw = f"{answer.text}\n--- asked again ---\n{again.text}"
             usage = Usage(
                 usage.input_tokens + again.usage.input_tokens,
@@ -316,11 +355,64 @@ async def extract(
         if looks_secret(raw):  # nothing was screened: keep no possible secret in the log
             raw = "[redacted: the unusable answer looked like it held a secret]"
         return ExtractionOutcome(raw=raw, usage=usage, error=f"unusable answer: {problem}")
+    learner = result if isinstance(result, LearnerExtractionResult) else None
     accepted, rejected = _screen(result)
+    if learner is not None:
+        learner, more = _screen_learner(learner)
+        accepted, moved = _profile_first(accepted, learner)
+        rejected += more + moved
     secrets = [text for text, why in rejected if why is Rejection.SECRET]
     return ExtractionOutcome(
-        raw=_redact(raw, secrets), memories=accepted, rejected=rejected, usage=usage
+        raw=_redact(raw, secrets),
+        memories=accepted,
+        rejected=rejected,
+        usage=usage,
+        learner=learner,
     )
+
+
+def _screen_learner(
+    found: LearnerExtractionResult,
+) -> tuple[LearnerExtractionResult, list[tuple[str, Rejection]]]:
+    """Secrets never reach the learner tables (nor the log: they are redacted like memories)."""
+    rejected: list[tuple[str, Rejection]] = []
+
+    def clean(items: Sequence[BaseModel], *fields: str) -> list[Any]:
+        kept = []
+        for item in items:
+            texts = [str(getattr(item, f)) for f in fields]
+            if looks_secret(" ".join(texts)):
+                rejected.extend((t, Rejection.SECRET) for t in texts if t)
+            else:
+                kept.append(item)
+        return kept
+
+    screened = found.model_copy(
+        update={
+            "profile": clean(found.profile, "value"),
+            "mistakes": clean(found.mistakes, "original", "corrected", "reason"),
+            "vocabulary": clean(found.vocabulary, "term", "meaning", "example"),
+        }
+    )
+    return screened, rejected
+
+
+# Memory categories a profile field already holds: with a profile update of that field in the
+# same answer, the memory would be the same fact stored twice (README: "Profile or memory?").
+_PROFILE_HOLDS = {"level": {"level", "scores"}, "goal": {"goal", "goal_date"}}
+
+
+def _profile_first(
+    memories: list[ExtractedMemory], found: LearnerExtractionResult
+) -> tuple[list[ExtractedMemory], list[tuple[str, Rejection]]]:
+    fields = {u.field for u in found.profile}
+    kept, moved = [], []
+    for m in memories:
+        if fields & _PROFILE_HOLDS.get(m.category, set()):
+            moved.append((m.text, Rejection.IN_PROFILE))
+        else:
+            kept.append(m)
+    return kept, moved
 
 
 REFUSED = "the model refused"
@@ -330,7 +422,9 @@ RETRY_PROMPT = (
 )
 
 
-def _read(answer: Parsed[ExtractionResult]) -> tuple[ExtractionResult | None, str | None]:
+def _read(
+    answer: Parsed[ExtractionResult], schema: type[ExtractionResult] = ExtractionResult
+) -> tuple[ExtractionResult | None, str | None]:
     """The answer as an ExtractionResult, read leniently where that is safe, or why not.
 
     Beyond what the LLM seam already forgives (code fences, prose around the JSON, trailing
@@ -345,7 +439,7 @@ def _read(answer: Parsed[ExtractionResult]) -> tuple[ExtractionResult | None, st
         return None, answer.problem or "the model returned no structured answer"
     try:
         value = loads_lenient(answer.text)
-        return ExtractionResult.model_validate(_near_shape(value)), None
+        return schema.model_validate(_near_shape(value)), None
     except ValueError:  # JSONDecodeError and ValidationError are ValueErrors
         return None, answer.problem or "the answer does not fit the schema"
 

@@ -1,0 +1,101 @@
+"""The learner model end to end: the real `memora run` process, the fake Bot API and the fake
+OpenAI server (which answers the one extraction call with the widened structured output). A
+learner makes a mistake and asks a word; the profile, a review card with an inline keyboard, a
+grade that survives kill -9, and the progress photo follow."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.fake_openai import FakeOpenAI
+from tests.fake_telegram import FakeTelegram
+from tests.test_e2e_telegram import ALICE, WAIT, BotProcess, ask
+
+pytestmark = pytest.mark.slow
+
+WIDE = {
+    "memories": [{"text": "The user walks in the park.", "category": "personal", "replaces": None}],
+    "profile": [{"field": "level", "value": "B1"}, {"field": "timezone", "value": "Asia/Taipei"}],
+    "mistakes": [
+        {
+            "original": "Yesterday I go to the park",
+            "corrected": "Yesterday I went to the park",
+            "category": "tense",
+            "reason": "yesterday → past tense",
+        }
+    ],
+    "vocabulary": [{"term": "commute", "meaning": "通勤", "example": "My commute takes an hour."}],
+}
+
+
+def keyboard(message: dict[str, Any]) -> dict[str, str]:
+    rows = (message.get("reply_markup") or {}).get("inline_keyboard", [])
+    return {b["text"]: b["callback_data"] for row in rows for b in row}
+
+
+def last_to(tg: FakeTelegram, chat_id: int) -> dict[str, Any]:
+    return tg.sent_messages(chat_id)[-1]
+
+
+def test_mistake_to_card_to_grade_survives_kill_9(tmp_path: Path) -> None:
+    with FakeTelegram() as tg, FakeOpenAI() as llm:
+        bot = BotProcess(tg, llm, tmp_path / "data", tmp_path / "bot.log")
+        bot.start()
+        try:
+            llm.queue_reply(WIDE, kind="structured")
+            text = "Yesterday I go to the park. What does commute mean?"
+            assert ask(tg, text) == f"Echo: {text}"
+            profile = ask(tg, "/profile")  # waits for the chat's after-reply work
+            assert "level: B1" in profile and "Asia/Taipei" in profile
+            (extraction,) = llm.requests_of("structured")
+            assert extraction.schema_name == "LearnerExtractionResult"
+            assert len(llm.requests_of("reply")) == 1  # one call on the reply path
+
+            card = tg.user_sends("/review")
+            (first,) = tg.wait_messages(count=1, after=card, timeout=WAIT)
+            assert "Yesterday I go to the park" in first["text"]
+            tg.user_taps(first, keyboard(first)["Show answer"])
+            shown = tg.wait_for(
+                lambda: [m for m in tg.sent_messages(ALICE) if "Good" in keyboard(m)],
+                WAIT,
+                "the answer with grade buttons",
+            )[0]
+            assert "Yesterday I went to the park" in shown["text"]
+            good = keyboard(shown)["Good"]
+            before = len(tg.sent_messages(ALICE))
+            tg.user_taps(shown, good)
+            tg.wait_for(lambda: len(tg.sent_messages(ALICE)) > before, WAIT, "the next card")
+            assert [a["text"] for a in tg.callback_answers][-1] == "Good"
+            assert "commute" in last_to(tg, ALICE)["text"]  # the next card: the word
+
+            assert bot.proc is not None
+            bot.proc.kill()  # kill -9 mid-review
+            bot.proc.wait()
+            bot.proc = None
+            bot.start()
+
+            again = tg.user_sends("/review")
+            (nxt,) = tg.wait_messages(count=1, after=again, timeout=WAIT)
+            assert "commute" in nxt["text"]  # the graded card is not due again
+            tg.user_taps(shown, good)  # the old Good button, after the restart
+            tg.wait_for(lambda: len(tg.callback_answers) >= 3, WAIT, "the stale tap's answer")
+            stale = tg.callback_answers[-1]
+            assert stale["show_alert"] and "already graded" in stale["text"]
+            tg.user_taps(nxt, "rv:g:1:0:x")  # forged
+            tg.wait_for(lambda: len(tg.callback_answers) >= 4, WAIT, "the forged tap's answer")
+            assert "isn't one I can use" in tg.callback_answers[-1]["text"]
+
+            progress = tg.user_sends("/progress")
+            tg.wait_for(lambda: tg.photos(ALICE), WAIT, "the progress chart")
+            (photo,) = tg.photos(ALICE)
+            assert photo["content"].startswith(b"\x89PNG")
+            texts = [m.get("caption") or m.get("text") or "" for m in tg.sent_messages(ALICE)]
+            assert any("Your progress" in t and "Vocabulary: 1 words" in t for t in texts)
+            assert progress["message"]["message_id"] > 0
+        finally:
+            if bot.proc is not None:
+                assert bot.stop() == 0, bot.output()
+        assert "Traceback" not in bot.output(), bot.output()
