@@ -430,3 +430,24 @@ async def test_with_the_learner_model_off_the_extraction_stays_narrow(
     call = next(c for c in llm.calls if c.kind == "parse")
     assert call.schema == "ExtractionResult" and "<profile>" not in call.messages[0].content
     assert not any("level: B1" in m.content for m in llm.calls[0].messages)
+
+
+async def test_forgetme_leaves_no_learner_words_on_disk(learner: Learner, db: Database) -> None:
+    secret_word = "Quorblesnatch"
+    await learner.store.set_field(
+        ALICE, "interests", f"{secret_word} racing", source="you", now=NOW
+    )
+    await learner.apply(
+        ALICE,
+        message=f"I goes to {secret_word} club yesterday",
+        profile=[],
+        mistakes=[mistake(f"I goes to {secret_word} club", f"I went to the {secret_word} club")],
+        words=[word(f"{secret_word} club", "俱樂部")],
+        now=NOW,
+    )
+    await learner.store.undo(ALICE, NOW)  # history rows too
+    await db.forget_user(ALICE)
+    files = [p for p in db.path.parent.rglob("*") if p.is_file()]
+    assert files
+    for path in files:
+        assert secret_word.encode() not in path.read_bytes(), path
