@@ -451,3 +451,26 @@ async def test_forgetme_leaves_no_learner_words_on_disk(learner: Learner, db: Da
     assert files
     for path in files:
         assert secret_word.encode() not in path.read_bytes(), path
+
+
+async def test_the_chat_export_carries_each_participants_learner_data(engine: Engine) -> None:
+    from memora.commands import export_chat
+
+    await engine.handle_turn(ChatRef(4), UserRef(ALICE, "Alice"), "Hello there")
+    await engine.drain()
+    await engine.learner.store.set_field(ALICE, "level", "B2", source="you", now=NOW)
+    await engine.learner.apply(
+        ALICE,
+        message="I go there yesterday",
+        profile=[],
+        mistakes=[mistake("I go there yesterday", "I went there yesterday")],
+        words=[word("commute")],
+        now=NOW,
+    )
+    data = await export_chat(engine, 4)
+    learner = data["participants"][str(ALICE)]["learner"]
+    assert learner["profile"]["level"]["value"] == "B2"
+    assert learner["mistakes"][0]["corrected"] == "I went there yesterday"
+    assert [w["term"] for w in learner["vocabulary"]] == ["commute"]
+    assert {c["kind"] for c in learner["review_cards"]} == {"word", "mistake"}
+    assert learner["days"][0]["messages"] == 1

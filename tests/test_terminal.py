@@ -126,3 +126,47 @@ def test_terminal_chat_survives_an_llm_outage(openai_server: FakeOpenAI, tmp_pat
     history = out.split("History (")[1]
     assert "first try" not in history  # no dangling user message
     assert "(2 messages" in out
+
+
+def test_learner_commands_in_the_terminal_take_typed_answers(
+    openai_server: FakeOpenAI, tmp_path: Path
+) -> None:
+    openai_server.queue_reply(
+        {
+            "memories": [],
+            "profile": [{"field": "level", "value": "B1"}],
+            "mistakes": [
+                {
+                    "original": "I go to the park yesterday",
+                    "corrected": "I went to the park yesterday",
+                    "category": "tense",
+                    "reason": "yesterday → past tense",
+                }
+            ],
+            "vocabulary": [],
+        },
+        kind="structured",
+    )
+    out = chat(
+        memora_env(openai_server, tmp_path / "data"),
+        [
+            "I go to the park yesterday with my dog.",
+            "profile",
+            "review",
+            "/review show",
+            "/review good",
+            "progress",
+            "/profile set timezone Mars/Base",
+            "/profile set level b2",
+            "/profile undo",
+            "exit",
+        ],
+        "--quiet",
+    )
+    assert "level: B1" in out
+    assert "Fix this sentence:\n“I go to the park yesterday”" in out
+    assert "✔ I went to the park yesterday" in out and "type /review again|hard|good|easy" in out
+    assert "Good — you'll see it again in" in out and "Nothing to review right now" in out
+    assert "Your progress" in out and "Days studied: 1" in out and "tense: " in out
+    assert "'Mars/Base' is not a time zone I know" in out
+    assert "Saved: level = B2 (was B1)" in out and "Undone: level is back to B1." in out
