@@ -520,7 +520,7 @@ class Engine:
         return [f"- {h.memory.text}" for h in found.hits], found.embedding_tokens
 
     async def _profile_lines(self, user: UserRef) -> list[str]:
-        """The speaker's learner profile for the reply context (one indexed query, no LLM)."""
+        """The speaker's learner profile for the reply context (two indexed queries, no LLM)."""
         if not self.config.learner_enabled:
             return []
         try:

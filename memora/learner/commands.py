@@ -11,7 +11,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from memora.learner import progress, review
-from memora.learner.model import FIELD_HELP, PROFILE_FIELDS
+from memora.learner.model import FIELD_HELP
 from memora.learner.profile import ProfileError, clean_value, known_field, render
 from memora.learner.service import Learner
 from memora.learner.store import AlreadyGraded, CardGone, NotYourCard, ReviewCard
@@ -192,7 +192,6 @@ async def progress_command(learner: Learner, user_id: int, now: datetime) -> Rep
 
 
 __all__ = [
-    "PROFILE_FIELDS",
     "profile_command",
     "progress_command",
     "review_button",

@@ -7,7 +7,7 @@ the terminal prints the text only).
 from __future__ import annotations
 
 import io
-from collections import Counter, defaultdict
+from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 
@@ -164,12 +164,3 @@ def chart(p: Progress) -> bytes:
     buf = io.BytesIO()
     fig.savefig(buf, format="png")  # a Figure without pyplot draws with Agg
     return buf.getvalue()
-
-
-def level_points(changes: list[tuple[str, str | None]]) -> list[tuple[str, str]]:
-    """(at, level) from the level field's history, undone changes excluded."""
-    return [(at, value) for at, value in changes if value]
-
-
-def counts_by_category(mistakes: list[tuple[str, str]]) -> Counter[str]:
-    return Counter(cat for _, cat in mistakes)

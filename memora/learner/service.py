@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from memora.learner import progress, review
+from memora.learner import progress
 from memora.learner.model import ExtractedMistake, ExtractedWord, ProfileUpdate
 from memora.learner.profile import Profile, ProfileError, clean_value, context_lines, goal_countdown
 from memora.learner.screen import screen
@@ -145,7 +145,3 @@ class Learner:
             due_now=await self.store.due_count(user_id, now),
             next_due=await self.store.next_due(user_id),
         )
-
-    @staticmethod
-    def until(when: datetime, now: datetime) -> str:
-        return review.until(when, now)
