@@ -454,8 +454,6 @@ async def test_forgetme_leaves_no_learner_words_on_disk(learner: Learner, db: Da
 
 
 async def test_the_chat_export_carries_each_participants_learner_data(engine: Engine) -> None:
-    from memora.commands import export_chat
-
     await engine.handle_turn(ChatRef(4), UserRef(ALICE, "Alice"), "Hello there")
     await engine.drain()
     await engine.learner.store.set_field(ALICE, "level", "B2", source="you", now=NOW)
@@ -467,7 +465,8 @@ async def test_the_chat_export_carries_each_participants_learner_data(engine: En
         words=[word("commute")],
         now=NOW,
     )
-    data = await export_chat(engine, 4)
+    data = await engine.export_chat(4)
+    assert data is not None
     learner = data["participants"][str(ALICE)]["learner"]
     assert learner["profile"]["level"]["value"] == "B2"
     assert learner["mistakes"][0]["corrected"] == "I went there yesterday"
