@@ -286,7 +286,35 @@ async def main() -> None:
         print(f"{label:>6} before: {_stats(b)}")
         print(f"{label:>6} after:  {_stats(a)}")
         print(f"{label:>6} extra:  {_stats(extra)}   total ratio {sum(a) / max(1, sum(b)):.2f}×")
+    print(
+        f"profile block in every reply's context (all fields set): {profile_block_tokens()} tokens"
+    )
     await llm.aclose()
+
+
+def profile_block_tokens() -> int:
+    """What the profile adds to each reply's input: a full profile, as the engine frames it."""
+    from memora.learner.profile import Difficulty, FieldValue, Profile, context_lines
+    from memora.prompts import PROFILE_BLOCK
+
+    values = {
+        "level": "B1",
+        "scores": "TOEIC 700",
+        "goal": "TOEIC 850",
+        "goal_date": "2027-03-31",
+        "explanation_language": "繁體中文",
+        "interests": "football, travel",
+        "study_time": "every night 21:00",
+        "timezone": "Asia/Taipei",
+    }
+    profile = Profile(
+        1,
+        {k: FieldValue(v, "conversation", "2026-11-30") for k, v in values.items()},
+        (Difficulty("tense", 5), Difficulty("article", 3)),
+    )
+    block = ChatMessage("developer", PROFILE_BLOCK + "\n".join(context_lines(profile, NOW)))
+    counter = LocalTokenCounter()
+    return counter.count_sync("", [block]) - counter.count_sync("", [])
 
 
 if __name__ == "__main__":

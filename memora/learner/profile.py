@@ -146,23 +146,25 @@ def difficulty_line(profile: Profile) -> str | None:
     if not profile.difficulties:
         return None
     return ", ".join(
-        f"{d.category} ({d.count}× in {RECURRING_DAYS} days)" for d in profile.difficulties
+        f"{d.category} ({d.count}× in {RECURRING_DAYS} d)" for d in profile.difficulties
     )
 
 
 def context_lines(profile: Profile, now: datetime) -> list[str]:
-    """The profile as the reply model sees it: one 'field: value' line each."""
+    """The profile as the reply model sees it: one 'field: value' line each (a goal with a date
+    as one countdown line: fewer tokens in every reply)."""
+    countdown = goal_countdown(profile, now)
+    skip = {"goal", "goal_date"} if countdown else set()
     lines = [
         f"- {name}: {profile.fields[name].value}"
         for name in PROFILE_FIELDS
-        if name in profile.fields
+        if name in profile.fields and name not in skip
     ]
-    countdown = goal_countdown(profile, now)
     if countdown:
-        lines.append(f"- goal countdown: {countdown}")
+        lines.append(f"- goal: {countdown}")
     difficulties = difficulty_line(profile)
     if difficulties:
-        lines.append(f"- recurring difficulties (target them gently): {difficulties}")
+        lines.append(f"- recurring difficulties: {difficulties}")
     return lines
 
 
