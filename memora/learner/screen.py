@@ -19,6 +19,7 @@ from memora.learner.model import ExtractedMistake, ExtractedWord
 MAX_FIELD_CHARS = 300
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]")
 _LATIN_WORD = re.compile(r"[A-Za-z]+(?:['’][A-Za-z]+)*")
+_KEY_WORD = re.compile(r"[A-Za-z0-9]+(?:['’][A-Za-z]+)*")  # "Route 66" is not "Route 7"
 _QUOTED = re.compile(r"\"[^\"]*\"|“[^”]*”|「[^」]*」|『[^』]*』|‘[^’]*’|^\s*>.*$", re.MULTILINE)
 
 
@@ -63,7 +64,7 @@ def word_problem(word: ExtractedWord) -> str | None:
     from memora.longterm.extraction import looks_secret
 
     term = word.term.strip()
-    if not vocab_key(term):
+    if not _LATIN_WORD.search(term):
         return "no English word"
     if len(term) > 80 or len(word.meaning) > MAX_FIELD_CHARS or len(word.example) > MAX_FIELD_CHARS:
         return "too long"
@@ -74,7 +75,7 @@ def word_problem(word: ExtractedWord) -> str | None:
 
 def vocab_key(term: str) -> str:
     """The duplicate key of a word or phrase: its English words, lower-cased and lemmatised."""
-    words = _LATIN_WORD.findall(unicodedata.normalize("NFKC", term).replace("’", "'"))
+    words = _KEY_WORD.findall(unicodedata.normalize("NFKC", term).replace("’", "'"))
     return " ".join(simplemma.lemmatize(w.lower(), lang="en").lower() for w in words)
 
 
