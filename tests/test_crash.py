@@ -39,8 +39,11 @@ class ChatProcess:
 
     def _pump(self) -> None:
         assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            self.lines.put(line)
+        try:
+            for line in self.proc.stdout:
+                self.lines.put(line)
+        except ValueError:  # kill9 closed the pipe while this thread was still reading it
+            pass
 
     def send(self, text: str) -> None:
         assert self.proc.stdin is not None
