@@ -340,6 +340,32 @@ async def _progress(engine: Engine, ctx: CommandContext) -> Reply:
     return await progress_command(engine.learner, ctx.user.id, engine.clock())
 
 
+@command(
+    "mistakes",
+    "the mistakes I logged for you; /mistakes delete <n> removes a wrong one",
+    arg="[delete <n>]",
+    bare_word=True,
+    fresh=True,
+)
+async def _mistakes(engine: Engine, ctx: CommandContext) -> Reply:
+    from memora.learner.commands import entries_command
+
+    return await entries_command(engine.learner, ctx.user.id, "mistake", ctx.arg)
+
+
+@command(
+    "words",
+    "your vocabulary list; /words delete <n> removes one",
+    arg="[delete <n>]",
+    bare_word=True,
+    fresh=True,
+)
+async def _words(engine: Engine, ctx: CommandContext) -> Reply:
+    from memora.learner.commands import entries_command
+
+    return await entries_command(engine.learner, ctx.user.id, "word", ctx.arg)
+
+
 async def press_button(engine: Engine, user: UserRef, data: str) -> ButtonAnswer:
     """A tap on one of our buttons (only review cards have them), checked against the tapper."""
     from memora.learner.commands import review_button

@@ -42,7 +42,7 @@ def test_help_lists_every_command_once_in_registration_order_with_its_argument()
 def test_only_the_views_work_as_bare_words() -> None:
     bare = {c.name for c in COMMANDS.values() if c.bare_word}
     views = {"help", "history", "context", "summary", "status", "memories", "extraction"}
-    assert bare == views | {"profile", "review", "progress"}  # the learner's views
+    assert bare == views | {"profile", "review", "progress", "mistakes", "words"}  # the learner's
     assert not any(COMMANDS[name].arg_required for name in bare)
 
 

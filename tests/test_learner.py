@@ -473,3 +473,38 @@ async def test_the_chat_export_carries_each_participants_learner_data(engine: En
     assert [w["term"] for w in learner["vocabulary"]] == ["commute"]
     assert {c["kind"] for c in learner["review_cards"]} == {"word", "mistake"}
     assert learner["days"][0]["messages"] == 1
+
+
+async def test_a_wrong_mistake_or_word_can_be_deleted_with_its_card(engine: Engine) -> None:
+    from memora.commands import CommandContext, run_command
+
+    learner = engine.learner
+    await learner.apply(
+        ALICE,
+        message="I go there yesterday",
+        profile=[],
+        mistakes=[mistake("I go there yesterday", "I went there yesterday")],
+        words=[word("commute", "通勤")],
+        now=NOW,
+    )
+    card = (await learner.store.due_cards(ALICE, NOW))[0]
+    await learner.store.grade(ALICE, card.id, "good", NOW)
+    alice, bob = CommandContext(ChatRef(ALICE), UserRef(ALICE), ""), UserRef(BOB)
+    listed = await run_command(engine, "mistakes", alice)
+    assert "1. “I go there yesterday” → “I went there yesterday” [tense]" in listed.text
+    bobs = await run_command(engine, "mistakes", CommandContext(ChatRef(BOB), bob, "delete 1"))
+    assert not bobs.ok and "no number 1" in bobs.text  # Bob has none; Alice's stay
+    done = await run_command(
+        engine, "mistakes", CommandContext(ChatRef(ALICE), UserRef(ALICE), "delete 1")
+    )
+    assert done.text == "Deleted: I go there yesterday (and its review card)."
+    assert await learner.store.mistakes(ALICE) == []
+    assert [c.kind for c in await learner.store.cards(ALICE)] == ["word"]
+    export = await learner.store.export(ALICE, NOW)
+    assert export["reviews"] == []  # the deleted card's reviews went with it
+    words = await run_command(engine, "words", alice)
+    assert "1. commute — 通勤" in words.text
+    bad = await run_command(
+        engine, "words", CommandContext(ChatRef(ALICE), UserRef(ALICE), "delete x")
+    )
+    assert not bad.ok and "needs the number" in bad.text

@@ -185,6 +185,45 @@ async def review_button(learner: Learner, user_id: int, data: str, now: datetime
     )
 
 
+# -- /mistakes and /words -------------------------------------------------------------------------
+SHOWN = 30
+
+
+async def entries_command(learner: Learner, user_id: int, kind: str, arg: str) -> Reply:
+    """/mistakes or /words: the latest entries, numbered; `delete <n>` removes one with its card."""
+    name = "mistakes" if kind == "mistake" else "words"
+    store = learner.store
+    items = await (store.mistakes(user_id) if kind == "mistake" else store.words(user_id))
+    verb, _, rest = arg.strip().partition(" ")
+    if verb.lower() == "delete":
+        try:
+            n = int(rest.strip().lstrip("#"))
+        except ValueError:
+            return Reply(
+                f"/{name} delete needs the number shown by /{name}, e.g. /{name} delete 2", ok=False
+            )
+        if not 1 <= n <= len(items):
+            return Reply(f"There is no number {n} (you have {len(items)}).", ok=False)
+        item = items[n - 1]
+        await store.delete_entry(user_id, kind, int(item["id"]))
+        what = item["original"] if kind == "mistake" else item["term"]
+        return Reply(f"Deleted: {what} (and its review card).")
+    if verb:
+        return Reply(f"Usage: /{name} · /{name} delete <n>", ok=False)
+    if not items:
+        return Reply(f"No {name} logged yet.")
+    if kind == "mistake":
+        lines = [
+            f"{i}. “{m['original']}” → “{m['corrected']}” [{m['category']}] {m['reason']}"
+            for i, m in enumerate(items[:SHOWN], 1)
+        ]
+    else:
+        lines = [f"{i}. {w['term']} — {w['meaning']}" for i, w in enumerate(items[:SHOWN], 1)]
+    more = f"\n… and {len(items) - SHOWN} older" if len(items) > SHOWN else ""
+    head = f"Your {name} ({len(items)}, newest first; wrong one? /{name} delete <n>):"
+    return Reply(head + "\n" + "\n".join(lines) + more)
+
+
 # -- /progress ----------------------------------------------------------------------------------
 async def progress_command(learner: Learner, user_id: int, now: datetime) -> Reply:
     p = await learner.progress(user_id, now)

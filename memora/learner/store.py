@@ -323,6 +323,28 @@ class LearnerStore:
         )
         return [dict(r) for r in rows]
 
+    async def delete_entry(self, user_id: int, kind: str, ref_id: int) -> bool:
+        """Delete one of the user's mistakes ("mistake") or words ("word") with its review card
+        and that card's reviews, in one transaction; False if the user has no such entry."""
+        table = {"mistake": "learner_mistakes", "word": "learner_words"}[kind]
+        async with self.database.transaction() as db:
+            cur = await db.execute(
+                f"DELETE FROM {table} WHERE id=? AND user_id=?", (ref_id, user_id)
+            )
+            if not cur.rowcount:
+                return False
+            await db.execute(
+                "DELETE FROM learner_reviews WHERE user_id=? AND card_id IN "
+                "(SELECT id FROM learner_cards WHERE kind=? AND ref_id=? AND user_id=?)",
+                (user_id, kind, ref_id, user_id),
+            )
+            await db.execute(
+                "DELETE FROM learner_cards WHERE kind=? AND ref_id=? AND user_id=?",
+                (kind, ref_id, user_id),
+            )
+        await self.database.checkpoint()  # deleted means gone from the files (memora/erase.py)
+        return True
+
     # -- activity --------------------------------------------------------------------------------
     async def note_day(
         self, user_id: int, day: str, *, messages: int = 0, reviews: int = 0
