@@ -32,20 +32,7 @@ from tests.test_telegram_handlers import (
     make_settings,
 )
 
-
-class Request(RecordingRequest):
-    """The recording Bot API, plus what the learner commands use: photos and callback answers."""
-
-    async def do_request(self, url: str, method: str, request_data: Any = None, **kw: Any) -> Any:
-        name = url.rsplit("/", 1)[-1]
-        if name == "sendPhoto":
-            params = dict(request_data.parameters) if request_data else {}
-            files = dict(request_data.multipart_data) if request_data else {}
-            self.calls.append(Call(name, params, files))
-            photo = [{"file_id": "p1", "file_unique_id": "u1", "width": 800, "height": 550}]
-            result = self._message(int(params["chat_id"]), photo=photo)
-            return 200, json.dumps({"ok": True, "result": result}).encode()
-        return await super().do_request(url, method, request_data, **kw)
+Request = RecordingRequest
 
 
 class Bot:

@@ -157,6 +157,9 @@ class RecordingRequest(BaseRequest):
         elif name == "sendDocument":
             doc = {"file_id": "f1", "file_unique_id": "u1", "file_name": "x"}
             result = self._message(int(params["chat_id"]), document=doc)
+        elif name == "sendPhoto":  # /progress
+            photo = [{"file_id": "p1", "file_unique_id": "u1", "width": 800, "height": 550}]
+            result = self._message(int(params["chat_id"]), photo=photo)
         return 200, json.dumps({"ok": True, "result": result}).encode()
 
     # helpers for assertions
@@ -368,7 +371,12 @@ async def test_every_command_reaches_the_core_with_the_callers_context(
     assert ctx.chat.kind == ("group" if group else "private")
     assert ctx.arg == arg
     assert ctx.is_admin is False
-    sent = [c for c in calls if c.method in ("sendMessage", "sendDocument")]
+    sent = [
+        c
+        for c in calls
+        if c.method in ("sendMessage", "sendDocument", "sendPhoto")
+        and int(c.params["chat_id"]) == ctx.chat.id  # /review in a group also goes privately
+    ]
     assert sent, f"/{name} got no answer"
     first = sent[0].params
     if group:  # in a busy group the answer quotes the question

@@ -22,7 +22,7 @@ from memora.commands import press_button
 from memora.engine import UserRef
 from memora.views import Reply
 
-from .render import MAX_CAPTION, not_modified, send_reply, split_text, tg_len
+from .render import MAX_CAPTION, not_modified, quoting, send_reply, split_text, tg_len
 
 if TYPE_CHECKING:
     from .handlers import Context
@@ -63,21 +63,29 @@ async def send_learner_reply(
         except (Forbidden, BadRequest) as exc:
             log.info("cannot message user %s privately: %s", who.id, exc)
             await message.reply_text(
-                CANNOT_DM.format(name=who.first_name, bot=context.bot.username), do_quote=True
+                CANNOT_DM.format(name=who.first_name, bot=context.bot.username),
+                **quoting(message, True),
             )
             return
-        await message.reply_text(SENT_PRIVATELY.format(name=who.first_name), do_quote=True)
+        await message.reply_text(
+            SENT_PRIVATELY.format(name=who.first_name), **quoting(message, True)
+        )
         return
+    group = message.chat.type != "private"  # in a group the answer quotes the question
     if reply.photo is not None:
         caption = reply.text if tg_len(reply.text) <= MAX_CAPTION else ""
-        await message.reply_photo(photo=reply.photo, caption=caption or None, parse_mode=None)
+        await message.reply_photo(
+            photo=reply.photo, caption=caption or None, parse_mode=None, **quoting(message, group)
+        )
         if not caption:
             await send_reply(message, Reply(reply.text, ok=reply.ok), markdown=False, name=name)
         return
     if reply.buttons:
-        await message.reply_text(reply.text, reply_markup=keyboard(reply), parse_mode=None)
+        await message.reply_text(
+            reply.text, reply_markup=keyboard(reply), parse_mode=None, **quoting(message, group)
+        )
         return
-    await send_reply(message, reply, markdown=False, name=name)
+    await send_reply(message, reply, markdown=False, name=name, quote=group)
 
 
 async def _send_to(context: Context, chat_id: int, reply: Reply) -> None:
