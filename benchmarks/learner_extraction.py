@@ -1,12 +1,12 @@
 """What the learner model adds to the one after-reply extraction call, per turn, before vs after.
 
-The same scripted turns go through the real `memora.extraction.extract` twice: narrow (memories
-only, the call as it was) and wide (memories + profile + mistakes + vocabulary, the learner model
-on). Without an endpoint the "model" answers each turn with the answer written below for it
-(what a correct model returns, serialised by the real pydantic schema), and tokens are counted
-with the o200k tokenizer; with --base-url/--model the same turns go to a real OpenAI-compatible
-endpoint and the provider's usage is reported instead. The reply path is not involved: it stays
-one call either way, and the extraction stays one call (counted below).
+The same scripted turns go through the real `memora.longterm.extraction.extract` twice:
+narrow (memories only, the call as it was) and wide (memories + profile + mistakes + vocabulary,
+the learner model on). Without an endpoint the "model" answers each turn with the answer written
+below for it (what a correct model returns, serialised by the real pydantic schema), and tokens
+are counted with the o200k tokenizer; with --base-url/--model the same turns go to a real
+OpenAI-compatible endpoint and the provider's usage is reported instead. The reply path is not
+involved: it stays one call either way, and the extraction stays one call (counted below).
 
     .venv/bin/python benchmarks/learner_extraction.py
     .venv/bin/python benchmarks/learner_extraction.py --base-url URL --model NAME [--api-key K]
