@@ -400,7 +400,7 @@ async def test_the_extraction_call_also_fills_the_learner_model(
     assert (profile.get("level"), profile.get("timezone")) == ("B1", "Asia/Taipei")
     assert profile.fields["level"].source == "conversation"
     # the level is in the profile, so it is not also a memory (no fact stored twice)
-    assert [m.text for m in await store.list(ALICE)] == ["The user works as a nurse."]
+    assert [m.text for m in await store.memories(ALICE)] == ["The user works as a nurse."]
     mistakes = await learner.store.mistakes(ALICE)
     assert [(m["category"], m["message_id"]) for m in mistakes] == [("tense", 9)]
     assert [w["term"] for w in await learner.store.words(ALICE)] == ["night shift"]
