@@ -497,6 +497,22 @@ class Engine:
         self._schedule(chat.id, self._after_reply(done, turn.extract))
         return Reply(answer.text, stats=stats, stored=True, markdown=True)
 
+    async def import_exchange(
+        self, chat: ChatRef, user: UserRef, text: str, reply: str, *, at: datetime | None = None
+    ) -> None:
+        """Take in an exchange that happened elsewhere (an imported history, the LoCoMo harness
+        in benchmarks/memory_eval.py): store it as a turn, then extract memories from it with the
+        same code as after a live reply, `at` standing for the time it was said (relative dates
+        in it resolve against that). No reply is generated and nothing is folded into the running
+        summary here: the chat's next live turn folds whatever is due."""
+        async with self.exclusive(chat.id):
+            await self.db.ensure_chat(chat.id, chat.kind, chat.title)
+            turn_id = await self.db.record_turn(
+                NewTurn(chat.id, user.id, user.name, text, reply, [], TurnUsage())
+            )
+            if self.store is not None and self.config.extraction_enabled:
+                await self._extract(Answered(chat, user, text, reply, turn_id, None), now=at)
+
     async def _retrieve(
         self, user: UserRef, text: str, pending: list[StoredMessage]
     ) -> tuple[list[str], int]:
@@ -565,12 +581,12 @@ class Engine:
         )
         await self.db.add_turn_usage(turn_id, TurnUsage(summary_tokens=fold.tokens))
 
-    async def _extract(self, done: Answered) -> None:
+    async def _extract(self, done: Answered, now: datetime | None = None) -> None:
         chat, user, text, turn_id = done.chat, done.user, done.text, done.turn_id
         from memora.longterm import extraction
 
         assert self.store is not None
-        now = self.clock()
+        now = now or self.clock()
         try:
             existing = await self.store.similar(user.id, text, k=5)
         except Exception as exc:
