@@ -389,8 +389,8 @@ async def _forgetme(engine: Engine, ctx: CommandContext) -> Reply:
         "Deleted everything I stored about you: "
         f"{counts['memories']} long-term memories, {counts['private_messages']} messages of our "
         f"private chat, {counts['group_messages']} of your messages in groups (with my replies "
-        "to them, and those groups' summaries), your extraction log, and your learner profile, "
-        "mistakes, vocabulary and review cards."
+        "to them, and those groups' summaries), your extraction log, your practice reminder, and "
+        "your learner profile, mistakes, vocabulary and review cards."
     )
 
 

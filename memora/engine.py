@@ -167,7 +167,7 @@ class Engine:
         self.clock = clock
         self.transcriber = transcriber  # voice messages (None: turned off)
         self.speaker = speaker  # spoken answers (None: turned off, the default)
-        self.reminders = Reminders(db, clock=clock)
+        self.reminders = Reminders(db, learner=self.learner, clock=clock)
         # Weak values: a chat's lock lives while some turn holds or awaits it, then goes away.
         self._locks: weakref.WeakValueDictionary[int, asyncio.Lock] = weakref.WeakValueDictionary()
         self._after: dict[int, asyncio.Task[None]] = {}
@@ -332,6 +332,7 @@ class Engine:
         for uid, name in await self.db.participants(chat_id):  # profile, mistakes, words, cards
             entry = participants.setdefault(str(uid), {"name": name})
             entry["learner"] = await self.learner.store.export(uid, self.clock())
+            entry["reminder"] = await self.reminders.export(uid)  # None without one
         return {
             "exported_at": utcnow(self.clock()),
             "chat": {"id": chat_id, "kind": row.kind, "title": row.title},

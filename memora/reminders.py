@@ -212,6 +212,20 @@ class Reminders:
             listener(Reminder(user_id, user_id, time(0), enabled=False, off_reason="deleted"))
         return n
 
+    async def export(self, user_id: int) -> dict[str, Any] | None:
+        """The setting as /export shows it (None without one)."""
+        r = await self.get(user_id)
+        if r is None:
+            return None
+        return {
+            "at": r.at.strftime("%H:%M"),
+            "days": [DAY_NAMES[d] for d in r.days],
+            "enabled": r.enabled,
+            "off_reason": r.off_reason,
+            "last_sent": r.last_sent,
+            "updated_at": r.updated_at,
+        }
+
     async def claim(self, user_id: int, day: date) -> bool:
         """Record that today's reminder goes out; False if it already went (or is off). The
         claim is made before sending: a crash in between costs one reminder, never a second."""

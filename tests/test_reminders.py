@@ -259,6 +259,21 @@ async def test_the_reminder_text_comes_from_the_learner_model(clocked_engine: En
     assert "review card" not in text  # nothing due: that line is left out
 
 
+async def test_export_shows_the_setting(clocked_engine: Engine) -> None:
+    await clocked_engine.handle_turn(ChatRef(ALICE, "private"), UserRef(ALICE, "Alice"), "hi")
+    await remind(clocked_engine, "07:30 sat,sun")
+    data = await clocked_engine.export_chat(ALICE)
+    assert data is not None
+    assert data["participants"][str(ALICE)]["reminder"] == {
+        "at": "07:30",
+        "days": ["sat", "sun"],
+        "enabled": True,
+        "off_reason": "",
+        "last_sent": "",
+        "updated_at": "2026-11-30T12:05:00+00:00",
+    }
+
+
 async def test_forgetme_deletes_the_reminder(clocked_engine: Engine) -> None:
     await remind(clocked_engine, "20:00")
     counts = await clocked_engine.forget_user(ALICE)
@@ -346,6 +361,39 @@ async def test_start_up_catches_up_a_missed_reminder_once(
     assert await jobs.restore() == 2  # a second start-up the same day sends nothing more
     await asyncio.sleep(0.3)
     assert len(tg.sent_messages(ALICE)) == 1
+
+
+async def test_flood_control_is_waited_out_by_the_rate_limiter(
+    running: tuple[Any, Engine, Clock], tg: FakeTelegram
+) -> None:
+    app, engine, clock = running
+    clock.now = datetime.now(UTC) - timedelta(days=1)
+    await engine.reminders.set(ALICE, ALICE, time(0, 0), EVERY_DAY)
+    clock.now = datetime.now(UTC)
+    tg.fail_next("sendMessage", retry_after=1)  # Telegram: 429, retry after 1 s
+    await start(app)
+    (sent,) = await sent_to(tg, ALICE)  # AIORateLimiter waited and sent it again
+    assert sent["text"].startswith("⏰") and [e[2] for e in tg.errors] == [429]
+
+
+async def test_a_learner_who_moved_is_reminded_in_their_new_zone(
+    running: tuple[Any, Engine, Clock], tg: FakeTelegram
+) -> None:
+    app, engine, clock = running
+    clock.now = MONDAY_NOON - timedelta(days=1)
+    await engine.reminders.set(ALICE, ALICE, time(20, 0), EVERY_DAY)
+    clock.now = MONDAY_NOON  # 12:05 UTC: not yet 20:00 in UTC
+    jobs = await start(app)
+    assert jobs.zones[ALICE] == "UTC" and tg.sent_messages(ALICE) == []
+    # The conversation (or /profile set) moved them to Taipei, where it is 20:05 now: the job
+    # that fires next follows the profile, reschedules in the new zone and sends.
+    learner = engine.reminders.learner
+    await learner.store.set_field(ALICE, "timezone", "Asia/Taipei", source="you", now=clock.now)
+    assert await jobs.deliver(ALICE) is True
+    assert jobs.zones[ALICE] == "Asia/Taipei"
+    (job,) = app.job_queue.get_jobs_by_name(f"reminder:{ALICE}")
+    assert job.job.trigger.timezone.key == "Asia/Taipei"
+    await sent_to(tg, ALICE)
 
 
 async def test_a_blocked_learner_is_switched_off_not_retried(

@@ -203,7 +203,8 @@ class VoiceHarness:
         self.app, self.tg = app, tg
         self.next_id = 0
 
-    def _message(self, group: bool = False, **media: Any) -> Message:
+    def _message(self, group: bool = False, to_bot: bool = False, **media: Any) -> Message:
+        """A message from Alice; in a group, `to_bot` makes it a reply to one of the bot's."""
         self.next_id += 1
         user = User(ALICE, "Alice", is_bot=False)
         chat = (
@@ -211,13 +212,22 @@ class VoiceHarness:
             if group
             else Chat(ALICE, Chat.PRIVATE, first_name="Alice")
         )
-        message = Message(self.next_id, dt.datetime.now(dt.UTC), chat, from_user=user, **media)
+        now = dt.datetime.now(dt.UTC)
+        earlier = None
+        if to_bot:
+            me = User(self.app.bot.id, "Memora", is_bot=True, username=self.app.bot.username)
+            earlier = Message(1, now, chat, from_user=me, text="Tell me about your weekend.")
+        message = Message(
+            self.next_id, now, chat, from_user=user, reply_to_message=earlier, **media
+        )
         message.set_bot(self.app.bot)
         for item in media.values():
             item.set_bot(self.app.bot)
         return message
 
-    def voice(self, content: bytes = OGG, seconds: int = 2, size: int | None = None) -> Message:
+    def voice(
+        self, content: bytes = OGG, seconds: int = 2, size: int | None = None, **where: Any
+    ) -> Message:
         entry = self.tg.add_user_file(content, None, "audio/ogg")
         voice = Voice(
             entry["file_id"],
@@ -226,7 +236,7 @@ class VoiceHarness:
             mime_type="audio/ogg",
             file_size=entry["file_size"] if size is None else size,
         )
-        return self._message(voice=voice)
+        return self._message(voice=voice, **where)
 
     def audio(self, content: bytes, filename: str, seconds: int = 2) -> Message:
         entry = self.tg.add_user_file(content, filename, "audio/ogg")
@@ -346,3 +356,16 @@ async def test_a_spoken_answer_goes_out_as_a_voice_note(
     (req,) = fake_openai.requests_of("speech")
     assert req.body["input"] == "Lovely. What did you see there?"  # not the "I heard" line
     assert "record_voice" in [a for _, a in harness.tg.chat_actions]
+
+
+async def test_in_a_group_only_a_voice_note_that_replies_to_me_is_heard(
+    harness: VoiceHarness, fake_openai: FakeOpenAI, voice_engine: Engine
+) -> None:
+    assert await harness.push(harness.voice(group=True)) == []  # people talking to each other
+    assert fake_openai.requests_of("transcribe") == [] and harness.tg.calls_to("getFile") == []
+    fake_openai.queue_reply(SAID, kind="transcribe")
+    texts = await harness.push(harness.voice(group=True, to_bot=True))
+    assert texts[0].startswith(f"🎤 I heard: {SAID}")
+    await voice_engine.drain()
+    stored = await voice_engine.db.messages(-100777)
+    assert stored[0].content == SAID and stored[0].user_id == ALICE
