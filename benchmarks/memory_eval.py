@@ -230,6 +230,7 @@ class Answer:
     counted: int
     actual: int
     seconds: float
+    memories: int = 0  # memories the engine put in the context (0 for the baseline)
     label: str = "WRONG"
     judge_error: str = ""
 
@@ -252,7 +253,7 @@ class Ingested:
     memories: int = 0
     tokens: int = 0
     seconds: float = 0.0
-    failed: list[str] = field(default_factory=list)
+    failed: list[str] = field(default_factory=list)  # one line per failed extraction
 
 
 # -- the run ---------------------------------------------------------------------------------------
@@ -267,12 +268,13 @@ async def ingest(engine: Engine, convs: list[Conversation], concurrency: int) ->
         for ex in conv.exchanges(speaker):  # in order: later facts update earlier ones
             async with gate:
                 await engine.import_exchange(chat, user, ex.text, ex.reply, at=ex.at)
+                # This speaker's exchanges run one at a time: the last log is this one's.
+                log = await engine.extraction_log(user.id)
             out.exchanges += 1
+            if log is not None and log.status.startswith("failed"):
+                out.failed.append(f"{speaker} @ {ex.at:%Y-%m-%d}: {log.detail}")
         out.memories += len(await engine.memories(user.id))
         out.tokens += (await engine.db.total_usage(chat.id)).total
-        log = await engine.extraction_log(user.id)
-        if log is not None and log.status.startswith("failed"):
-            out.failed.append(f"{speaker}: {log.detail}")
 
     start = time.perf_counter()
     await asyncio.gather(*(one_side(c, conv, s) for c, conv in enumerate(convs) for s in (0, 1)))
@@ -291,6 +293,7 @@ async def ask_engine(engine: Engine, chat: ChatRef, user: UserRef, message: str)
         usage.counted_input if usage else 0,
         usage.actual_input if usage else 0,
         seconds,
+        usage.memories_used if usage else 0,
     )
 
 
@@ -314,12 +317,16 @@ async def judge(llm: LLM, q: Question, answer: Answer) -> None:
     prompt = f"Question: {q.question}\nGold answer: {q.answer}\nGenerated answer: {answer.text}"
     messages = [ChatMessage("user", prompt)]
     try:
-        verdict = (await llm.parse(JUDGE_INSTRUCTIONS, messages, Verdict)).parsed
-        if verdict is not None:
-            answer.label = verdict.label
+        parsed = await llm.parse(JUDGE_INSTRUCTIONS, messages, Verdict)
+        if parsed.parsed is not None:
+            answer.label = parsed.parsed.label
             return
-        answer.judge_error = "the judge refused"
-    except LLMError as exc:  # e.g. a server without structured output: ask for one word
+        answer.judge_error = f"structured: {parsed.problem or 'no verdict'}"
+        label = _label_in(parsed.text)
+        if label is not None:  # a verdict outside the schema still says which
+            answer.label = label
+            return
+    except LLMError as exc:  # the server failed: ask once more for one plain word
         answer.judge_error = f"structured: {exc}"
     try:
         plain = await llm.complete(
@@ -328,8 +335,13 @@ async def judge(llm: LLM, q: Question, answer: Answer) -> None:
     except LLMError as exc:
         answer.judge_error += f"; plain: {exc}"
         return
-    words = re.findall(r"CORRECT|WRONG", plain.text.upper())
-    answer.label = words[0] if words else "WRONG"
+    answer.label = _label_in(plain.text) or "WRONG"
+
+
+def _label_in(text: str) -> str | None:
+    """The last CORRECT/WRONG in a text: the label comes after any reasoning."""
+    words = re.findall(r"\b(CORRECT|WRONG)\b", text.upper())
+    return words[-1] if words else None
 
 
 async def run(args: argparse.Namespace) -> dict[str, Any]:
@@ -424,6 +436,7 @@ def _side(answers: list[tuple[int, Answer]]) -> dict[str, Any]:
         "overall": {"correct": right, "total": len(all_), "accuracy": right / len(all_)},
         "failed_answers": sum(not a.ok for a in all_),
         "judge_errors": sum(bool(a.judge_error) and a.ok for a in all_),
+        "memories_median": statistics.median(a.memories for a in all_),
         "counted_median": statistics.median(a.counted for a in all_),
         "actual_median": statistics.median(a.actual for a in all_),
         "actual_mean": statistics.fmean(a.actual for a in all_),
@@ -455,9 +468,7 @@ def render(result: dict[str, Any]) -> str:
         f"judge={result['judge_model']} conversations={','.join(result['conversations'])}",
         f"ingestion: {ing['exchanges']} exchanges -> {ing['memories']} memories, "
         f"{ing['tokens']} tokens, {ing['seconds']:.1f} s"
-        + (
-            f"; last extraction failed for {len(ing['failed'])} speaker(s)" if ing["failed"] else ""
-        ),
+        + (f"; extraction failed on {len(ing['failed'])}" if ing["failed"] else ""),
         f"questions: {len(result['records'])} (category 5 skipped: "
         f"{result['skipped_adversarial']}; asked as speaker A for naming both/neither: "
         f"{result['routed_by_default']})",
@@ -481,6 +492,7 @@ def render(result: dict[str, Any]) -> str:
         ("input tokens/q counted med", "counted_median", "{:.0f}"),
         ("input tokens/q actual med", "actual_median", "{:.0f}"),
         ("input tokens/q actual mean", "actual_mean", "{:.1f}"),
+        ("memories in context med", "memories_median", "{:.0f}"),
         ("latency median ms", "latency_median_ms", "{:.0f}"),
         ("latency p95 ms", "latency_p95_ms", "{:.0f}"),
         ("failed answers", "failed_answers", "{}"),

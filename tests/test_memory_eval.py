@@ -78,6 +78,8 @@ def _responder(req: FakeRequest) -> Any:
         ok = engine_said and gold is not None and gold.group(1).startswith("ok-")
         # The baseline is always right, so the two columns differ.
         label = "CORRECT" if ok or not engine_said else "WRONG"
+        if "Would Ben enjoy hiking" in text and not engine_said:
+            return f"Not JSON, but the verdict is clear: wrong... no, {label}"  # read leniently
         return {"reasoning": "fake", "label": label}
     if req.kind == "structured":  # extraction: one memory per FACT marker in the message
         message = text.split("<user_message>")[-1]
@@ -118,6 +120,7 @@ def test_figures_come_from_what_the_model_answered(
             ]
         )  # fmt: skip
         replies = server.requests_of("reply")
+        structured = server.requests_of("structured")
     assert code == 0
     printed = capsys.readouterr().out
     result = json.loads(out.read_text(encoding="utf-8"))
@@ -127,6 +130,13 @@ def test_figures_come_from_what_the_model_answered(
     assert result["ingestion"]["exchanges"] == 5
     assert result["ingestion"]["memories"] == 6
     assert "5 exchanges -> 6 memories" in printed
+    assert result["ingestion"]["failed"] == []
+    # Each exchange was extracted at its session's date, Ana's first with Ben's answer beside it.
+    extractions = [r.last_user_message for r in structured if r.schema_name != "Verdict"]
+    dates = sorted(re.search(r"Message date: (\S+)", e).group(1) for e in extractions)  # type: ignore[union-attr]
+    assert dates == ["2023-05-08"] * 3 + ["2023-06-20"] * 2
+    first = next(e for e in extractions if "FACT-a1" in e.split("<user_message>")[-1])
+    assert "FACT-b1 I run marathons. FACT-b2 I live in Oslo. [shares a photo: a fjord]" in first
     # Category 5 is skipped; the question about session 3 is dropped; one names both speakers.
     assert [r["index"] for r in result["records"]] == [0, 1, 2, 3, 4]
     assert result["skipped_adversarial"] == 1 and result["routed_by_default"] == 1
@@ -174,4 +184,10 @@ def test_figures_come_from_what_the_model_answered(
         assert side["counted_median"] > 0
         assert 0 <= side["latency_median_ms"] <= side["latency_p95_ms"]
     assert re.search(r"latency p95 ms\s+\d+\s+\d+", printed)
+    # Memories in the context: 1, 1, 1, 0, 0 → median 1; the baseline has none.
+    assert [r["engine"]["memories"] for r in records] == [1, 1, 1, 0, 0]
+    assert engine["memories_median"] == 1 and full["memories_median"] == 0
+    # The judge's one answer outside the schema was read, and counted as a judge error.
+    assert records[4]["baseline"]["label"] == "CORRECT" and records[4]["baseline"]["judge_error"]
+    assert full["judge_errors"] == 1 and engine["judge_errors"] == 0
     assert re.search(r"input tokens engine/full\s+0\.\d{3}", printed)
