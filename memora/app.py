@@ -159,7 +159,7 @@ async def open_engine(
         from memora.longterm import MemoryStore
 
         embedder = make_embedder(settings)
-        store = MemoryStore(settings.chroma_path, embedder)
+        store = MemoryStore(settings.chroma_path, embedder, url=settings.longterm.chroma_url)
         await store.open()
         stack.push_async_callback(store.close)
         closer = getattr(embedder, "aclose", None)

@@ -126,6 +126,17 @@ class StorageConfig(_Section):
         return v
 
 
+class LongtermConfig(_Section):
+    chroma_url: str = ""
+
+    @field_validator("chroma_url")
+    @classmethod
+    def _chroma_url(cls, v: str) -> str:
+        if v and not v.startswith(("http://", "https://")):
+            raise ValueError("must be empty (Chroma under data_dir) or an http(s):// URL")
+        return v.rstrip("/")
+
+
 class LoggingConfig(_Section):
     level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
 
@@ -149,6 +160,7 @@ class Settings(BaseSettings):
     voice: VoiceConfig = VoiceConfig()
     learner: LearnerConfig = LearnerConfig()
     storage: StorageConfig = Field(default_factory=StorageConfig)  # data_dir: per user, now
+    longterm: LongtermConfig = LongtermConfig()
     logging: LoggingConfig = LoggingConfig()
 
     @field_validator("llm")

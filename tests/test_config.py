@@ -169,3 +169,10 @@ def test_shared_stores_default_to_the_embedded_ones_and_refuse_other_schemes(
     monkeypatch.setenv("MEMORA_STORAGE__DATABASE_URL", "mysql://db/memora")
     with pytest.raises(ConfigError, match=r"storage\.database_url.*postgresql://"):
         load_settings()
+    monkeypatch.delenv("MEMORA_STORAGE__DATABASE_URL")
+    assert load_settings().longterm.chroma_url == ""
+    monkeypatch.setenv("MEMORA_LONGTERM__CHROMA_URL", "http://chroma:8000/")
+    assert load_settings().longterm.chroma_url == "http://chroma:8000"
+    monkeypatch.setenv("MEMORA_LONGTERM__CHROMA_URL", "chroma:8000")
+    with pytest.raises(ConfigError, match=r"longterm\.chroma_url.*http"):
+        load_settings()

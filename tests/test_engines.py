@@ -5,9 +5,8 @@ from __future__ import annotations
 import asyncio
 
 import asyncpg
-import chromadb
-from chromadb.config import Settings as ChromaSettings
 
+from memora.longterm.shared import close_http_client, http_client
 from tests.engines import ChromaServer, Postgres, fresh_database
 
 
@@ -29,14 +28,14 @@ async def test_postgres_answers_and_each_test_has_its_own_schema(postgres: Postg
 
 async def test_chroma_server_answers(chroma_server: ChromaServer) -> None:
     def roundtrip() -> list[str]:
-        host, port = chroma_server.url.removeprefix("http://").split(":")
-        client = chromadb.HttpClient(
-            host=host, port=int(port), settings=ChromaSettings(anonymized_telemetry=False)
-        )
-        col = client.get_or_create_collection("engine_check", embedding_function=None)
-        col.upsert(ids=["a"], embeddings=[[0.1, 0.2, 0.3]], documents=["hello"])
-        got = col.get(ids=["a"], include=["documents"])
-        client.delete_collection("engine_check")
+        client = http_client(chroma_server.url)
+        try:
+            col = client.get_or_create_collection("engine_check", embedding_function=None)
+            col.upsert(ids=["a"], embeddings=[[0.1, 0.2, 0.3]], documents=["hello"])
+            got = col.get(ids=["a"], include=["documents"])
+            client.delete_collection("engine_check")
+        finally:
+            close_http_client(client)
         return list(got["documents"] or [])
 
     assert await asyncio.to_thread(roundtrip) == ["hello"]

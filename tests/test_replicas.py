@@ -94,3 +94,24 @@ async def test_a_replica_killed_while_holding_a_chat_lets_the_others_in(postgres
             holder.kill()
             await holder.wait()
         await other.close()
+
+
+async def test_a_reminder_due_on_every_replica_is_claimed_by_one(postgres_url: str) -> None:
+    """Each replica's JobQueue fires the same daily reminder; only one claim may win."""
+    from datetime import date, time
+
+    from memora.reminders import Reminders
+
+    dbs = [Database(url=postgres_url) for _ in range(3)]
+    for db in dbs:
+        await db.open()
+    try:
+        await Reminders(dbs[0]).set(7, 7, time(20, 0), (0, 1, 2, 3, 4, 5, 6))
+        day = date(2026, 12, 1)
+        claims = await asyncio.gather(
+            *(Reminders(db).claim(7, day) for db in dbs for _ in range(3))
+        )
+        assert sum(claims) == 1
+    finally:
+        for db in dbs:
+            await db.close()

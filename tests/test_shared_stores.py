@@ -6,6 +6,9 @@ embedded default (SQLite + Chroma under data_dir) is what an empty configuration
 
 from __future__ import annotations
 
+import itertools
+import time
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import asyncpg
@@ -14,6 +17,9 @@ import pytest
 from memora.app import open_engine
 from memora.config import load_settings
 from memora.engine import ChatRef, UserRef
+from memora.longterm import MemoryStore
+from memora.longterm.embeddings import LocalUSE
+from tests.engines import ChromaServer
 from tests.fakes import FakeLLM
 
 
@@ -73,3 +79,63 @@ def test_the_sqlite_forms_the_store_uses_are_adapted_for_postgresql() -> None:
         "INSERT INTO t(a) VALUES ($1) ON CONFLICT DO NOTHING RETURNING *"
     )
     assert to_postgres("UPDATE t SET a=? WHERE id=?") == "UPDATE t SET a=$1 WHERE id=$2"
+
+
+# -- long-term memory on a Chroma server ---------------------------------------------------------
+_users = itertools.count(int(time.time() * 1000) % 10**9 * 1000)  # the server lives all session
+
+
+@pytest.fixture
+async def two_replicas(
+    chroma_server: ChromaServer, embedder: LocalUSE, tmp_path: Path
+) -> AsyncIterator[tuple[MemoryStore, MemoryStore]]:
+    """Two stores on one Chroma server: what two replicas have."""
+    a = MemoryStore(tmp_path / "unused-a", embedder, url=chroma_server.url)
+    b = MemoryStore(tmp_path / "unused-b", embedder, url=chroma_server.url)
+    await a.open()
+    await b.open()
+    yield a, b
+    await a.close()
+    await b.close()
+    assert not (tmp_path / "unused-a").exists()  # nothing embedded was made
+
+
+async def texts(store: MemoryStore, user: int, query: str) -> list[str]:
+    found = await store.search(user, query, top_k=10, min_score=0.0)
+    return [h.memory.text for h in found.hits]
+
+
+async def test_a_replica_sees_what_another_replica_wrote_for_the_same_user(
+    two_replicas: tuple[MemoryStore, MemoryStore],
+) -> None:
+    a, b = two_replicas
+    mei, other = next(_users), next(_users)
+    await a.add(mei, "Mei is preparing for the TOEIC exam in March.", source="manual")
+    assert await texts(b, mei, "when is my exam?") == [
+        "Mei is preparing for the TOEIC exam in March."
+    ]  # b has now cached Mei
+    await a.add(mei, "Mei's goal is a TOEIC score of 850.", source="manual")
+    assert "Mei's goal is a TOEIC score of 850." in await texts(b, mei, "TOEIC score goal")
+    assert await b.count(mei) == 2
+    first = (await a.memories(mei))[0]
+    assert await b.delete(mei, first.id)
+    assert [m.text for m in await a.memories(mei)] == ["Mei's goal is a TOEIC score of 850."]
+    await b.add(other, "Other learner likes football.", source="manual")
+    assert await a.delete_user(mei) == 1
+    assert await b.memories(mei) == []  # forgotten everywhere, from b's cache too
+    assert await texts(a, other, "football") == ["Other learner likes football."]
+
+
+async def test_the_composition_uses_the_chroma_server_when_configured(
+    tmp_path: Path, chroma_server: ChromaServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MEMORA_STORAGE__DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("MEMORA_LLM__API_KEY", "sk-test-not-used")
+    monkeypatch.setenv("MEMORA_LONGTERM__CHROMA_URL", chroma_server.url)
+    user = next(_users)
+    async with open_engine(load_settings(), llm=FakeLLM()) as engine:
+        assert engine.store is not None and engine.store.url == chroma_server.url
+        await engine.store.add(user, "Lin studies English on the train.", source="manual")
+    assert not (tmp_path / "data" / "chroma").exists()
+    async with MemoryStore(tmp_path / "x", engine.store.embedder, url=chroma_server.url) as s:
+        assert [m.text for m in await s.memories(user)] == ["Lin studies English on the train."]

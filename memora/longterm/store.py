@@ -57,6 +57,7 @@ from memora.longterm.records import (
     revised,
     to_metadata,
 )
+from memora.longterm.shared import SharedVersions, close_http_client, http_client
 
 log = logging.getLogger(__name__)
 
@@ -128,9 +129,14 @@ class MemoryStore:
     event loop through :func:`run_blocking`.
     """
 
-    def __init__(self, path: Path, embedder: Embedder, *, max_cached_users: int = 256) -> None:
+    def __init__(
+        self, path: Path, embedder: Embedder, *, max_cached_users: int = 256, url: str = ""
+    ) -> None:
         self.path = Path(path)
+        self.url = url  # a Chroma server shared by replicas (memora.longterm.shared); "" = embedded
         self.embedder = embedder
+        self._shared: SharedVersions | None = None
+        self._loaded_at: dict[int, str] = {}  # user → the version its cached memories are
         self._scale = dense_scale_for(embedder.name)
         self._client: Any = None
         self._collection: Any = None
@@ -155,10 +161,14 @@ class MemoryStore:
         import chromadb
         from chromadb.config import Settings
 
-        self.path.mkdir(parents=True, exist_ok=True)
-        client: Any = chromadb.PersistentClient(
-            path=str(self.path), settings=Settings(anonymized_telemetry=False)
-        )
+        if self.url:
+            client: Any = http_client(self.url)
+            upgrade = False  # the server's own settings; nothing of ours to upgrade
+        else:
+            self.path.mkdir(parents=True, exist_ok=True)
+            client = chromadb.PersistentClient(
+                path=str(self.path), settings=Settings(anonymized_telemetry=False)
+            )
         try:
             collection = client.get_or_create_collection(
                 COLLECTION,
@@ -190,12 +200,19 @@ class MemoryStore:
     async def open(self) -> None:
         if self._client is None:
             self._client, self._collection = await run_blocking(self._open_sync)
+            if self.url:
+                self._shared = await run_blocking(SharedVersions, self._client)
 
     async def close(self) -> None:
         client, self._client, self._collection = self._client, None, None
+        self._shared = None
+        self._loaded_at.clear()
         self._cache.clear()
         if client is not None:
-            await run_blocking(client.close)
+            if self.url:
+                await run_blocking(close_http_client, client)
+            else:
+                await run_blocking(client.close)
 
     @property
     def _col(self) -> Any:
@@ -227,14 +244,24 @@ class MemoryStore:
         return UserData(entries, np.ascontiguousarray(vectors[order]))
 
     async def _data(self, user_id: int) -> UserData:
+        version = ""
+        if self._shared is not None:  # another replica may have written: one cheap check
+            version = await run_blocking(self._shared.current, user_id)
         cached = self._cache.get(user_id)
-        if cached is not None:
+        if cached is not None and self._loaded_at.get(user_id, "") == version:
             return cached
         generation = self._cache.generation(user_id)
         data = await run_blocking(self._load_sync, user_id)
         # A write that finished while we were loading makes what we read stale: don't keep it.
         self._keep(user_id, data, generation=generation)
+        if self._cache.get(user_id) is data:
+            self._loaded_at[user_id] = version
         return data
+
+    async def _changed(self, user_id: int, *, gone: bool = False) -> None:
+        """After a write: on a shared server, tell the other replicas (see longterm.shared)."""
+        if self._shared is not None:
+            await run_blocking(self._shared.forget if gone else self._shared.bump, user_id)
 
     def _keep(self, user_id: int, data: UserData, *, generation: int | None = None) -> None:
         if self._collection is not None:  # a closed store caches nothing
@@ -262,8 +289,11 @@ class MemoryStore:
         try:
             if entries:
                 await run_blocking(self._upsert_sync, entries)
+                await self._changed(user_id)
         finally:
             self._cache.invalidate(user_id)  # also makes a load that raced with this write stale
+        if self._shared is not None:
+            return  # another replica may have written too: the next read loads the server's
         # Writes happen after the reply: build the lexical index now, not on the next search.
         await run_blocking(lambda: after.bm25)
         self._keep(user_id, after)
@@ -445,11 +475,13 @@ class MemoryStore:
             cached = self._cache.get(user_id)  # current: every write of this user holds the lock
             try:
                 deleted = await run_blocking(_delete)
+                if deleted:
+                    await self._changed(user_id)
             finally:
                 self._cache.invalidate(user_id)
-            if cached is not None:
+            if cached is not None and self._shared is None:
                 self._keep(user_id, cached.without(memory_id))
-            if deleted:
+            if deleted and not self.url:
                 await run_blocking(vacuum_chroma, self.path)
             return deleted
 
@@ -461,12 +493,15 @@ class MemoryStore:
         def _delete_all() -> int:
             n = len(self._col.get(where=where, include=[])["ids"])
             self._col.delete(where=where)
-            vacuum_chroma(self.path)  # the words must be gone from the file, not just unlinked
+            if not self.url:  # the words must be gone from the file, not just unlinked
+                vacuum_chroma(self.path)
             return n
 
         async with self._locks.hold(user_id):
             try:
-                return await run_blocking(_delete_all)
+                n = await run_blocking(_delete_all)
+                await self._changed(user_id, gone=True)
+                return n
             finally:
                 self._cache.invalidate(user_id)
 
@@ -483,7 +518,7 @@ class MemoryStore:
 
     async def count(self, user_id: int) -> int:
         check_user(user_id)
-        cached = self._cache.get(user_id)
+        cached = self._cache.get(user_id) if self._shared is None else None
         if cached is not None:
             return len(cached.entries)
         where = {"user_id": user_id}

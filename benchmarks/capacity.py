@@ -1,0 +1,157 @@
+"""What one turn and one memory cost on disk, and one cached user in RAM (for deploy/CAPACITY.md).
+
+- bytes per turn: N turns of learner-sized messages through the real engine (zero-latency fake
+  model, the default 3-turn window, summaries folded) into the SQLite file (after a WAL
+  checkpoint) and into PostgreSQL (pg_total_relation_size of every table; pgserver started if no
+  --database-url);
+- bytes per memory: M memories (real local embeddings, 512 dimensions) into the embedded Chroma
+  store, its directory size over M;
+- RAM per cached user: tracemalloc's growth when a user with K memories is loaded into the
+  per-process cache and searched once (vectors, texts, records, the BM25 index).
+
+    .venv/bin/python benchmarks/capacity.py [--turns 500] [--memories 1000] [--per-user 100]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import random
+import tempfile
+import tracemalloc
+import warnings
+from pathlib import Path
+
+from core_turns import REPLY, TOPICS, ZeroLatencyLLM
+
+from memora.engine import ChatRef, Engine, EngineConfig, UserRef
+from memora.longterm import MemoryStore, NewMemory
+from memora.longterm.embeddings import LocalUSE
+from memora.storage import Database
+from memora.tokens import LocalTokenCounter
+
+FACTS = [
+    "is preparing for the TOEIC exam and wants 850 points",
+    "works as a nurse in Taichung and studies after night shifts",
+    "prefers explanations in 繁體中文 with short English examples",
+    "mixes up 'since' and 'for' when talking about time",
+    "is going to London on business next month",
+    "likes learning words through football commentary",
+    "listens to podcasts on a 40-minute commute",
+    "wants to practise small talk for job interviews",
+]
+
+
+def dir_size(path: Path) -> int:
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
+
+
+async def turns_into(engine: Engine, turns: int, first: int) -> None:
+    rng = random.Random(first)
+    for i in range(first, first + turns):
+        chat = ChatRef(10_000 + i % 20)
+        reply = await engine.handle_turn(chat, UserRef(chat.id, "learner"), rng.choice(TOPICS))
+        assert reply.ok, reply.text
+        await engine.drain()
+
+
+async def bytes_per_turn(db: Database, turns: int) -> float:
+    """Growth over the second half of 2N turns: the schema's fixed cost is not counted."""
+    await db.open()
+    engine = Engine(db=db, llm=ZeroLatencyLLM(), counter=LocalTokenCounter(), config=EngineConfig())
+    await turns_into(engine, turns, 0)
+    before = await used_bytes(db)
+    await turns_into(engine, turns, turns)
+    after = await used_bytes(db)
+    await db.close()
+    return (after - before) / turns
+
+
+async def used_bytes(db: Database) -> int:
+    if db.dialect == "sqlite":
+        await db.checkpoint()
+        assert db.path is not None
+        return db.path.stat().st_size
+    async with db.db.execute("VACUUM") as _:
+        pass
+    async with db.db.execute(
+        "SELECT SUM(pg_total_relation_size(c.oid)) FROM pg_class c "
+        "JOIN pg_namespace n ON n.oid = c.relnamespace "
+        "WHERE c.relkind = 'r' AND n.nspname = current_schema()"
+    ) as cur:
+        row = await cur.fetchone()
+    return int(row[0]) if row else 0
+
+
+async def chroma_bytes_per_memory(tmp: Path, embedder: LocalUSE, memories: int) -> float:
+    """Growth of the store's directory (closed, so everything is on disk) over M memories added
+    after the first M: the collection's fixed cost is not counted."""
+    path = tmp / "chroma"
+    rng = random.Random(3)
+    sizes = []
+    for half in range(2):
+        async with MemoryStore(path, embedder) as store:
+            for start in range(half * memories, (half + 1) * memories, 100):
+                items = [
+                    NewMemory(f"Learner {n} {rng.choice(FACTS)} (note {n}).", source="manual")
+                    for n in range(start, start + 100)
+                ]
+                await store.add_many(1 + start // 100, items)
+        sizes.append(dir_size(path))
+    return (sizes[1] - sizes[0]) / memories
+
+
+async def ram_per_cached_user(tmp: Path, embedder: LocalUSE, per_user: int) -> float:
+    async with MemoryStore(tmp / "ram", embedder) as store:
+        items = [
+            NewMemory(f"Fact {n}: the learner {FACTS[n % len(FACTS)]}.") for n in range(per_user)
+        ]
+        await store.add_many(7, items)
+        store._cache.clear()  # measure a cold load, as after a restart
+        await store.search(8, "warm up", top_k=3, min_score=0.0)  # another user: loads nothing
+        tracemalloc.start()
+        base = tracemalloc.get_traced_memory()[0]
+        await store.search(7, "what exam is the learner preparing for?", top_k=3, min_score=0.0)
+        grown = tracemalloc.get_traced_memory()[0] - base
+        tracemalloc.stop()
+    return float(grown)
+
+
+async def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--turns", type=int, default=500)
+    ap.add_argument("--memories", type=int, default=1000)
+    ap.add_argument("--per-user", type=int, default=100)
+    ap.add_argument("--database-url", default="")
+    args = ap.parse_args()
+    embedder = LocalUSE()
+    embedder.warm_up()
+    with tempfile.TemporaryDirectory() as t:
+        tmp = Path(t)
+        url, server = args.database_url, None
+        if not url:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                import pgserver
+
+                server = pgserver.get_server(tmp / "pg", cleanup_mode="delete")
+            url = server.get_uri()
+        per_turn_sqlite = await bytes_per_turn(Database(tmp / "turns.sqlite3"), args.turns)
+        per_turn_pg = await bytes_per_turn(Database(url=url), args.turns)
+        if server is not None:
+            server.cleanup()
+        per_memory = await chroma_bytes_per_memory(tmp, embedder, args.memories)
+        ram_cold = await ram_per_cached_user(tmp, embedder, args.per_user)
+    n, m = args.turns, args.memories
+    print(f"reply length {len(REPLY)} chars; messages from benchmarks/core_turns.py TOPICS")
+    print(f"bytes per turn, SQLite file:        {per_turn_sqlite:10.0f}  (turns {n}-{2 * n})")
+    print(f"bytes per turn, PostgreSQL tables:  {per_turn_pg:10.0f}  (turns {n}-{2 * n})")
+    print(f"bytes per memory, embedded Chroma:  {per_memory:10.0f}  (memories {m}-{2 * m})")
+    print(
+        f"RAM per cached user ({args.per_user} memories): {ram_cold:10.0f} bytes "
+        f"= {ram_cold / args.per_user:.0f} per memory"
+    )
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
