@@ -465,6 +465,7 @@ class Engine:
         """Write the whole turn in one transaction, then schedule the after-reply work."""
         chat, transcript = turn.chat, turn.transcript
         built = prepared.built
+        self.counter.observe(built.counted, answer.usage.input_tokens)  # the budget learns
         usage = TurnUsage(
             counted_input=built.counted,
             actual_input=answer.usage.input_tokens,

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
+
 from memora.commands import CommandContext, run_command
 from memora.engine import ChatRef, Engine, EngineConfig, UserRef
 from memora.llm import ChatMessage, LLMError
@@ -312,3 +314,15 @@ async def test_a_reply_is_the_models_markdown_with_no_ui_text_in_it(engine: Engi
     assert reply.markdown and reply.stored and reply.note == ""
     view = await run_command(engine, "status", CommandContext(CHAT, ALICE, ""))
     assert not view.markdown and not view.stored  # views are plain text
+
+
+async def test_the_input_budget_learns_from_the_usage_the_server_reports(
+    engine: Engine, counter: LocalTokenCounter, db: Database
+) -> None:
+    assert counter.calibration.factor == 1.0
+    await engine.handle_turn(CHAT, ALICE, "I live in Taipei and I am preparing for IELTS.")
+    usage = await db.last_usage(CHAT.id)
+    assert usage is not None and usage.actual_input > 0
+    assert counter.calibration.factor == pytest.approx(
+        usage.actual_input / usage.counted_input, rel=0.05
+    )

