@@ -184,6 +184,7 @@ async def open_engine(
                 top_k=settings.retrieval.top_k,
                 min_score=default_min_score(settings),
                 use_last_turn=settings.retrieval.use_last_turn,
+                memory_tokens=settings.retrieval.memory_tokens,
                 extraction_enabled=settings.extraction.enabled,
                 learner_enabled=settings.learner.enabled,
             ),

@@ -27,11 +27,11 @@ from memora.storage import (
     StoredMessage,
     TurnUsage,
 )
-from memora.tokens import TokenCounter
+from memora.tokens import TokenCounter, o200k
 from memora.views import Reply, Status, TurnStats
 
 if TYPE_CHECKING:
-    from memora.longterm import AddResult, Memory, MemoryStore, SearchResult
+    from memora.longterm import AddResult, Memory, MemoryStore, SearchHit, SearchResult
     from memora.longterm.extraction import ExtractionOutcome
     from memora.voice import Speaker, Transcriber, Transcript
 
@@ -102,9 +102,34 @@ class EngineConfig:
     top_k: int = 3
     min_score: float = DEFAULT_MIN_SCORE
     use_last_turn: bool = True
+    memory_tokens: int = 0  # > 0: send every memory when they fit, rank and cut past it
     extraction_enabled: bool = True
     learner_enabled: bool = True
     instructions: str = TUTOR_INSTRUCTIONS
+
+
+MAX_BUDGETED_MEMORIES = 50
+
+
+def within_memory_budget(hits: list[SearchHit], budget: int, min_score: float) -> list[SearchHit]:
+    """The memories that go into the context under a memory token budget (best first).
+
+    A learner with a few dozen short memories can afford to send them all: an inference hop
+    ("plan my weekend" needs "has a daughter") does not depend on a score then. Only when they
+    do not fit is the ranking trusted: the hits at or above `min_score`, best first, until the
+    budget is spent.
+    """
+    cost = [len(o200k().encode(h.memory.text, disallowed_special=())) + 3 for h in hits]
+    if sum(cost) <= budget:
+        return hits
+    kept: list[SearchHit] = []
+    spent = 0
+    for hit, tokens in zip(hits, cost, strict=True):
+        if hit.score < min_score or spent + tokens > budget:
+            break
+        kept.append(hit)
+        spent += tokens
+    return kept
 
 
 LLM_FAILED = (
@@ -524,18 +549,22 @@ class Engine:
         if self.config.use_last_turn and len(pending) >= 2:
             last = pending[-2:]
             context = " ".join(m.content for m in last)
+        budget = self.config.memory_tokens
         try:
             found = await self.store.search(
                 user.id,
                 text,
-                top_k=self.config.top_k,
-                min_score=self.config.min_score,
+                top_k=MAX_BUDGETED_MEMORIES if budget else self.config.top_k,
+                min_score=0.0 if budget else self.config.min_score,
                 extra_context=context,
             )
         except Exception:
             log.exception("memory retrieval failed for user %s; answering without it", user.id)
             return [], 0
-        return [f"- {h.memory.text}" for h in found.hits], found.embedding_tokens
+        hits = found.hits
+        if budget:
+            hits = within_memory_budget(hits, budget, self.config.min_score)
+        return [f"- {h.memory.text}" for h in hits], found.embedding_tokens
 
     async def _profile_lines(self, user: UserRef) -> list[str]:
         """The speaker's learner profile for the reply context (two indexed queries, no LLM)."""

@@ -352,3 +352,26 @@ async def test_a_repeated_item_never_blanks_the_accepted_memory_in_extraction(
     assert raw.count("The user is a nurse") == 2 and "hunter22" not in shown
     assert "rejected (repeated in the same answer): The user is a nurse" in shown
     assert "rejected (looks like a secret): [redacted]" in shown
+
+
+async def test_a_memory_budget_sends_every_memory_that_fits_and_ranks_past_it(
+    db: Database, llm: FakeLLM, store: MemoryStore
+) -> None:
+    """An inference hop: "plan my weekend" never mentions the daughter, the budget sends it."""
+    for text in ("The user has a 6-year-old daughter.", "The user's level is B1.",
+                 "The user lives in Taichung."):  # fmt: skip
+        await store.add(ALICE.id, text, source="manual")
+    roomy = Engine(db=db, llm=llm, counter=LocalTokenCounter(), store=store,
+                   config=EngineConfig(memory_tokens=200))  # fmt: skip
+    await roomy.handle_turn(CHAT, ALICE, "Can you help me plan my weekend in English?")
+    block = llm.calls[-1].messages[0].content
+    assert block.startswith(MEMORY_BLOCK)
+    assert all(w in block for w in ("daughter", "B1", "Taichung"))
+    await roomy.drain()
+
+    tight = Engine(db=db, llm=llm, counter=LocalTokenCounter(), store=store,
+                   config=EngineConfig(memory_tokens=12))  # fmt: skip
+    await tight.handle_turn(ChatRef(2), ALICE, "What is my English level again? B1?")
+    block = llm.calls[-1].messages[0].content
+    assert "B1" in block and "daughter" not in block and "Taichung" not in block
+    await tight.drain()
