@@ -4,6 +4,7 @@ the memory commands, privacy between users, and memories surviving a restart."""
 from __future__ import annotations
 
 import asyncio
+import math
 from pathlib import Path
 
 from memora.commands import CommandContext, run_command
@@ -156,13 +157,18 @@ async def test_a_long_memory_block_folds_the_oldest_turn_instead_of_overflowing(
         await engine.drain()
     assert llm.count("complete", summary=True) == 0
     await store.add(ALICE.id, long_fact, source="manual", category="goal")
+    factor_before = counter.calibration.factor
     reply = await engine.handle_turn(CHAT, ALICE, question)
     assert reply.ok and reply.stats is not None
     sent = llm.calls[-1].messages
     assert sent[0].content.startswith(MEMORY_BLOCK) and "London" in sent[0].content
     assert any(m.content.startswith(SUMMARY_BLOCK) for m in sent)  # a turn was folded
     assert reply.stats.newly_summarized >= 2
-    assert await counter.count(engine.config.instructions, sent) <= budget
+    # counted with the factor learned from the fake's usage at build time (see tokens.py)
+    assert reply.stats.usage.counted_input <= budget
+    assert reply.stats.usage.counted_input == math.ceil(
+        counter.raw_count(engine.config.instructions, sent) * factor_before
+    )
     await engine.drain()
 
 
