@@ -39,7 +39,7 @@ from openai import AsyncOpenAI
 from bot.telegram import build_application
 from memora.config import Settings, TelegramConfig
 from memora.engine import Engine, EngineConfig
-from memora.llm import OpenAILLM
+from memora.llm import ResponsesLLM
 from memora.storage import Database
 from memora.tokens import LocalTokenCounter
 from memora.voice import OpenAIAudio
@@ -72,7 +72,7 @@ async def run(runs: int, reply_latency: float, transcribe_latency: float, tmp: P
         oa.transcriber = lambda req: SAID
         db = Database(tmp / "bench.sqlite3")
         await db.open()
-        llm = OpenAILLM(model="gpt-fake", api_key="sk-fake", base_url=oa.base_url, max_retries=0)
+        llm = ResponsesLLM(model="gpt-fake", api_key="sk-fake", base_url=oa.base_url, max_retries=0)
         audio = OpenAIAudio(
             AsyncOpenAI(api_key="sk-fake", base_url=oa.base_url, max_retries=0),
             transcription_model="gpt-4o-mini-transcribe",
