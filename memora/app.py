@@ -14,6 +14,7 @@ from memora.engine import Engine, EngineConfig
 from memora.llm import LLM, ChatMessage, OpenAILLM
 from memora.longterm.embeddings import Embedder, LocalUSE, OpenAIEmbedder
 from memora.prompts import TUTOR_INSTRUCTIONS
+from memora.secretfilter import mask_secrets
 from memora.storage import Database
 from memora.tokens import LocalTokenCounter, ProviderTokenCounter, TokenCounter
 from memora.voice import OpenAIAudio
@@ -22,24 +23,27 @@ log = logging.getLogger(__name__)
 
 
 class _Redact(logging.Filter):
-    """Keeps tokens and keys out of every log line, whoever logs it."""
+    """Keeps tokens, keys and the secrets the filter recognises (a learner's password in a
+    DEBUG dump of a request) out of every log line, whoever logs it."""
 
     def __init__(self, secrets: list[str]) -> None:
         super().__init__()
         self.secrets = [s for s in secrets if s and len(s) >= 6]
 
+    def _clean(self, text: str) -> str:
+        for s in self.secrets:
+            text = text.replace(s, "[redacted]")
+        return mask_secrets(text)
+
     def filter(self, record: logging.LogRecord) -> bool:
-        if self.secrets:
-            msg = record.getMessage()
-            if any(s in msg for s in self.secrets):
-                for s in self.secrets:
-                    msg = msg.replace(s, "[redacted]")
-                record.msg, record.args = msg, None
-            if record.exc_info and not record.exc_text:  # tracebacks quote tokens too
-                record.exc_text = logging.Formatter().formatException(record.exc_info)
-            if record.exc_text:
-                for s in self.secrets:
-                    record.exc_text = record.exc_text.replace(s, "[redacted]")
+        msg = record.getMessage()
+        clean = self._clean(msg)
+        if clean != msg:
+            record.msg, record.args = clean, None
+        if record.exc_info and not record.exc_text:  # tracebacks quote tokens too
+            record.exc_text = logging.Formatter().formatException(record.exc_info)
+        if record.exc_text:
+            record.exc_text = self._clean(record.exc_text)
         return True
 
 

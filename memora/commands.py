@@ -34,7 +34,10 @@ HELP = """\
 I'm Memora, your English tutor. I remember:
 • this conversation — the recent turns word for word, older ones as a short summary;
 • you — facts worth keeping across days (your level, goals, preferences, difficulties),
-  which I pick up from what you say or you save with /remember. Secrets are never stored.
+  which I pick up from what you say or you save with /remember.
+Passwords, keys, codes, card and ID numbers that I recognise are hidden before anything is
+stored or logged: I read them only in the message that carries them. I can miss one, so
+please don't send secrets.
 You can always see and change what I remember:
 """
 

@@ -17,6 +17,7 @@ from memora.llm import LLM, ChatMessage, Completion, LLMError, OnDelta
 from memora.longterm.ranking import DEFAULT_MIN_SCORE
 from memora.prompts import TUTOR_INSTRUCTIONS
 from memora.reminders import Reminders
+from memora.secretfilter import mask_secrets
 from memora.shortterm import BuiltContext, OverBudget, Window, build_context, summarize
 from memora.storage import (
     ChatRow,
@@ -501,14 +502,17 @@ class Engine:
             transcription_tokens=transcript.tokens if transcript else 0,
             transcription_seconds=round(transcript.seconds) if transcript else 0,
         )
+        # The model saw any secret once, in this request; nothing stored (and so nothing sent
+        # later: history, summaries, extraction) keeps it.
+        kept_text, kept_reply = mask_secrets(turn.text), mask_secrets(answer.text)
         turn_id = await self.db.record_turn(
             NewTurn(
                 chat_id=chat.id,
                 user_id=turn.user.id,
                 user_name=turn.user.name,
-                user_text=turn.text,
-                reply_text=answer.text,
-                context=built.messages,
+                user_text=kept_text,
+                reply_text=kept_reply,
+                context=[ChatMessage(m.role, mask_secrets(m.content)) for m in built.messages],
                 usage=usage,
                 external_id=turn.message_id,
             )
@@ -520,7 +524,7 @@ class Engine:
             context_messages=len(built.messages),
             session_total=(await self.db.total_usage(chat.id)).total,
         )
-        done = Answered(chat, turn.user, turn.text, answer.text, turn_id, turn.message_id)
+        done = Answered(chat, turn.user, kept_text, kept_reply, turn_id, turn.message_id)
         self._schedule(chat.id, self._after_reply(done, turn.extract))
         return Reply(answer.text, stats=stats, stored=True, markdown=True)
 

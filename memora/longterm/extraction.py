@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -31,6 +30,7 @@ from memora.llm import LLM, ChatMessage, LLMError, Parsed, Usage, loads_lenient
 from memora.longterm.dedupe import normalise_text
 from memora.longterm.records import MAX_MEMORY_CHARS, AddResult, Memory, NewMemory
 from memora.longterm.store import MemoryStore
+from memora.secretfilter import looks_secret
 
 log = logging.getLogger(__name__)
 
@@ -155,76 +155,6 @@ class ExtractionOutcome:
     usage: Usage = field(default_factory=Usage)
     error: str | None = None
     learner: LearnerExtractionResult | None = None  # the learner part, when it was asked for
-
-
-# --------------------------------------------------------------------------------------------
-# The secret filter: code, not the prompt, decides that a secret is never stored
-# --------------------------------------------------------------------------------------------
-
-_SECRET_WORDS = re.compile(
-    r"pass(?:word|wd|code|phrase)s?\b|\bpwd\b|pin[\s-]?(?:code|number)|\bcvv2?\b|\bcvc\b"
-    r"|\botp\b|one[\s-]time\s+(?:code|password)|verification\s+code|security\s+code"
-    r"|\b(?:api|secret|private|access|auth|bot|bearer|refresh)[\s_-]?(?:key|token)s?\b"
-    r"|seed\s+phrase|recovery\s+(?:phrase|code)s?"
-    r"|密碼|密码|口令|驗證碼|验证码|安全碼|安全码|金鑰|金钥|密鑰|密钥|私鑰|私钥|助記詞|助记词"
-    r"|卡號|卡号|身分證字號|身份證字號|身份证号",
-    re.IGNORECASE,
-)
-_PIN = re.compile(r"\bPIN\b|PIN碼|PIN码")  # upper case only: "pin" vs "pen" is a lesson topic
-_KEY_PATTERNS = re.compile(
-    r"\bsk-[A-Za-z0-9_-]{16,}"  # OpenAI and similar
-    r"|\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"  # AWS access key id
-    r"|\bgh[pousr]_[A-Za-z0-9]{30,}|\bgithub_pat_\w{20,}"
-    r"|\bxox[abprs]-[A-Za-z0-9-]{10,}"  # Slack
-    r"|\bAIza[0-9A-Za-z_-]{30,}"  # Google
-    r"|\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\."  # JWT
-    r"|-----BEGIN [A-Z ]*PRIVATE KEY-----"
-    r"|\b\d{6,12}:[A-Za-z0-9_-]{30,}"  # Telegram bot token
-    r"|\b[A-Z][12]\d{8}\b"  # Taiwan national ID
-    r"|\b\d{17}[\dXx]\b"  # PRC resident ID
-)
-_LONG_TOKEN = re.compile(r"[A-Za-z0-9_-]{24,}")
-_DIGIT_RUN = re.compile(r"\d(?:[ -]?\d){11,22}")
-_IBAN = re.compile(r"\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]){11,30}\b")
-
-
-def _luhn_ok(digits: str) -> bool:
-    total = 0
-    for i, ch in enumerate(reversed(digits)):
-        d = int(ch)
-        if i % 2 == 1:
-            d = d * 2 - 9 if d > 4 else d * 2
-        total += d
-    return total % 10 == 0
-
-
-def _iban_ok(candidate: str) -> bool:
-    code = candidate.replace(" ", "")
-    if not 15 <= len(code) <= 34:
-        return False
-    moved = code[4:] + code[:4]
-    number = "".join(str(int(ch, 36)) for ch in moved)
-    return int(number) % 97 == 1
-
-
-def looks_secret(text: str) -> bool:
-    """True if the text mentions or contains a credential, a card/account number or an ID.
-
-    Deliberately broad: a tutor never needs to remember a password, and a false alarm only
-    costs one memory.
-    """
-    if _SECRET_WORDS.search(text) or _PIN.search(text) or _KEY_PATTERNS.search(text):
-        return True
-    for token in _LONG_TOKEN.findall(text):
-        if any(c.isdigit() for c in token) and any(c.isalpha() for c in token):
-            return True  # a long random-looking key
-    for run in _DIGIT_RUN.findall(text):
-        digits = re.sub(r"\D", "", run)
-        if 13 <= len(digits) <= 19 and _luhn_ok(digits):
-            return True  # a payment card number
-        if len(digits) >= 20:
-            return True  # an account number
-    return any(_iban_ok(m) for m in _IBAN.findall(text.upper()))
 
 
 # --------------------------------------------------------------------------------------------

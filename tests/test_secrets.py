@@ -1,0 +1,98 @@
+"""Secrets the filter recognises are masked before anything is stored or logged: the model sees
+them once, in the turn that carries them, and never again."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from memora.commands import help_text
+from memora.secretfilter import MASK, looks_secret, mask_secrets
+from tests.fake_openai import FakeOpenAI
+from tests.test_erase import files_holding
+from tests.test_terminal import ROOT, memora_env
+
+SECRET = "Hunter2Qx9"
+
+
+@pytest.mark.parametrize(
+    ("text", "masked"),
+    [
+        ("my password is hunter2 and I like tea", f"my password is {MASK} and I like tea"),
+        ("我的密碼是abc123，請記住", f"我的密碼是{MASK}，請記住"),
+        ("password hunter2!", f"password {MASK}!"),
+        ("The password: purple", f"The password: {MASK}"),
+        ("My PIN 1234.", f"My PIN {MASK}."),
+        ("verification code 482913", f"verification code {MASK}"),
+        ("card 4111 1111 1111 1111 ok", f"card {MASK} ok"),
+        ("key sk-abcdefghijklmnopqrstuvwx done", f"key {MASK} done"),
+        ("ID A123456789 here", f"ID {MASK} here"),
+    ],
+)
+def test_mask_hides_the_secret_and_keeps_the_sentence(text: str, masked: str) -> None:
+    assert mask_secrets(text) == masked
+    assert looks_secret(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "What is a good password manager?",
+        "Forgot my password.",
+        "I need a pin for my map",
+        "My TOEIC score is 850 and my level is B1.",
+        "I'm a nurse in Kaohsiung, call me at 9 pm.",
+    ],
+)
+def test_mask_leaves_ordinary_text_alone(text: str) -> None:
+    assert mask_secrets(text) == text
+
+
+def test_help_says_what_is_true() -> None:
+    text = " ".join(help_text().split())
+    assert "never stored" not in text
+    assert "hidden before anything is stored or logged" in text
+
+
+@pytest.fixture
+def openai_server() -> Iterator[FakeOpenAI]:
+    with FakeOpenAI() as server:
+        yield server
+
+
+@pytest.mark.slow
+def test_a_password_is_sent_once_then_masked_everywhere(
+    openai_server: FakeOpenAI, tmp_path: Path
+) -> None:
+    """Real `memora chat` at DEBUG: the secret reaches the model in its own turn only; history,
+    the next requests, every file under data_dir and the log hold the mask instead."""
+    data = tmp_path / "data"
+    env = memora_env(openai_server, data, MEMORA_LOGGING__LEVEL="DEBUG")
+    lines = [
+        f"My password is {SECRET} and my English level is B1.",
+        "What did I just tell you?",
+        "history",
+        "exit",
+    ]
+    proc = subprocess.run(
+        [sys.executable, "-m", "bot.cli", "chat", "--quiet"],
+        input="\n".join(lines) + "\n",
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "DEBUG" in proc.stderr  # the debug log was on
+    assert SECRET not in proc.stderr
+    seen = [r for r in openai_server.requests if SECRET in str(r.body)]
+    assert [r.kind for r in seen] == ["reply"]  # once: the turn that carried it
+    later = openai_server.requests_of("reply")[-1]
+    assert MASK in str(later.body) and "B1" in str(later.body)
+    assert f"My password is {MASK}" in proc.stdout  # /history shows the mask
+    assert files_holding(data, SECRET) == []
