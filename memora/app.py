@@ -189,6 +189,7 @@ async def open_engine(
                 min_score=default_min_score(settings),
                 use_last_turn=settings.retrieval.use_last_turn,
                 memory_tokens=settings.retrieval.memory_tokens,
+                group_memories=settings.retrieval.group_memories,
                 extraction_enabled=settings.extraction.enabled,
                 learner_enabled=settings.learner.enabled,
             ),

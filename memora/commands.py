@@ -188,8 +188,11 @@ async def _status(engine: Engine, ctx: CommandContext) -> Reply:
     "memories", "your long-term memories, numbered", bare_word=True, fresh=True, needs_memory=True
 )
 async def _memories(engine: Engine, ctx: CommandContext) -> Reply:
-    items = await engine.memories(ctx.user.id)
+    items = await _visible(engine, ctx)
+    scoped = engine.memory_origin(ctx.chat) is not None
     if not items:
+        if scoped:
+            return Reply(f"I don't remember anything you said in this group yet. {PRIVATE_STAY}")
         return Reply(
             "I don't remember anything about you yet. Tell me about yourself, or /remember"
         )
@@ -198,7 +201,16 @@ async def _memories(engine: Engine, ctx: CommandContext) -> Reply:
         was = f"  (was: {m.history[-1].text}; /undo {i})" if m.history else ""
         lines.append(f"{i}. {m.text} [{m.category}, {m.source}]{was}")
     who = f" for {ctx.user.name}" if ctx.chat.is_group and ctx.user.name else ""
-    return Reply(f"Memories{who} ({len(items)}):\n" + "\n".join(lines))
+    note = f"\n({PRIVATE_STAY})" if scoped else ""
+    return Reply(f"Memories{who} ({len(items)}):\n" + "\n".join(lines) + note)
+
+
+PRIVATE_STAY = "Memories from your other chats stay private: see them in a private chat with me."
+
+
+async def _visible(engine: Engine, ctx: CommandContext) -> list[Memory]:
+    """The caller's memories this chat may show (in a group, by default, only that group's)."""
+    return await engine.memories(ctx.user.id, origin_chat=engine.memory_origin(ctx.chat))
 
 
 @command(
@@ -238,7 +250,9 @@ async def _remember(engine: Engine, ctx: CommandContext) -> Reply:
 )
 async def _search(engine: Engine, ctx: CommandContext) -> Reply:
     query = ctx.arg.strip()
-    found = await engine.search_memories(ctx.user.id, query)
+    found = await engine.search_memories(
+        ctx.user.id, query, origin_chat=engine.memory_origin(ctx.chat)
+    )
     if not found.hits:
         return Reply("No memories to search yet.")
     floor = engine.config.min_score
@@ -266,7 +280,7 @@ async def _extraction(engine: Engine, ctx: CommandContext) -> Reply:
 
 async def _pick(engine: Engine, ctx: CommandContext, name: str) -> Memory | Reply:
     """The memory numbered `ctx.arg` in /memories, or the answer saying why there is none."""
-    items = await engine.memories(ctx.user.id)
+    items = await _visible(engine, ctx)
     try:
         n = int(ctx.arg.strip().lstrip("#"))
     except ValueError:

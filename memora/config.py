@@ -79,6 +79,7 @@ class RetrievalConfig(_Section):
     min_score: float | None = Field(None, ge=0.0, le=1.0)
     use_last_turn: bool = True
     memory_tokens: int = Field(0, ge=0, le=8000)
+    group_memories: Literal["group", "all"] = "group"
 
 
 class EmbeddingsConfig(_Section):

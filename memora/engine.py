@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from memora.clock import as_utc, utcnow
 from memora.learner.service import Learner
@@ -104,6 +104,7 @@ class EngineConfig:
     min_score: float = DEFAULT_MIN_SCORE
     use_last_turn: bool = True
     memory_tokens: int = 0  # > 0: send every memory when they fit, rank and cut past it
+    group_memories: Literal["group", "all"] = "group"
     extraction_enabled: bool = True
     learner_enabled: bool = True
     instructions: str = TUTOR_INSTRUCTIONS
@@ -311,13 +312,18 @@ class Engine:
             embedding_model=self.store.embedder.name if self.store else "off",
         )
 
-    async def memories(self, user_id: int) -> list[Memory]:
-        """The user's long-term memories, in the order /memories numbers them."""
-        return await self._memory().memories(user_id)
+    async def memories(self, user_id: int, *, origin_chat: int | None = None) -> list[Memory]:
+        """The user's long-term memories, in the order /memories numbers them; with
+        `origin_chat`, only those that came from that chat (see `memory_origin`)."""
+        return await self._memory().memories(user_id, origin_chat=origin_chat)
 
-    async def search_memories(self, user_id: int, query: str, top_k: int = 10) -> SearchResult:
+    async def search_memories(
+        self, user_id: int, query: str, top_k: int = 10, *, origin_chat: int | None = None
+    ) -> SearchResult:
         """The user's memories ranked for `query`, below the reply's score floor too."""
-        return await self._memory().search(user_id, query, top_k=top_k, min_score=0.0)
+        return await self._memory().search(
+            user_id, query, top_k=top_k, min_score=0.0, origin_chat=origin_chat
+        )
 
     async def remember(
         self, chat: ChatRef, user: UserRef, text: str, *, message_id: int | None = None
@@ -350,10 +356,12 @@ class Engine:
         if chat_id not in await self.db.chat_ids():
             return None
         row = await self.db.chat(chat_id)
+        # A group's export holds that group's data: the memories its members shared there.
+        origin = None if row.kind == "private" else chat_id
         participants: dict[str, Any] = {}
         if self.store is not None:
             for uid, name in await self.db.participants(chat_id):
-                mems = await self.store.memories(uid)
+                mems = await self.store.memories(uid, origin_chat=origin)
                 participants[str(uid)] = {"name": name, "memories": [_exported(m) for m in mems]}
         for uid, name in await self.db.participants(chat_id):  # profile, mistakes, words, cards
             entry = participants.setdefault(str(uid), {"name": name})
@@ -444,7 +452,7 @@ class Engine:
         row = await self.db.chat(chat.id)
         pending = await self.db.messages(chat.id, from_seq=row.summarized_count)
         window = Window(row.summary, row.summarized_count, pending)
-        memory_lines, embed_tokens = await self._retrieve(user, turn.text, pending)
+        memory_lines, embed_tokens = await self._retrieve(chat, user, turn.text, pending)
         profile_lines = await self._profile_lines(user)
         shown = f"[{user.name}] {turn.text}" if chat.is_group and user.name else turn.text
         try:
@@ -544,8 +552,16 @@ class Engine:
             if self.store is not None and self.config.extraction_enabled:
                 await self._extract(Answered(chat, user, text, reply, turn_id, None), now=at)
 
+    def memory_origin(self, chat: ChatRef) -> int | None:
+        """Which chat's memories a turn or command in this chat may use: in a group, by default
+        only what the member said in that group (their private facts stay private); None means
+        all of the user's memories ([retrieval] group_memories = "all", and private chats)."""
+        if chat.is_group and self.config.group_memories == "group":
+            return chat.id
+        return None
+
     async def _retrieve(
-        self, user: UserRef, text: str, pending: list[StoredMessage]
+        self, chat: ChatRef, user: UserRef, text: str, pending: list[StoredMessage]
     ) -> tuple[list[str], int]:
         if self.store is None or self.config.top_k == 0:
             return [], 0
@@ -561,6 +577,7 @@ class Engine:
                 top_k=MAX_BUDGETED_MEMORIES if budget else self.config.top_k,
                 min_score=0.0 if budget else self.config.min_score,
                 extra_context=context,
+                origin_chat=self.memory_origin(chat),
             )
         except Exception:
             log.exception("memory retrieval failed for user %s; answering without it", user.id)

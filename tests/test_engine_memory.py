@@ -177,7 +177,7 @@ async def test_one_users_memories_never_reach_another_users_context(
 ) -> None:
     group = ChatRef(-7, "group", "class")
     await store.add(ALICE.id, "Alice is allergic to peanuts", source="manual")
-    await store.add(BOB.id, "Bob wants to pass the TOEFL", source="manual")
+    await store.add(BOB.id, "Bob wants to pass the TOEFL", source="manual", chat_id=group.id)
     await mem_engine.handle_turn(group, BOB, "Am I allergic to anything? peanuts?")
     sent = " ".join(m.content for m in llm.calls[-1].messages)
     assert "allergic to peanuts" not in sent.split("[Bob]")[0]
@@ -316,7 +316,9 @@ async def test_context_in_a_group_hides_another_members_memories(
     mem_engine: Engine, store: MemoryStore
 ) -> None:
     group = ChatRef(-8, "group", "class")
-    await store.add(BOB.id, "Bob has a job interview at Google in March", source="manual")
+    await store.add(
+        BOB.id, "Bob has a job interview at Google in March", source="manual", chat_id=group.id
+    )
     await mem_engine.handle_turn(group, BOB, "Help me prepare for my Google interview")
     alice_view = (await run_command(mem_engine, "context", ctx(ALICE, chat=group))).text
     assert "Google in March" not in alice_view

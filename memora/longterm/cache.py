@@ -62,6 +62,11 @@ class UserData:
         vectors[i] = entry.vector
         return UserData((*self.entries[:i], entry, *self.entries[i + 1 :]), vectors)
 
+    def from_chat(self, chat_id: int) -> UserData:
+        """Only the memories that came from one chat (a group keeps to what was said there)."""
+        keep = [i for i, e in enumerate(self.entries) if e.memory.chat_id == chat_id]
+        return UserData(tuple(self.entries[i] for i in keep), self.vectors[keep])
+
     def without(self, memory_id: str) -> UserData:
         keep = [i for i, e in enumerate(self.entries) if e.memory.id != memory_id]
         return UserData(tuple(self.entries[i] for i in keep), self.vectors[keep])

@@ -506,10 +506,14 @@ class MemoryStore:
                 self._cache.invalidate(user_id)
 
     # -- reads -------------------------------------------------------------------------------
-    async def memories(self, user_id: int) -> list[Memory]:
-        """The user's memories, oldest first (a stable numbering for /memories and /forget n)."""
+    async def memories(self, user_id: int, *, origin_chat: int | None = None) -> list[Memory]:
+        """The user's memories, oldest first (a stable numbering for /memories and /forget n);
+        with `origin_chat`, only those that came from that chat."""
         check_user(user_id)
-        return [e.memory for e in (await self._data(user_id)).entries]
+        data = await self._data(user_id)
+        if origin_chat is not None:
+            data = data.from_chat(origin_chat)
+        return [e.memory for e in data.entries]
 
     async def get(self, user_id: int, memory_id: str) -> Memory | None:
         check_user(user_id)
@@ -533,18 +537,22 @@ class MemoryStore:
         top_k: int,
         min_score: float,
         extra_context: str | None = None,
+        origin_chat: int | None = None,
     ) -> SearchResult:
         """The user's memories most relevant to the query, best first, score >= min_score.
 
         With `extra_context` (the previous turn), the query is also ranked together with that
         context and each memory keeps its better score, so "那第二個適合我嗎？" still finds what
-        the last turn was about.
+        the last turn was about. With `origin_chat`, only memories that came from that chat are
+        candidates (a group's replies use what the member said in that group).
         """
         check_user(user_id)
         query = " ".join(query.split())
         if not query or top_k <= 0:
             return SearchResult([], 0)
         data = await self._data(user_id)
+        if origin_chat is not None:
+            data = data.from_chat(origin_chat)
         if not data.entries:
             return SearchResult([], 0)
         variants = [query]

@@ -1,0 +1,82 @@
+"""Privacy between people: in a group a member's replies use only what they said in that group
+(unless [retrieval] group_memories = "all"), and a group's export holds that group's data.
+
+Real SQLite, real Chroma and the real local embedder; the model is the scripted FakeLLM, whose
+recorded requests show exactly what the group's reply would have been built from.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from dataclasses import replace
+
+import pytest
+
+from memora.commands import CommandContext, run_command
+from memora.engine import ChatRef, Engine, UserRef
+from memora.longterm import MemoryStore
+from tests.fakes import FakeLLM
+
+MAY = UserRef(1, "May")
+PRIVATE = ChatRef(1, "private", "May")
+GROUP = ChatRef(-100, "group", "study group")
+SECRET_FACT = "May works as a nurse in Kaohsiung"
+GROUP_FACT = "May is preparing for the TOEIC exam with this group"
+
+
+@pytest.fixture
+async def remembered(mem_engine: Engine, store: MemoryStore) -> AsyncIterator[Engine]:
+    await store.add(MAY.id, SECRET_FACT, source="manual", chat_id=PRIVATE.id)
+    await store.add(MAY.id, GROUP_FACT, source="manual", chat_id=GROUP.id)
+    yield mem_engine
+
+
+def _sent(llm: FakeLLM) -> str:
+    return " ".join(m.content for m in llm.calls[-1].messages)
+
+
+async def test_a_group_reply_never_sees_the_members_private_facts(
+    remembered: Engine, llm: FakeLLM
+) -> None:
+    await remembered.handle_turn(GROUP, MAY, "What is my job? Is nursing in Kaohsiung hard?")
+    assert "Kaohsiung" not in _sent(llm).replace("Is nursing in Kaohsiung hard", "")
+    await remembered.handle_turn(GROUP, MAY, "How should I prepare for the TOEIC exam?")
+    assert GROUP_FACT in _sent(llm)
+    # In the private chat everything the member told me is there to use.
+    await remembered.handle_turn(PRIVATE, MAY, "What is my job?")
+    assert SECRET_FACT in _sent(llm)
+
+
+async def test_group_memories_all_widens_the_scope(remembered: Engine, llm: FakeLLM) -> None:
+    remembered.config = replace(remembered.config, group_memories="all")
+    await remembered.handle_turn(GROUP, MAY, "What is my job as a nurse?")
+    assert SECRET_FACT in _sent(llm)
+
+
+async def test_memory_commands_in_a_group_show_that_groups_memories(remembered: Engine) -> None:
+    ctx = CommandContext(GROUP, MAY, "")
+    shown = (await run_command(remembered, "memories", ctx)).text
+    assert GROUP_FACT in shown and "Kaohsiung" not in shown
+    found = (await run_command(remembered, "search", replace(ctx, arg="nurse job"))).text
+    assert "Kaohsiung" not in found
+    # /forget 1 in the group deletes the group's memory 1, never a private one.
+    gone = (await run_command(remembered, "forget", replace(ctx, arg="1"))).text
+    assert GROUP_FACT in gone
+    assert remembered.store is not None
+    assert [m.text for m in await remembered.store.memories(MAY.id)] == [SECRET_FACT]
+
+
+async def test_a_groups_export_holds_that_groups_data_only(
+    remembered: Engine, llm: FakeLLM
+) -> None:
+    await remembered.handle_turn(GROUP, MAY, "Good morning, everyone!")
+    await remembered.handle_turn(PRIVATE, MAY, "Good morning!")
+    admin = CommandContext(PRIVATE, UserRef(99, "Admin"), str(GROUP.id), is_admin=True)
+    reply = await run_command(remembered, "export", admin)
+    assert reply.document is not None
+    data = json.loads(reply.document.content)
+    text = json.dumps(data, ensure_ascii=False)
+    assert GROUP_FACT in text and "Kaohsiung" not in text
+    mine = await run_command(remembered, "export", replace(admin, arg=str(PRIVATE.id)))
+    assert mine.document is not None and b"Kaohsiung" in mine.document.content
