@@ -146,6 +146,7 @@ OVER_BUDGET = (
     "That message is too long to fit my memory budget ({counted} tokens; the limit is "
     "{budget}). Please shorten it or split it into parts. Nothing was saved."
 )
+FORWARDED = "[forwarded message, not the learner's own words] "
 EMPTY = "I didn't get any text. Write a message, or /help for what I can do."
 
 
@@ -402,8 +403,12 @@ class Engine:
         extract: bool = True,
         on_delta: OnDelta | None = None,
         transcript: Transcript | None = None,
+        forwarded: bool = False,
     ) -> Reply:
         """Answer one learner message; the whole turn is stored only once the reply exists.
+
+        `forwarded` says the text is someone else's (a forwarded message): it is answered and
+        kept in the history marked as forwarded, and no memory is extracted from it.
 
         `transcript` is set when `text` was spoken: what its transcription cost is recorded with
         the turn, like every other call's usage.
@@ -419,6 +424,8 @@ class Engine:
             return Reply(
                 TOO_LONG_CHARS.format(n=len(text), limit=self.config.max_message_chars), ok=False
             )
+        if forwarded:
+            text, extract = FORWARDED + text, False
         async with self.lock(chat.id):
             await self.settle(chat.id)
             # Replicas on one PostgreSQL: the chat is theirs too, so hold it in the database

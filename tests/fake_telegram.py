@@ -690,10 +690,14 @@ class FakeTelegram:
         chat_type: str = "private",
         chat_title: str | None = None,
         reply_to_bot_message_id: int | None = None,
+        forward_origin: JSON | None = None,
     ) -> JSON:
         """Queue a text message from a user; returns the Update. ``chat_id`` defaults to the
-        user's id in a private chat and to DEFAULT_GROUP_ID otherwise."""
+        user's id in a private chat and to DEFAULT_GROUP_ID otherwise. ``forward_origin``
+        (a MessageOrigin object) makes it a forwarded message."""
         body: JSON = {"text": text}
+        if forward_origin is not None:
+            body["forward_origin"] = forward_origin
         if entities := self.text_entities(text):
             body["entities"] = entities
         return self._user_message(

@@ -259,9 +259,18 @@ async def on_text(update: Update, context: Context) -> None:
         return
     engine, question = state.need_engine(), text
 
+    # A forwarded message is someone else's words: answered, never mined for the forwarder's
+    # memories. (A quote of another message is not part of `message.text`, so never read.)
+    forwarded = message.forward_origin is not None
+
     async def turn(on_delta: OnDelta | None = None) -> Reply:
         return await engine.handle_turn(
-            chat, user, question, message_id=message.message_id, on_delta=on_delta
+            chat,
+            user,
+            question,
+            message_id=message.message_id,
+            on_delta=on_delta,
+            forwarded=forwarded,
         )
 
     if state.telegram.stream_replies:
