@@ -11,6 +11,7 @@ from pathlib import Path
 
 from memora.app import open_engine, setup_logging
 from memora.config import ConfigError, Settings, load_settings
+from memora.startup import StartupError, check_stores
 
 log = logging.getLogger("memora")
 
@@ -66,10 +67,14 @@ def main(argv: list[str] | None = None) -> int:
             return asyncio.run(_export(settings, args))
         from bot.telegram import run_bot
 
+        check_stores(settings)  # before Telegram is contacted at all
         return run_bot(settings)
     except ConfigError as exc:
         print(f"memora: config error: {exc}", file=sys.stderr)
         return 2
+    except StartupError as exc:
+        print(f"memora: cannot start: {exc}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         return 130
 

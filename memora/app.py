@@ -9,12 +9,14 @@ from urllib.parse import urlsplit
 
 from openai import AsyncOpenAI
 
+from memora.blocking import run_blocking
 from memora.config import ConfigError, Settings, require_llm
 from memora.engine import Engine, EngineConfig
 from memora.llm import LLM, ChatMessage, OpenAILLM
 from memora.longterm.embeddings import Embedder, LocalUSE, OpenAIEmbedder
 from memora.prompts import TUTOR_INSTRUCTIONS
 from memora.secretfilter import mask_secrets
+from memora.startup import StartupError, check_stores
 from memora.storage import Database
 from memora.tokens import LocalTokenCounter, ProviderTokenCounter, TokenCounter
 from memora.voice import OpenAIAudio
@@ -138,10 +140,15 @@ async def open_engine(
     """
     if needs_model:
         require_llm(settings)
+    await run_blocking(check_stores, settings, writable=needs_model)
     async with AsyncExitStack() as stack:
         db = Database(settings.db_path, url=settings.storage.database_url)
-        await db.open()
-        stack.push_async_callback(db.close)
+        stack.push_async_callback(db.close)  # before open: a failed open closes its thread too
+        try:
+            await db.open()
+        except Exception as exc:  # sqlite3, OSError, the PostgreSQL driver: none can start
+            where = "(storage.database_url)" if settings.storage.database_url else settings.db_path
+            raise StartupError(f"the database {where} cannot be used: {exc}") from None
 
         main_llm: LLM = llm or _llm(settings, settings.llm.model)
         stack.push_async_callback(main_llm.aclose)
@@ -164,7 +171,13 @@ async def open_engine(
 
         embedder = make_embedder(settings)
         store = MemoryStore(settings.chroma_path, embedder, url=settings.longterm.chroma_url)
-        await store.open()
+        try:
+            await store.open()
+        except Exception as exc:  # chromadb raises many kinds; each one means "cannot start"
+            where = (
+                "(longterm.chroma_url)" if settings.longterm.chroma_url else settings.chroma_path
+            )
+            raise StartupError(f"the memory store {where} cannot be opened: {exc}") from None
         stack.push_async_callback(store.close)
         closer = getattr(embedder, "aclose", None)
         if closer is not None:

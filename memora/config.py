@@ -34,7 +34,8 @@ class ConfigError(Exception):
 
 
 class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # inf and nan are no timeout, budget or score anyone means (`timeout = inf` in TOML).
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
 
 class TelegramConfig(_Section):
@@ -125,6 +126,14 @@ class StorageConfig(_Section):
     def _database_url(cls, v: str) -> str:
         if v and not v.startswith(("postgresql://", "postgres://")):
             raise ValueError("must be empty (SQLite in data_dir) or a postgresql:// URL")
+        return v
+
+    @field_validator("data_dir", mode="before")
+    @classmethod
+    def _a_path_is_text(cls, v: object) -> object:
+        """`data_dir = 5` is a typo, not the folder "5"."""
+        if not isinstance(v, str | Path) or not str(v).strip():
+            raise ValueError("must be a folder path written as text")
         return v
 
 

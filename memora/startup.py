@@ -1,0 +1,78 @@
+"""Start-up checks: a store that cannot be used ends the process with one clear line.
+
+Why: a damaged database or a read-only volume used to surface as a traceback in the middle of the
+bot's start-up, and the process then stayed alive doing nothing. These checks run before the
+stores are opened (`memora.app.open_engine`), and whatever still fails while opening them is
+turned into the same one-line `StartupError`, which the CLI prints before exiting non-zero.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import tempfile
+from pathlib import Path
+
+from memora.config import Settings
+from memora.erase import CHROMA_FILE
+
+__all__ = ["StartupError", "check_stores"]
+
+
+class StartupError(Exception):
+    """A store cannot be used; the message is one line that names it and says why."""
+
+
+def check_stores(settings: Settings, *, writable: bool = True) -> None:
+    """The data folder exists (or can be made) and, with `writable`, takes writes; both SQLite
+    files that exist pass `PRAGMA quick_check` (and a write lock, with `writable`)."""
+    data = settings.storage.data_dir
+    if data.exists() and not data.is_dir():
+        raise StartupError(f"storage.data_dir {data} is not a folder")
+    try:
+        data.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise StartupError(f"cannot create storage.data_dir {data}: {exc.strerror}") from None
+    if writable:
+        _check_writable(data)
+    files = [
+        (settings.db_path, "the database"),
+        (settings.chroma_path / CHROMA_FILE, "the memory store"),
+    ]
+    for path, what in files:
+        if path.exists():
+            check_sqlite(path, what, writable=writable)
+
+
+def _check_writable(folder: Path) -> None:
+    try:
+        fd, name = tempfile.mkstemp(prefix=".memora-write-check-", dir=folder)
+        os.close(fd)
+        os.unlink(name)
+    except OSError as exc:
+        raise StartupError(
+            f"storage.data_dir {folder} is not writable ({exc.strerror}): "
+            "is the volume mounted read-only?"
+        ) from None
+
+
+def check_sqlite(path: Path, what: str, *, writable: bool = True) -> None:
+    """One SQLite file: it is a database, its pages are sound, and (with `writable`) it takes a
+    write lock."""
+    mode = "rw" if writable else "ro"
+    try:
+        con = sqlite3.connect(f"file:{path}?mode={mode}", uri=True, timeout=5)
+    except sqlite3.Error as exc:
+        raise StartupError(f"{what} {path} cannot be opened: {exc}") from None
+    try:
+        verdict = con.execute("PRAGMA quick_check").fetchone()
+        if verdict is None or verdict[0] != "ok":
+            found = verdict[0] if verdict else "no answer"
+            raise StartupError(f"{what} {path} is damaged (integrity check: {found})")
+        if writable:
+            con.execute("BEGIN IMMEDIATE")
+            con.execute("ROLLBACK")
+    except sqlite3.Error as exc:
+        raise StartupError(f"{what} {path} cannot be used: {exc}") from None
+    finally:
+        con.close()
