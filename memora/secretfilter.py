@@ -91,6 +91,10 @@ _VALUE = re.compile(
 _PRIVATE_KEY = re.compile(
     r"-----BEGIN [A-Z ]*PRIVATE KEY-----.*?(?:-----END [A-Z ]*PRIVATE KEY-----|\Z)", re.DOTALL
 )
+# Inside a message or a log line a key without a known prefix is one long run of letters and
+# digits; unlike `_LONG_TOKEN` (which screens whole memories) it stops at "_", "-" and "/", so
+# file paths, test names and UUIDs in log lines stay readable.
+_RANDOM_RUN = re.compile(r"[A-Za-z0-9]{20,}")
 _IBAN_ANY_CASE = re.compile(_IBAN.pattern, re.IGNORECASE)
 
 
@@ -112,9 +116,9 @@ def _pattern_spans(text: str) -> list[tuple[int, int]]:
     """Keys, tokens, card, account and ID numbers: the same tests as `looks_secret`."""
     spans = [m.span() for m in _PRIVATE_KEY.finditer(text)]
     spans += [m.span() for m in _KEY_PATTERNS.finditer(text)]
-    for m in _LONG_TOKEN.finditer(text):
+    for m in _RANDOM_RUN.finditer(text):
         token = m.group()
-        if any(c.isdigit() for c in token) and any(c.isalpha() for c in token):
+        if sum(c.isdigit() for c in token) >= 3 and sum(c.isalpha() for c in token) >= 3:
             spans.append(m.span())
     for m in _DIGIT_RUN.finditer(text):
         digits = re.sub(r"\D", "", m.group())

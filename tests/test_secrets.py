@@ -31,6 +31,8 @@ SECRET = "Hunter2Qx9"
         ("card 4111 1111 1111 1111 ok", f"card {MASK} ok"),
         ("key sk-abcdefghijklmnopqrstuvwx done", f"key {MASK} done"),
         ("ID A123456789 here", f"ID {MASK} here"),
+        ("secret: Zx9Qw8Er7Ty6Ui5Op4As3Df2Gh1", f"secret: {MASK}"),
+        ("ghp_abcdefghijklmnopqrstuvwxyz0123456789 leaked", f"{MASK} leaked"),
     ],
 )
 def test_mask_hides_the_secret_and_keeps_the_sentence(text: str, masked: str) -> None:
@@ -46,6 +48,8 @@ def test_mask_hides_the_secret_and_keeps_the_sentence(text: str, masked: str) ->
         "I need a pin for my map",
         "My TOEIC score is 850 and my level is B1.",
         "I'm a nurse in Kaohsiung, call me at 9 pm.",
+        "INFO memora.app: data_dir=/tmp/pytest-of-root/test_start_up_says_where_the_d0/memora",
+        "collection a04a0d08-25fa-4cc9-b24d-f1773bbf05c5 opened",
     ],
 )
 def test_mask_leaves_ordinary_text_alone(text: str) -> None:
