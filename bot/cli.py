@@ -65,8 +65,9 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         if args.command == "export":
             return asyncio.run(_export(settings, args))
-        from bot.telegram import run_bot
+        from bot.telegram import check_config, run_bot
 
+        check_config(settings)  # a config error first: it must not leave a data folder behind
         check_stores(settings)  # before Telegram is contacted at all
         return run_bot(settings)
     except ConfigError as exc:
