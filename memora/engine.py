@@ -366,8 +366,9 @@ class Engine:
                 participants[str(uid)] = {"name": name, "memories": [_exported(m) for m in mems]}
         for uid, name in await self.db.participants(chat_id):  # profile, mistakes, words, cards
             entry = participants.setdefault(str(uid), {"name": name})
-            entry["learner"] = await self.learner.store.export(uid, self.clock())
-            entry["reminder"] = await self.reminders.export(uid)  # None without one
+            if origin is None:  # a learner's model and reminder span their chats: not a group's
+                entry["learner"] = await self.learner.store.export(uid, self.clock())
+                entry["reminder"] = await self.reminders.export(uid)  # None without one
         return {
             "exported_at": utcnow(self.clock()),
             "chat": {"id": chat_id, "kind": row.kind, "title": row.title},

@@ -78,5 +78,6 @@ async def test_a_groups_export_holds_that_groups_data_only(
     data = json.loads(reply.document.content)
     text = json.dumps(data, ensure_ascii=False)
     assert GROUP_FACT in text and "Kaohsiung" not in text
+    assert all("learner" not in p for p in data["participants"].values())
     mine = await run_command(remembered, "export", replace(admin, arg=str(PRIVATE.id)))
     assert mine.document is not None and b"Kaohsiung" in mine.document.content
