@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+from datetime import UTC, datetime
 from pathlib import Path
 
 from memora.commands import CommandContext, run_command
@@ -383,3 +384,23 @@ async def test_a_memory_budget_sends_every_memory_that_fits_and_ranks_past_it(
     block = llm.calls[-1].messages[0].content
     assert "B1" in block and "daughter" not in block and "Taichung" not in block
     await tight.drain()
+
+
+async def test_an_imported_exchange_is_stored_and_extracted_at_its_own_date(
+    mem_engine: Engine, llm: FakeLLM, store: MemoryStore
+) -> None:
+    """import_exchange (the LoCoMo harness's ingestion): no reply call, the turn kept, the
+    engine's own extraction run at once, dated when the exchange was said."""
+    llm.parsed.append(facts(("The user adopted a cat in May 2023.", "personal")))
+    said = datetime(2023, 5, 8, 13, 56, tzinfo=UTC)
+    await mem_engine.import_exchange(CHAT, ALICE, "I adopted a cat last week!", "Lovely!", at=said)
+    assert llm.count("complete") == 0 and llm.count("parse") == 1
+    assert "Message date: 2023-05-08" in llm.calls[0].messages[0].content
+    assert [(m.role, m.content) for m in await mem_engine.history(CHAT.id)] == [
+        ("user", "I adopted a cat last week!"),
+        ("assistant", "Lovely!"),
+    ]
+    assert [m.text for m in await store.memories(ALICE.id)] == [
+        "The user adopted a cat in May 2023."
+    ]
+    assert await store.memories(BOB.id) == []
