@@ -90,9 +90,14 @@ async def run(n: int, data_dir: Path) -> None:
             users = range(FIRST_USER, FIRST_USER + n)
             for user in users:
                 await store.set(user, user, time(0, 0), EVERY_DAY)
-            fire = (datetime.now(UTC) + timedelta(seconds=2)).replace(microsecond=0)
+            # One second for the jobs to fire in, far enough ahead for all of them to be added
+            # first (a cron job added after its second has passed would wait until tomorrow).
+            lead = timedelta(seconds=3 + n / 100)
+            fire = (datetime.now(UTC) + lead).replace(microsecond=0)
             for reminder in await engine.reminders.enabled():
                 jobs.schedule(reminder, "UTC", at=fire.time())
+            if datetime.now(UTC) >= fire:
+                raise SystemExit("scheduling took longer than the lead: raise it and run again")
             start = clock.perf_counter() + (fire - datetime.now(UTC)).total_seconds()
             reminders_seen = await arrivals(tg, n, limit=10 + n / 5)
             reached = {
