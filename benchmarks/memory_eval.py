@@ -17,8 +17,8 @@ What it measures (the method of the mem0 and Zep papers, on our engine):
    week" resolves as it would have then). No tutor reply is generated (the real reply is the
    other speaker's) and the running summary is not folded (see 2: questions never see that
    chat), so ingestion costs **one extraction call (plus embeddings) per exchange**: 419 for
-   conversation 26, 369 for 30 (788 calls of ~1–2k input tokens for both shipped files), run
-   ``--concurrency`` at a time (each speaker's exchanges stay in order).
+   conversation 26, 369 for 30 (788 calls of ~1.2k input tokens, ~1M in all, for both shipped
+   files), run ``--concurrency`` at a time (each speaker's exchanges stay in order).
 2. **Questions.** Categories 1–4 (multi-hop, temporal, open-domain, single-hop); category 5
    (adversarial, no gold answer) is counted and skipped. A question goes to the speaker it
    names (its first name in the question; speaker A when it names both or neither: the count is
