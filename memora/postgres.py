@@ -235,8 +235,10 @@ class PgPool:
 
     @classmethod
     async def connect(
-        cls, url: str, *, min_size: int = 1, max_size: int = 10, max_locks: int = 64
+        cls, url: str, *, min_size: int = 1, max_size: int = 10, max_locks: int = 40
     ) -> PgPool:
+        """At most `max_size` + `max_locks` connections per process: PostgreSQL's
+        max_connections must cover that times the replicas (deploy/ sets 300 for 3)."""
         try:
             import asyncpg
         except ImportError:  # pragma: no cover - depends on the install

@@ -71,8 +71,13 @@ def start_postgres(root: Path) -> Postgres:
         "ALTER SYSTEM SET fsync = off",
         "ALTER SYSTEM SET synchronous_commit = off",
         "ALTER SYSTEM SET full_page_writes = off",
-        "SELECT pg_reload_conf()",
+        # Replicas under test each hold up to 50 connections (memora.postgres pool sizes).
+        "ALTER SYSTEM SET max_connections = 400",
     )
+    from pgserver._commands import pg_ctl
+
+    # max_connections needs a restart; pg_ctl restart keeps the socket options it started with.
+    pg_ctl(["-w", "restart"], pgdata=server.pgdata, user=server.system_user)
     return pg
 
 
