@@ -31,9 +31,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from telegram.ext import AIORateLimiter, Application, BaseUpdateProcessor
+from telegram.ext import BaseUpdateProcessor
 
-from bot.telegram import CONTEXT_TYPES, build_application, install
+from bot.telegram import build_application
 from memora.config import Settings, TelegramConfig
 from memora.engine import Engine, EngineConfig
 from memora.llm import ChatMessage, Completion, OnDelta, Parsed, Usage
@@ -97,21 +97,10 @@ async def burst(
                 {"token": tg.token, "base_url": tg.base_url, "base_file_url": tg.base_file_url}
             )
         )
-        if processor is None:
-            app: Any = build_application(settings, engine)
-        else:  # the same handlers behind another update processor, for comparison
-            app = (
-                Application.builder()
-                .token(tg.token)
-                .base_url(tg.base_url)
-                .base_file_url(tg.base_file_url)
-                .rate_limiter(AIORateLimiter(max_retries=3))
-                .concurrent_updates(processor)
-                .context_types(CONTEXT_TYPES)
-                .build()
-            )
-            install(app, settings, engine)
+        # processor: the same handlers behind another update processor, for comparison
+        app: Any = build_application(settings, engine, update_processor=processor)
         async with app:
+            await app.post_init(app)
             await app.start()
             await app.updater.start_polling(timeout=1, poll_interval=0)
             await tg.await_calls("getMe")
@@ -128,6 +117,7 @@ async def burst(
             wall = time.perf_counter() - start
             await app.updater.stop()
             await app.stop()
+            await app.post_shutdown(app)
         await engine.drain()
         await db.close()
         ordered = all(

@@ -82,6 +82,7 @@ class _Turn:
     message_id: int | None
     extract: bool
     transcript: Transcript | None
+    update_id: int | None = None  # the platform update it answers
 
 
 @dataclass(frozen=True)
@@ -401,6 +402,7 @@ class Engine:
         text: str,
         *,
         message_id: int | None = None,
+        update_id: int | None = None,
         extract: bool = True,
         on_delta: OnDelta | None = None,
         transcript: Transcript | None = None,
@@ -417,7 +419,11 @@ class Engine:
         With `on_delta`, the reply is streamed: it is awaited with the reply text so far as the
         model writes it. It only shows progress: what counts is the Reply returned, and a turn
         that fails part-way stores nothing, like any failed turn. A callback that raises is
-        logged and not called again; the turn goes on."""
+        logged and not called again; the turn goes on.
+
+        `update_id` names the platform update being answered; it is stored with the turn, and an
+        update answered before (delivered again after a crash) gets the stored reply back without
+        a new turn."""
         text = text.strip()
         if not text:
             return Reply(EMPTY, ok=False)
@@ -428,12 +434,15 @@ class Engine:
         if forwarded:
             text, extract = FORWARDED + text, False
         async with self.lock(chat.id):
+            answered = None if update_id is None else await self.db.answer_to(update_id)
+            if answered is not None:  # delivered again after a crash: answered once, ever
+                return Reply(answered, stored=True, markdown=True)
             await self.settle(chat.id)
             # Replicas on one PostgreSQL: the chat is theirs too, so hold it in the database
             # for the turn and its after-reply work (handed to that work's task, see _schedule).
             self._held[chat.id] = await self.db.lock_chat(chat.id)
             try:
-                turn = _Turn(chat, user, text, message_id, extract, transcript)
+                turn = _Turn(chat, user, text, message_id, extract, transcript, update_id)
                 return await self._turn(turn, on_delta)
             finally:
                 unclaimed = self._held.pop(chat.id, None)  # no after-reply work was scheduled
@@ -531,6 +540,7 @@ class Engine:
                 context=[ChatMessage(m.role, mask_secrets(m.content)) for m in built.messages],
                 usage=usage,
                 external_id=turn.message_id,
+                update_id=turn.update_id,
             )
         )
         was = prepared.window.summarized_count

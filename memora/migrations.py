@@ -251,3 +251,39 @@ async def m004_reminders(db: aiosqlite.Connection) -> None:
         CREATE INDEX reminders_enabled ON reminders(enabled)
         """,
     )
+
+
+@migration
+async def m005_inbox_outbox(db: aiosqlite.Connection) -> None:
+    """The durable inbox and outbox (issue 7): updates kept from arrival until handled, replies
+    kept until delivered; each turn records the update it answers, and whether it was delivered."""
+    await script(
+        db,
+        """
+        CREATE TABLE inbox (
+            update_id INTEGER PRIMARY KEY,
+            chat_id INTEGER,
+            user_id INTEGER,
+            payload TEXT NOT NULL,
+            received_at TEXT NOT NULL,
+            done_at TEXT
+        );
+        CREATE INDEX inbox_pending ON inbox(done_at, update_id);
+        CREATE TABLE outbox (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            chat_id INTEGER NOT NULL,
+            user_id INTEGER,
+            update_id INTEGER UNIQUE,
+            body TEXT NOT NULL,
+            created_at TEXT NOT NULL,
+            attempts INTEGER NOT NULL DEFAULT 0,
+            next_at REAL NOT NULL DEFAULT 0,
+            last_error TEXT NOT NULL DEFAULT '',
+            state TEXT NOT NULL DEFAULT 'pending' CHECK (state IN ('pending', 'sent', 'failed'))
+        );
+        CREATE INDEX outbox_pending ON outbox(state, chat_id, id);
+        ALTER TABLE turns ADD COLUMN update_id INTEGER;
+        ALTER TABLE turns ADD COLUMN delivered_at TEXT;
+        CREATE UNIQUE INDEX turns_update ON turns(update_id) WHERE update_id IS NOT NULL;
+        """,
+    )

@@ -85,6 +85,7 @@ class NewTurn:
     context: list[ChatMessage]
     usage: TurnUsage
     external_id: int | None = None
+    update_id: int | None = None  # the platform update it answers: answered once, ever
     at: str = field(default_factory=utcnow)
 
 
@@ -274,9 +275,9 @@ class Database:
             seq = await self._next_seq(db, turn.chat_id)
             cols = ", ".join(_USAGE_COLS)
             cur = await db.execute(
-                f"INSERT INTO turns(chat_id, user_id, created_at, {cols}) "
-                f"VALUES (?,?,?,{','.join('?' * len(_USAGE_COLS))})",
-                (turn.chat_id, turn.user_id, turn.at, *_usage_values(turn.usage)),
+                f"INSERT INTO turns(chat_id, user_id, update_id, created_at, {cols}) "
+                f"VALUES (?,?,?,?,{','.join('?' * len(_USAGE_COLS))})",
+                (turn.chat_id, turn.user_id, turn.update_id, turn.at, *_usage_values(turn.usage)),
             )
             turn_id = int(cur.lastrowid or 0)
             for offset, (role, text, uid, name, ext) in enumerate(
@@ -296,6 +297,16 @@ class Database:
                 (ctx, turn.at, turn.chat_id),
             )
         return turn_id
+
+    async def answer_to(self, update_id: int) -> str | None:
+        """The stored reply of the turn that answered this update, if one did."""
+        async with self.db.execute(
+            "SELECT m.content FROM turns t JOIN messages m ON m.turn_id = t.id "
+            "WHERE t.update_id=? AND m.role='assistant'",
+            (update_id,),
+        ) as cur:
+            row = await cur.fetchone()
+        return None if row is None else str(row[0])
 
     @staticmethod
     async def _next_seq(db: aiosqlite.Connection, chat_id: int) -> int:
@@ -414,6 +425,8 @@ class Database:
                 (user_id,),
             )
             await db.execute("DELETE FROM extraction_log WHERE user_id=?", (user_id,))
+            for table in ("inbox", "outbox"):  # updates and replies still on their way
+                await db.execute(f"DELETE FROM {table} WHERE user_id=?", (user_id,))
             for table in USER_TABLES:  # the learner model (memora/learner/schema.py)
                 await db.execute(f"DELETE FROM {table} WHERE user_id=?", (user_id,))
         await self.checkpoint()

@@ -381,6 +381,11 @@ class FakeTelegram:
         with self._cond:
             self._failures.setdefault(method, deque()).extend([error] * n)
 
+    def stop_failing(self) -> None:
+        """Forget the failures still queued by fail_next (the outage is over)."""
+        with self._cond:
+            self._failures.clear()
+
     # -- request handling --------------------------------------------------------------------------
     def _handle(self, method: str, params: JSON, files: Files) -> tuple[int, JSON]:
         recorded = {**params, **files}

@@ -15,14 +15,22 @@ from urllib.parse import urlsplit
 
 from telegram import BotCommand, Update
 from telegram.error import InvalidToken, TelegramError
-from telegram.ext import AIORateLimiter, Application, BaseRateLimiter, Defaults
+from telegram.ext import (
+    AIORateLimiter,
+    Application,
+    BaseRateLimiter,
+    BaseUpdateProcessor,
+    Defaults,
+)
 from telegram.request import BaseRequest
 
 from memora.app import open_engine
 from memora.commands import COMMANDS
 from memora.config import ConfigError, Settings, require_llm, require_telegram
+from memora.durable import Inbox, Outbox
 from memora.engine import Engine
 
+from .durable import Deliverer, DurableQueue, handled
 from .handlers import CONTEXT_TYPES, BotState, install
 from .processor import PerChatUpdateProcessor
 from .reminders import ReminderJobs
@@ -78,7 +86,8 @@ def check_config(settings: Settings, *, need_llm: bool = True) -> None:
 
 
 async def _post_init(app: App) -> None:
-    """Open the engine (unless one was given) and publish the command list."""
+    """Open the engine (unless one was given), then the inbox (queueing what the last run left
+    unhandled, before polling starts) and the outbox, and publish the command list."""
     state: BotState = app.bot_data
     if state.engine is None:
         stack = AsyncExitStack()
@@ -90,6 +99,14 @@ async def _post_init(app: App) -> None:
         state.exit_stack = stack
     state.reminder_jobs = ReminderJobs(app, state.need_engine().reminders)
     await state.reminder_jobs.restore()
+    db = state.engine.db
+    if isinstance(app.update_queue, DurableQueue):
+        inbox = Inbox(db)
+        await app.update_queue.open(inbox, app.bot)
+        if isinstance(app.update_processor, PerChatUpdateProcessor):
+            app.update_processor.on_done = lambda update: handled(inbox, update)
+    state.deliverer = Deliverer(Outbox(db), app.bot)
+    state.deliverer.start()
     try:
         await app.bot.set_my_commands(
             [BotCommand(c.name, c.description[:256]) for c in COMMANDS.values()]
@@ -100,11 +117,14 @@ async def _post_init(app: App) -> None:
 
 
 async def _post_shutdown(app: App) -> None:
-    """Wait for after-reply work, then close whatever post_init opened."""
+    """Stop the outbox sender (what it holds waits for the next start), wait for after-reply
+    work, then close whatever post_init opened."""
     state: BotState = app.bot_data
     if state.reminder_jobs is not None:
         state.reminder_jobs.close()
         state.reminder_jobs = None
+    if state.deliverer is not None:
+        await state.deliverer.stop()
     stack, state.exit_stack = state.exit_stack, None
     if stack is not None:
         state.engine = None
@@ -119,10 +139,11 @@ def build_application(
     *,
     request: BaseRequest | None = None,
     rate_limiter: BaseRateLimiter[Any] | None = None,
+    update_processor: BaseUpdateProcessor | None = None,
 ) -> App:
     """The one composition function. With `engine` the caller owns it; without, it is opened in
     post_init from `settings` and closed in post_shutdown. `request` replaces the HTTP layer
-    (tests)."""
+    (tests); `update_processor` the per-chat one (the benchmark compares others)."""
     check_config(settings, need_llm=engine is None)
     cfg = settings.telegram
     builder = (
@@ -133,7 +154,8 @@ def build_application(
         .rate_limiter(rate_limiter or AIORateLimiter(max_retries=3))
         # A learner may delete their message while the model answers: reply anyway.
         .defaults(Defaults(allow_sending_without_reply=True))
-        .concurrent_updates(PerChatUpdateProcessor(MAX_CONCURRENT_UPDATES))
+        .concurrent_updates(update_processor or PerChatUpdateProcessor(MAX_CONCURRENT_UPDATES))
+        .update_queue(DurableQueue())
         .context_types(CONTEXT_TYPES)
         .post_init(_post_init)
         .post_shutdown(_post_shutdown)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager, nullcontext
 from typing import Any, TypeAlias
 
@@ -32,8 +32,8 @@ from memora.engine import ChatRef, Engine, UserRef
 from memora.llm import OnDelta
 from memora.views import Reply
 
+from .durable import Answer, Deliverer
 from .learner import needs_learner_rendering, on_button, send_learner_reply
-from .render import send_reply
 from .streaming import answer_streamed
 
 log = logging.getLogger(__name__)
@@ -68,6 +68,7 @@ class BotState:
         self.engine: Engine | None = None
         self.exit_stack: AsyncExitStack | None = None  # owns an engine opened in post_init
         self.reminder_jobs: Any = None  # bot.telegram.reminders.ReminderJobs after post_init
+        self.deliverer: Deliverer | None = None  # the outbox's sender, from post_init
 
     @property
     def telegram(self) -> TelegramConfig:
@@ -77,6 +78,12 @@ class BotState:
         if self.engine is None:
             raise RuntimeError("the engine is not open (post_init has not run)")
         return self.engine
+
+    async def answer(self, update: Update, answer: Answer, edit: Message | None = None) -> None:
+        """Deliver an update's answer through the outbox (kept until Telegram has it)."""
+        if self.deliverer is None:
+            raise RuntimeError("the outbox is not open (post_init has not run)")
+        await self.deliverer.answer(answer, update_id=update.update_id, edit=edit)
 
 
 Context: TypeAlias = CallbackContext[ExtBot[None], dict[Any, Any], dict[Any, Any], BotState]
@@ -226,7 +233,8 @@ async def on_command(update: Update, context: Context) -> None:
     if needs_learner_rendering(reply):  # review cards, the progress chart
         await send_learner_reply(message, reply, context, name=name)
         return
-    await send_reply(message, reply, markdown=reply.markdown, name=name, quote=chat.is_group)
+    answer = Answer(message, reply, markdown=reply.markdown, name=name, quote=chat.is_group)
+    await state.answer(update, answer)
 
 
 async def on_unknown_command(update: Update, context: Context) -> None:
@@ -269,16 +277,21 @@ async def on_text(update: Update, context: Context) -> None:
             user,
             question,
             message_id=message.message_id,
+            update_id=update.update_id,
             on_delta=on_delta,
             forwarded=forwarded,
         )
 
+    def deliver(reply: Reply, preview: Message | None = None) -> Awaitable[None]:
+        answer = Answer(message, reply, markdown=reply.markdown, quote=chat.is_group)
+        return state.answer(update, answer, edit=preview)
+
     if state.telegram.stream_replies:
-        await answer_streamed(message, turn, typing(message), group=chat.is_group)
+        await answer_streamed(message, turn, typing(message), deliver, group=chat.is_group)
         return
     async with typing(message):
         reply = await turn()
-    await send_reply(message, reply, markdown=reply.markdown, quote=chat.is_group)
+    await deliver(reply)
 
 
 async def on_not_text(update: Update, context: Context) -> None:
@@ -326,9 +339,9 @@ async def on_error(update: object, context: Context) -> None:
     message = update.effective_message
     if message is None or update.edited_message is not None or update.channel_post is not None:
         return
-    try:
-        await message.reply_text(ERROR)
-    except TelegramError as exc:
+    try:  # kept like any answer; ignored if this update's answer is already kept
+        await context.bot_data.answer(update, Answer(message, Reply(ERROR, ok=False), False))
+    except Exception as exc:
         log.warning("could not tell chat %s about the error: %s", message.chat_id, exc)
 
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from collections.abc import Awaitable
+import logging
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -12,6 +13,7 @@ from telegram import Update
 from telegram.ext import BaseUpdateProcessor
 
 _WIDE = 1 << 20
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -41,7 +43,12 @@ class PerChatUpdateProcessor(BaseUpdateProcessor):
     """One asyncio.Lock per chat: a chat's updates run one at a time in arrival order (asyncio
     locks wake waiters first-in, first-out), other chats run concurrently up to
     `max_concurrent_updates`. A chat's lock exists only while one of its updates is in flight,
-    so idle chats cost no memory."""
+    so idle chats cost no memory.
+
+    `on_done`, when set, is awaited with each update whose handlers have finished (not with one
+    cancelled by shutdown): the durable inbox's "handled" mark."""
+
+    on_done: Callable[[object], Awaitable[None]] | None = None
 
     def __init__(self, max_concurrent_updates: int = 256) -> None:
         # PTB's own semaphore (taken in its final `process_update`, before we know the chat)
@@ -62,6 +69,7 @@ class PerChatUpdateProcessor(BaseUpdateProcessor):
         key = chat_key(update)
         if key is None:
             await self._run(coroutine)
+            await self._done(update)
             return
         entry = self._chats.get(key)
         if entry is None:
@@ -70,11 +78,20 @@ class PerChatUpdateProcessor(BaseUpdateProcessor):
         try:
             async with entry.lock:
                 await self._run(coroutine)
+                await self._done(update)  # still in the chat's turn: marks go in order
         finally:
             entry.users -= 1
             if entry.users == 0 and self._chats.get(key) is entry:
                 del self._chats[key]
             _close_unawaited(coroutine)
+
+    async def _done(self, update: object) -> None:
+        if self.on_done is None:
+            return
+        try:
+            await self.on_done(update)
+        except Exception:  # it was handled; at worst it is handled again after a restart
+            log.exception("could not mark an update as handled")
 
     async def _run(self, coroutine: Awaitable[Any]) -> None:
         try:

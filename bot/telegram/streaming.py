@@ -23,7 +23,7 @@ from telegram.error import BadRequest
 from memora.llm import OnDelta
 from memora.views import Reply
 
-from .render import MAX_TEXT, not_modified, prefix_fits, quoting, send_reply, tg_len
+from .render import MAX_TEXT, not_modified, prefix_fits, quoting, tg_len
 
 log = logging.getLogger(__name__)
 
@@ -125,12 +125,10 @@ class ReplyStream:
         if wait and self._inflight is not None:
             await asyncio.gather(self._inflight, return_exceptions=True)
 
-    async def finish(self, reply: Reply, *, markdown: bool) -> list[Message]:
-        """Render the final reply, the preview becoming its first message."""
+    async def finish(self) -> Message | None:
+        """No more previews; the preview message (to become the reply's first), if any."""
         await self._stop()
-        return await send_reply(
-            self.message, reply, markdown=markdown, quote=self.quote, edit=self.sent
-        )
+        return self.sent
 
     async def abort(self, *, delete: bool) -> None:
         """The turn failed unexpectedly: stop, and (with `delete`) take the preview back, since
@@ -147,11 +145,12 @@ async def answer_streamed(
     message: Message,
     turn: Callable[[OnDelta], Awaitable[Reply]],
     typing: AbstractAsyncContextManager[Callable[[], None]],
+    deliver: Callable[[Reply, Message | None], Awaitable[None]],
     *,
     group: bool,
-) -> list[Message]:
+) -> None:
     """Run one turn with its reply streamed into the chat, "typing…" shown until the first text;
-    then send the reply as send_reply would (quoting the learner in groups)."""
+    then `deliver` the reply, the preview becoming its first message (send_reply's `edit`)."""
     async with typing as stop_typing:
         stream = ReplyStream(
             message,
@@ -164,4 +163,4 @@ async def answer_streamed(
         except BaseException as exc:
             await stream.abort(delete=isinstance(exc, Exception))
             raise
-    return await stream.finish(reply, markdown=reply.markdown)
+    await deliver(reply, await stream.finish())

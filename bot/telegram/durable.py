@@ -1,0 +1,235 @@
+"""Telegram's side of the durable inbox and outbox (memora/durable.py keeps the rows).
+
+Inbox: PTB's Updater (long polling) and its webhook handler both `await update_queue.put(update)`
+before they acknowledge the update — the next getUpdates offset moves on only after the puts
+(`Updater._start_polling`), and the webhook answers 200 only when its `post` returns
+(`WebhookHandler.post`). So `DurableQueue.put` persists the update first: once Telegram is told
+an update arrived, it is on disk. The update processor marks it handled when its handlers are
+done; what a crash left pending is queued again first at the next start.
+
+Outbox: every answer a handler produces goes through `Deliverer.answer`: kept first, then sent in
+the chat's order. A send that fails for a while (429s beyond the rate limiter's own retries, a
+network outage) stays kept and is retried with backoff by a background task, across restarts;
+one Telegram refuses for good (blocked by the user, chat gone) is dropped and logged.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import json
+import logging
+import time
+import warnings
+import weakref
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from telegram import Bot, Message, Update
+from telegram.error import BadRequest, Forbidden, RetryAfter, TelegramError
+
+from memora.durable import Inbox, Outbox, Outgoing
+from memora.views import Document, Reply
+
+from .processor import chat_key
+from .render import send_reply
+
+log = logging.getLogger(__name__)
+
+FIRST_RETRY = 1.0  # seconds; doubled per failed attempt
+LAST_RETRY = 300.0  # at most this long between attempts
+IDLE_CHECK = 5.0  # the background sender looks at the outbox at least this often
+
+
+class DurableQueue(asyncio.Queue[object]):
+    """The application's update queue: an update is in the inbox before `put` returns, and one
+    seen before is dropped (Telegram delivers again what it was not told we have)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.inbox: Inbox | None = None  # set once the store is open (post_init)
+
+    async def put(self, item: object) -> None:
+        if isinstance(item, Update) and self.inbox is not None:
+            user = item.effective_user
+            payload = json.dumps(item.to_dict(), ensure_ascii=False)
+            fresh = await self.inbox.add(
+                item.update_id, chat_key(item), user.id if user else None, payload
+            )
+            if not fresh:
+                log.info("update %s arrived again; it was handled or is queued", item.update_id)
+                return
+        await super().put(item)
+
+    async def open(self, inbox: Inbox, bot: Bot) -> int:
+        """Attach the inbox and queue what a previous run left unhandled; how many."""
+        self.inbox = inbox
+        await inbox.prune()
+        pending = await inbox.pending()
+        for incoming in pending:
+            await super().put(Update.de_json(json.loads(incoming.payload), bot))
+        if pending:
+            log.info("handling %d update(s) received before the last stop", len(pending))
+        return len(pending)
+
+
+async def handled(inbox: Inbox, update: object) -> None:
+    """The processor's hook: an update whose handlers are done leaves the inbox."""
+    if isinstance(update, Update):
+        await inbox.done(update.update_id)
+
+
+# -- the outbox -----------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Answer:
+    """One answer as kept in the outbox: the learner's message (to quote and to reply in its
+    chat and topic) and the Reply with how to render it."""
+
+    message: Message
+    reply: Reply
+    markdown: bool
+    name: str = "reply"
+    quote: bool = False
+
+    def encode(self) -> str:
+        doc = self.reply.document
+        return json.dumps(
+            {
+                "message": self.message.to_dict(),
+                "text": self.reply.text,
+                "note": self.reply.note,
+                "ok": self.reply.ok,
+                "reply_markdown": self.reply.markdown,
+                "document": None
+                if doc is None
+                else [doc.filename, base64.b64encode(doc.content).decode(), doc.caption],
+                "markdown": self.markdown,
+                "name": self.name,
+                "quote": self.quote,
+            },
+            ensure_ascii=False,
+        )
+
+    @classmethod
+    def decode(cls, body: str, bot: Bot) -> Answer:
+        data: dict[str, Any] = json.loads(body)
+        doc = data["document"]
+        document = None if doc is None else Document(doc[0], base64.b64decode(doc[1]), doc[2])
+        return cls(
+            Message.de_json(data["message"], bot),
+            Reply(
+                data["text"],
+                ok=data["ok"],
+                document=document,
+                markdown=data["reply_markdown"],
+                note=data["note"],
+            ),
+            markdown=data["markdown"],
+            name=data["name"],
+            quote=data["quote"],
+        )
+
+
+def _retry_after(exc: RetryAfter) -> float:
+    with warnings.catch_warnings():  # PTB 22 warns when the int form is read
+        warnings.simplefilter("ignore")
+        wait = exc.retry_after
+    return wait.total_seconds() if isinstance(wait, timedelta) else float(wait)
+
+
+def backoff(attempts: int) -> float:
+    return float(min(LAST_RETRY, FIRST_RETRY * 2**attempts))
+
+
+class Deliverer:
+    """Sends kept answers, one chat at a time in order, and retries what could not go yet."""
+
+    def __init__(self, outbox: Outbox, bot: Bot) -> None:
+        self.outbox = outbox
+        self.bot = bot
+        # A chat's lock lives while a flush holds or awaits it (as the engine's chat locks do).
+        self._locks: weakref.WeakValueDictionary[int, asyncio.Lock] = weakref.WeakValueDictionary()
+        self._wake = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+
+    async def answer(
+        self, answer: Answer, *, update_id: int | None = None, edit: Message | None = None
+    ) -> None:
+        """Keep the answer, then deliver the chat's answers in order (this one among them, with
+        `edit`, a streamed preview, becoming its first message)."""
+        user = answer.message.from_user
+        chat_id = answer.message.chat_id
+        await self.outbox.put(
+            chat_id, user.id if user else None, answer.encode(), update_id=update_id
+        )
+        await self.flush(chat_id, edit=edit, edit_for=update_id)
+
+    async def flush(
+        self, chat_id: int, *, edit: Message | None = None, edit_for: int | None = None
+    ) -> None:
+        lock = self._locks.get(chat_id)
+        if lock is None:
+            lock = self._locks[chat_id] = asyncio.Lock()
+        async with lock:
+            for item in await self.outbox.pending(chat_id):
+                if item.next_at > time.time() or not await self._send(
+                    item, edit if item.update_id == edit_for else None
+                ):
+                    self._wake.set()  # the background sender comes back for the rest
+                    return
+
+    async def _send(self, item: Outgoing, edit: Message | None) -> bool:
+        """One attempt; False when the chat must wait (its later answers stay behind this one)."""
+        answer = Answer.decode(item.body, self.bot)
+        try:
+            await send_reply(
+                answer.message,
+                answer.reply,
+                markdown=answer.markdown,
+                name=answer.name,
+                quote=answer.quote,
+                edit=edit,
+            )
+        except RetryAfter as exc:
+            delay = max(_retry_after(exc), backoff(item.attempts))
+            log.warning("chat %s: flood control, answer kept, retry in %.0f s", item.chat_id, delay)
+            await self.outbox.retry_later(item, str(exc), delay)
+            return False
+        except (Forbidden, BadRequest) as exc:
+            log.warning("chat %s: Telegram refused the answer for good: %s", item.chat_id, exc)
+            await self.outbox.failed(item, str(exc))
+            return True
+        except TelegramError as exc:  # network trouble, Telegram down: keep it and wait
+            delay = backoff(item.attempts)
+            log.warning("chat %s: answer not sent (%s), retry in %.0f s", item.chat_id, exc, delay)
+            await self.outbox.retry_later(item, str(exc), delay)
+            return False
+        await self.outbox.sent(item)
+        return True
+
+    # -- the background sender -------------------------------------------------------------------
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._run(), name="outbox")
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+
+    async def _run(self) -> None:
+        while True:
+            try:
+                for chat_id in await self.outbox.chats_due():
+                    await self.flush(chat_id)
+                due = await self.outbox.next_due()
+            except Exception:
+                log.exception("the outbox sender failed; trying again")
+                due = None
+            wait = IDLE_CHECK if due is None else min(IDLE_CHECK, max(0.05, due - time.time()))
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), wait)
+            self._wake.clear()

@@ -1,0 +1,154 @@
+"""The durable inbox and outbox: nothing the platform was told we received, and no reply that
+exists, is lost to a crash or an outage.
+
+- The inbox keeps each incoming update (the platform's own JSON, opaque here) from the moment it
+  arrives until it has been handled. What is still pending at start-up is handled first. An update
+  seen before is refused, so one delivered twice is handled once; its text is dropped as soon as
+  it is handled (only the id stays, for that check).
+- The outbox keeps each answer until the platform has accepted it, retried with backoff across
+  restarts; a turn's `delivered_at` says whether its reply reached the chat.
+
+Both are platform-neutral tables in the same SQLite file as the history; /forgetme deletes the
+rows of the user. Hand-written: it is a few SQL statements over the store the product already has.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+from memora.storage import Database, utcnow
+
+
+@dataclass(frozen=True)
+class Incoming:
+    update_id: int
+    payload: str
+
+
+@dataclass(frozen=True)
+class Outgoing:
+    id: int
+    chat_id: int
+    update_id: int | None
+    body: str
+    attempts: int
+    next_at: float  # unix time of the next attempt
+
+
+class Inbox:
+    """Updates from arrival until handled."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    async def add(
+        self, update_id: int, chat_id: int | None, user_id: int | None, payload: str
+    ) -> bool:
+        """Keep an update; False when it was seen before (handled, or already pending)."""
+        async with self.db.transaction() as db:
+            cur = await db.execute(
+                "INSERT OR IGNORE INTO inbox(update_id, chat_id, user_id, payload, received_at) "
+                "VALUES (?,?,?,?,?)",
+                (update_id, chat_id, user_id, payload, utcnow()),
+            )
+            return bool(cur.rowcount)
+
+    async def pending(self) -> list[Incoming]:
+        """Updates received but not handled, oldest first."""
+        async with self.db.db.execute(
+            "SELECT update_id, payload FROM inbox WHERE done_at IS NULL ORDER BY update_id"
+        ) as cur:
+            return [Incoming(int(r[0]), str(r[1])) for r in await cur.fetchall()]
+
+    async def done(self, update_id: int) -> None:
+        """Handled: forget its content, keep its id (a second delivery is then refused)."""
+        async with self.db.transaction() as db:
+            await db.execute(
+                "UPDATE inbox SET done_at=?, payload='' WHERE update_id=?", (utcnow(), update_id)
+            )
+
+    async def prune(self, keep: timedelta = timedelta(days=2)) -> int:
+        """Forget handled ids older than `keep` (Telegram redelivers for at most a day)."""
+        cutoff = (datetime.now(UTC) - keep).isoformat(timespec="seconds")
+        async with self.db.transaction() as db:
+            cur = await db.execute(
+                "DELETE FROM inbox WHERE done_at IS NOT NULL AND done_at < ?", (cutoff,)
+            )
+            return cur.rowcount or 0
+
+
+class Outbox:
+    """Answers from creation until the platform has them."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    async def put(
+        self, chat_id: int, user_id: int | None, body: str, *, update_id: int | None = None
+    ) -> bool:
+        """Keep an answer to deliver; False when this update has one already (one answer per
+        update: a replayed update or an error notice after the reply adds nothing)."""
+        async with self.db.transaction() as db:
+            cur = await db.execute(
+                "INSERT OR IGNORE INTO outbox(chat_id, user_id, update_id, body, created_at) "
+                "VALUES (?,?,?,?,?)",
+                (chat_id, user_id, update_id, body, utcnow()),
+            )
+            return bool(cur.rowcount)
+
+    async def pending(self, chat_id: int) -> list[Outgoing]:
+        """The chat's undelivered answers, in the order they were made."""
+        async with self.db.db.execute(
+            "SELECT id, chat_id, update_id, body, attempts, next_at FROM outbox "
+            "WHERE state='pending' AND chat_id=? ORDER BY id",
+            (chat_id,),
+        ) as cur:
+            return [_outgoing(r) for r in await cur.fetchall()]
+
+    async def chats_due(self, now: float | None = None) -> list[int]:
+        """Chats whose oldest undelivered answer may be tried now."""
+        async with self.db.db.execute(
+            "SELECT chat_id, next_at FROM outbox WHERE id IN "
+            "(SELECT MIN(id) FROM outbox WHERE state='pending' GROUP BY chat_id)"
+        ) as cur:
+            rows = await cur.fetchall()
+        moment = time.time() if now is None else now
+        return [int(r[0]) for r in rows if float(r[1]) <= moment]
+
+    async def next_due(self) -> float | None:
+        async with self.db.db.execute(
+            "SELECT MIN(next_at) FROM outbox WHERE state='pending'"
+        ) as cur:
+            row = await cur.fetchone()
+        return None if row is None or row[0] is None else float(row[0])
+
+    async def sent(self, item: Outgoing) -> None:
+        """Delivered: drop its content and mark the turn it answers as delivered."""
+        async with self.db.transaction() as db:
+            await db.execute("UPDATE outbox SET state='sent', body='' WHERE id=?", (item.id,))
+            if item.update_id is not None:
+                await db.execute(
+                    "UPDATE turns SET delivered_at=? WHERE update_id=?", (utcnow(), item.update_id)
+                )
+
+    async def retry_later(self, item: Outgoing, error: str, delay: float) -> None:
+        async with self.db.transaction() as db:
+            await db.execute(
+                "UPDATE outbox SET attempts=attempts+1, next_at=?, last_error=? WHERE id=?",
+                (time.time() + delay, error[:500], item.id),
+            )
+
+    async def failed(self, item: Outgoing, error: str) -> None:
+        """The platform refuses it for good (the user blocked the bot, the chat is gone)."""
+        async with self.db.transaction() as db:
+            await db.execute(
+                "UPDATE outbox SET state='failed', body='', last_error=? WHERE id=?",
+                (error[:500], item.id),
+            )
+
+
+def _outgoing(row: object) -> Outgoing:
+    r = list(row)  # type: ignore[call-overload]
+    return Outgoing(int(r[0]), int(r[1]), r[2], str(r[3]), int(r[4]), float(r[5]))
