@@ -135,6 +135,7 @@ async def voice_turn(
     filename: str,
     *,
     message_id: int | None = None,
+    update_id: int | None = None,
 ) -> Reply:
     """Transcribe, then run the words as a typed message would run; the reply's note says what
     was heard. A failed or empty transcription stores nothing."""
@@ -148,7 +149,9 @@ async def voice_turn(
     text = " ".join(heard.text.split())
     if not text:
         return Reply(NOTHING_HEARD, ok=False)
-    reply = await engine.handle_turn(chat, user, text, message_id=message_id, transcript=heard)
+    reply = await engine.handle_turn(
+        chat, user, text, message_id=message_id, update_id=update_id, transcript=heard
+    )
     return replace(reply, note=HEARD.format(text=text))
 
 

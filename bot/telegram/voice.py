@@ -14,8 +14,8 @@ from memora.engine import Engine
 from memora.views import Reply
 from memora.voice import VOICE_OFF, VoiceLimits, spoken, voice_turn
 
+from .durable import Answer
 from .handlers import Context, addressed_text, refs, typing
-from .render import send_reply
 
 log = logging.getLogger(__name__)
 
@@ -78,10 +78,17 @@ async def on_voice(update: Update, context: Context) -> None:
             reply = Reply(DOWNLOAD_FAILED.format(why=exc.message), ok=False)
         else:
             reply = await voice_turn(
-                engine, chat, user, audio, _filename(media), message_id=message.message_id
+                engine,
+                chat,
+                user,
+                audio,
+                _filename(media),
+                message_id=message.message_id,
+                update_id=update.update_id,
             )
             del audio  # nothing of the recording outlives the turn
-    await send_reply(message, reply, markdown=reply.markdown, quote=chat.is_group)
+    answer = Answer(message, reply, markdown=reply.markdown, quote=chat.is_group)
+    await state.answer(update, answer)
     if engine.speaker is not None and reply.stored:
         await _answer_aloud(engine, message, reply)
 
