@@ -276,8 +276,11 @@ async def harness(
     )
     app = build_application(settings, voice_engine)
     await app.initialize()
+    assert app.post_init is not None and app.post_shutdown is not None
+    await app.post_init(app)  # opens the inbox and the outbox on the engine's store
     yield VoiceHarness(app, tg)
     await app.shutdown()
+    await app.post_shutdown(app)
 
 
 async def test_a_voice_note_is_downloaded_heard_and_answered(
