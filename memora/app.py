@@ -64,15 +64,16 @@ def setup_logging(settings: Settings) -> None:
         logging.getLogger(noisy).setLevel(logging.WARNING)
 
 
-def _llm(settings: Settings, model: str) -> OpenAILLM:
+def _llm(settings: Settings, model: str, *, background: bool = False) -> OpenAILLM:
+    """A model client; `background` ones (summary, extraction) get their own, shorter limits."""
     cfg = settings.llm
     return OpenAILLM.for_api(
         cfg.api,
         model=model,
         api_key=cfg.api_key or "not-needed",
         base_url=cfg.base_url,
-        timeout=cfg.timeout,
-        max_retries=cfg.max_retries,
+        timeout=cfg.background_timeout if background else cfg.timeout,
+        max_retries=cfg.background_max_retries if background else cfg.max_retries,
         reasoning_effort=cfg.reasoning_effort or None,
     )
 
@@ -153,11 +154,11 @@ async def open_engine(
         main_llm: LLM = llm or _llm(settings, settings.llm.model)
         stack.push_async_callback(main_llm.aclose)
         summary_llm = extraction_llm = main_llm
-        if llm is None and settings.llm.summary_model:
-            summary_llm = _llm(settings, settings.llm.summary_model)
+        if llm is None:  # their own clients: other models maybe, shorter limits always
+            cfg = settings.llm
+            summary_llm = _llm(settings, cfg.summary_model or cfg.model, background=True)
             stack.push_async_callback(summary_llm.aclose)
-        if llm is None and settings.llm.extraction_model:
-            extraction_llm = _llm(settings, settings.llm.extraction_model)
+            extraction_llm = _llm(settings, cfg.extraction_model or cfg.model, background=True)
             stack.push_async_callback(extraction_llm.aclose)
 
         check_budget(settings)

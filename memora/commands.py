@@ -107,10 +107,10 @@ async def run_command(engine: Engine, name: str, ctx: CommandContext) -> Reply:
     if refused is not None:
         return refused
     if cmd.exclusive:
-        async with engine.exclusive(ctx.chat.id):
+        async with engine.exclusive(ctx.chat.id, ctx.user.id):
             return await cmd.handler(engine, ctx)
     if cmd.fresh:
-        await engine.settle(ctx.chat.id)
+        await engine.settle(ctx.chat.id, ctx.user.id)
     return await cmd.handler(engine, ctx)
 
 

@@ -60,6 +60,8 @@ class LLMConfig(_Section):
     api: Literal["responses", "chat_completions"] = "responses"
     timeout: float = Field(60.0, gt=0)
     max_retries: int = Field(2, ge=0, le=10)
+    background_timeout: float = Field(30.0, gt=0)
+    background_max_retries: int = Field(1, ge=0, le=10)
     reasoning_effort: Literal["", "minimal", "low", "medium", "high"] = ""
     summary_model: str = ""
     extraction_model: str = ""

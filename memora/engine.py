@@ -199,7 +199,11 @@ class Engine:
         self.reminders = Reminders(db, learner=self.learner, clock=clock)
         # Weak values: a chat's lock lives while some turn holds or awaits it, then goes away.
         self._locks: weakref.WeakValueDictionary[int, asyncio.Lock] = weakref.WeakValueDictionary()
+        # After-reply work in two lanes. Folding the window is per chat, and the chat's next
+        # turn waits for it (it must see the window the fold left). Extraction is per user, one
+        # after another (each sees the memories the last one stored), and no reply waits for it.
         self._after: dict[int, asyncio.Task[None]] = {}
+        self._extracting: dict[int, asyncio.Task[None]] = {}
         # The shared store's hold on a chat, from the start of a turn to the end of its
         # after-reply work (nothing to hold on SQLite, which one process owns).
         self._held: dict[int, SharedChatLock] = {}
@@ -214,27 +218,51 @@ class Engine:
         return lock
 
     @asynccontextmanager
-    async def exclusive(self, chat_id: int) -> AsyncIterator[None]:
-        """The chat to oneself, in this process and across replicas, its earlier work done."""
+    async def exclusive(self, chat_id: int, user_id: int | None = None) -> AsyncIterator[None]:
+        """The chat to oneself, in this process and across replicas, its earlier work done (and
+        with `user_id`, that user's extractions)."""
         async with self.lock(chat_id):
-            await self.settle(chat_id)
+            await self.settle(chat_id, user_id)
             held = await self.db.lock_chat(chat_id)
             try:
                 yield
             finally:
                 await held.release()
 
-    async def settle(self, chat_id: int) -> None:
-        """Wait for the chat's after-reply work (summary, extraction) to finish."""
-        task = self._after.get(chat_id)
-        if task is not None and not task.done():
-            await asyncio.shield(task)
+    async def settle(self, chat_id: int, user_id: int | None = None) -> None:
+        """Wait for the chat's fold of the window; with `user_id`, for that user's extractions
+        too (views that show memories want them; replies never wait for extraction)."""
+        extracting = None if user_id is None else self._extracting.get(user_id)
+        for task in (self._after.get(chat_id), extracting):
+            if task is not None and not task.done():
+                await asyncio.shield(task)
 
     async def drain(self) -> None:
         """Wait for all after-reply work; used at shutdown and by tests."""
-        tasks = [t for t in self._after.values() if not t.done()]
+        tasks = [t for t in (*self._after.values(), *self._extracting.values()) if not t.done()]
         if tasks:
             await asyncio.gather(*tasks, return_exceptions=True)
+
+    def _extract_later(self, user_id: int, job: Awaitable[None]) -> None:
+        """Run an extraction in the user's lane: after their previous one; no reply waits."""
+        before = self._extracting.get(user_id)
+
+        async def run() -> None:
+            if before is not None:
+                await asyncio.gather(before, return_exceptions=True)
+            try:
+                await job
+            except Exception:
+                log.exception("memory extraction failed for user %s", user_id)
+
+        task = asyncio.create_task(run(), name=f"extract-{user_id}")
+        self._extracting[user_id] = task
+
+        def forget(done: asyncio.Task[None]) -> None:
+            if self._extracting.get(user_id) is done:
+                del self._extracting[user_id]
+
+        task.add_done_callback(forget)
 
     def _schedule(self, chat_id: int, job: Awaitable[None]) -> None:
         held = self._held.pop(chat_id, None)  # the turn's hold on the chat ends with this work
@@ -551,7 +579,9 @@ class Engine:
             session_total=(await self.db.total_usage(chat.id)).total,
         )
         done = Answered(chat, turn.user, kept_text, kept_reply, turn_id, turn.message_id)
-        self._schedule(chat.id, self._after_reply(done, turn.extract))
+        self._schedule(chat.id, self._after_reply(done))  # the next turn waits for it
+        if turn.extract and self.store is not None and self.config.extraction_enabled:
+            self._extract_later(turn.user.id, self._extract(done))
         return Reply(answer.text, stats=stats, stored=True, markdown=True)
 
     async def import_exchange(
@@ -625,12 +655,11 @@ class Engine:
         return tokens
 
     # -- after the reply ------------------------------------------------------------------------
-    async def _after_reply(self, done: Answered, extract: bool) -> None:
+    async def _after_reply(self, done: Answered) -> None:
+        """The chat's ordered work after a reply (the next turn waits for it)."""
         if self.config.learner_enabled:  # a study day for /progress and the streak
             await self.learner.note_message(done.user.id, self.clock())
         await self._fold_backlog(done.chat, done.turn_id)
-        if extract and self.store is not None and self.config.extraction_enabled:
-            await self._extract(done)
 
     async def _fold_backlog(self, chat: ChatRef, turn_id: int) -> None:
         row = await self.db.chat(chat.id)
