@@ -18,7 +18,8 @@ import time
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from memora.storage import Database, utcnow
+from memora.clock import utcnow
+from memora.storage import Database
 
 
 @dataclass(frozen=True)
