@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
+from bot.inputs import clean
 from memora.commands import COMMANDS, CommandContext, run_command
 from memora.engine import ChatRef, Engine, UserRef
 
@@ -62,10 +63,10 @@ async def chat_loop(
         if line is None:
             print("\nBye!", file=out)
             break
-        line = line.strip()
-        if not line:
+        if not line.strip():
             continue
-        cmd = parse_command(line)
+        line = clean(line).strip()  # "" (nothing visible) gets the core's clear answer
+        cmd = parse_command(line) if line else None
         if cmd and cmd[0] in {"exit", "quit"}:
             print("Bye!", file=out)
             break

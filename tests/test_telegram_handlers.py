@@ -27,6 +27,7 @@ from bot.telegram.processor import PerChatUpdateProcessor
 from bot.telegram.render import EMPTY_ANSWER, MAX_TEXT, html_to_plain, tg_len
 from memora.commands import COMMANDS, CommandContext, run_command
 from memora.config import ConfigError, Settings, TelegramConfig
+from memora.engine import EMPTY as EMPTY_TEXT
 from memora.engine import Engine, EngineConfig
 from memora.llm import ChatMessage
 from memora.storage import Database, NewTurn, TurnUsage
@@ -1096,3 +1097,16 @@ async def test_a_blank_streamed_answer_still_gets_a_reply(
     h, calls = await streamed(make_harness, "   ")
     assert [c.method for c in sent_and_edited(calls)] == ["sendMessage"]
     assert h.req.chat_view(ALICE) == [(EMPTY_ANSWER, [])]
+
+
+# -- input hygiene (issue 7 item 10; bot/inputs.py) --------------------------------------
+async def test_telegram_messages_are_cleaned_before_the_core_sees_them(
+    make_harness: Callable[..., Awaitable[Harness]],
+) -> None:
+    h = await make_harness()
+    assert await h.say("\u200b\u200b") == [EMPTY_TEXT]
+    assert await h.history(ALICE) == []  # not a turn
+    assert await h.say("I like tea\x00") == ["Echo: I like tea"]
+    assert await h.say("caf\udce9 au lait") == ["Echo: caf\ufffd au lait"]
+    stored = [text for _, text in await h.history(ALICE)]
+    assert "\x00" not in "".join(stored) and "caf\ufffd au lait" in stored

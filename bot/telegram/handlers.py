@@ -11,7 +11,7 @@ from typing import Any, TypeAlias
 
 from telegram import Chat, Message, MessageEntity, Update
 from telegram.constants import ChatAction, ChatMemberStatus, ChatType
-from telegram.error import Forbidden, TelegramError
+from telegram.error import BadRequest, Forbidden, TelegramError
 from telegram.ext import (
     Application,
     ApplicationHandlerStop,
@@ -28,10 +28,11 @@ from telegram.ext import (
 
 from memora.commands import COMMANDS, CommandContext, run_command
 from memora.config import Settings, TelegramConfig
-from memora.engine import ChatRef, Engine, UserRef
+from memora.engine import EMPTY, ChatRef, Engine, UserRef
 from memora.llm import OnDelta
 from memora.views import Reply
 
+from ..inputs import clean
 from .durable import Answer, Deliverer
 from .learner import needs_learner_rendering, on_button, send_learner_reply
 from .streaming import answer_streamed
@@ -108,7 +109,7 @@ def incoming_text(update: Update) -> tuple[Message, str, ChatRef, UserRef] | Non
     if message is None or message.text is None:
         return None
     who = refs(message)
-    return None if who is None else (message, message.text, *who)
+    return None if who is None else (message, clean(message.text), *who)
 
 
 def is_group(chat: Chat) -> bool:
@@ -261,9 +262,10 @@ async def on_text(update: Update, context: Context) -> None:
         text = addressed_text(message, context.bot.username, context.bot.id)
         if text is None:
             return  # not for us: stay quiet, store nothing
+        text = clean(text)
     state = context.bot_data
-    if not text:
-        await message.reply_text(BARE_MENTION)
+    if not text:  # a bare mention, or nothing visible at all
+        await message.reply_text(BARE_MENTION if chat.is_group else EMPTY)
         return
     engine, question = state.need_engine(), text
 
@@ -329,10 +331,19 @@ async def on_my_chat_member(update: Update, context: Context) -> None:
             log.warning("could not greet group %s: %s", change.chat.id, exc)
 
 
+def _stale_tap(error: object) -> bool:
+    """A button tap Telegram no longer takes an answer for (handled again after a restart):
+    nothing went wrong that the learner needs to hear about."""
+    return isinstance(error, BadRequest) and "query is too old" in str(error).lower()
+
+
 async def on_error(update: object, context: Context) -> None:
     """Log first (the logging filter keeps secrets out), then tell the user something short."""
     error = context.error
     update_id = update.update_id if isinstance(update, Update) else None
+    if _stale_tap(error):
+        log.info("update %s: a button tap Telegram no longer takes an answer for", update_id)
+        return
     log.error("failed to handle update %s", update_id, exc_info=error)
     if not isinstance(update, Update) or isinstance(error, Forbidden):
         return
