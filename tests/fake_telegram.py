@@ -350,6 +350,7 @@ class FakeTelegram:
         self._bot_messages: list[tuple[int, int]] = []
         self._deleted: set[tuple[int, int]] = set()
         self._calls: list[tuple[str, JSON]] = []
+        self._call_times: list[tuple[str, float]] = []  # (method, time.monotonic())
         self._errors: list[tuple[str, JSON, int, str]] = []
         self._documents: list[JSON] = []
         self._files: dict[str, JSON] = {}  # file_id → {file_id, file_unique_id, file_path, …}
@@ -394,6 +395,7 @@ class FakeTelegram:
                 self.poll_count += 1
             else:
                 self._calls.append((method, recorded))
+                self._call_times.append((method, time.monotonic()))
             self._cond.notify_all()
             queue = self._failures.get(method)
             injected = queue.popleft() if queue else None
@@ -808,6 +810,17 @@ class FakeTelegram:
 
     def calls_to(self, method: str) -> list[JSON]:
         return [params for m, params in self.calls if m == method]
+
+    def max_per_second(self, *methods: str) -> int:
+        """The most calls (of these methods; all but getUpdates if none) in any one second."""
+        with self._cond:
+            times = [t for m, t in self._call_times if not methods or m in methods]
+        most, start = 0, 0
+        for end, t in enumerate(times):
+            while t - times[start] >= 1.0:
+                start += 1
+            most = max(most, end - start + 1)
+        return most
 
     @property
     def errors(self) -> list[tuple[str, JSON, int, str]]:

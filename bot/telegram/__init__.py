@@ -16,7 +16,6 @@ from urllib.parse import urlsplit
 from telegram import BotCommand, Update
 from telegram.error import InvalidToken, TelegramError
 from telegram.ext import (
-    AIORateLimiter,
     Application,
     BaseRateLimiter,
     BaseUpdateProcessor,
@@ -32,6 +31,7 @@ from memora.engine import Engine
 
 from .durable import Deliverer, DurableQueue, handled
 from .handlers import CONTEXT_TYPES, BotState, install
+from .limits import ReplyFirstRateLimiter
 from .processor import PerChatUpdateProcessor
 from .reminders import ReminderJobs
 
@@ -151,7 +151,7 @@ def build_application(
         .token(cfg.token)
         .base_url(cfg.base_url)
         .base_file_url(cfg.base_file_url)
-        .rate_limiter(rate_limiter or AIORateLimiter(max_retries=3))
+        .rate_limiter(rate_limiter or ReplyFirstRateLimiter(max_retries=3))
         # A learner may delete their message while the model answers: reply anyway.
         .defaults(Defaults(allow_sending_without_reply=True))
         .concurrent_updates(update_processor or PerChatUpdateProcessor(MAX_CONCURRENT_UPDATES))

@@ -1,0 +1,47 @@
+"""Under load the bot stays within Telegram's limits and replies come first (issue 7 item 9):
+a burst from many chats through the real application and the fake Bot API over HTTP never puts
+more than 30 requests in any one second, and "typing…" gives way to replies. How fast the burst
+is answered is a figure, measured in benchmarks/telegram_throughput.py, not asserted here."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from bot.telegram import build_application
+from memora.config import Settings, TelegramConfig
+from memora.engine import Engine, EngineConfig
+from memora.storage import Database
+from memora.tokens import LocalTokenCounter
+from tests.fake_telegram import FakeTelegram
+from tests.fakes import FakeLLM
+
+CHATS = 45
+
+
+async def test_a_burst_never_goes_over_30_requests_a_second(tmp_path: Path) -> None:
+    db = Database(tmp_path / "memora.sqlite3")
+    await db.open()
+    engine = Engine(
+        db=db,
+        llm=FakeLLM(delay=0.2),
+        counter=LocalTokenCounter(),
+        config=EngineConfig(max_input_tokens=4000, extraction_enabled=False),
+    )
+    with FakeTelegram() as tg:
+        cfg = {"token": tg.token, "base_url": tg.base_url, "base_file_url": tg.base_file_url}
+        app: Any = build_application(Settings(telegram=TelegramConfig(**cfg)), engine)
+        async with app:
+            await app.post_init(app)
+            await app.start()
+            await app.updater.start_polling(timeout=1, poll_interval=0)
+            for user in range(2000, 2000 + CHATS):
+                tg.user_sends(f"hello from {user}", user_id=user)
+            await tg.await_for(lambda: len(tg.sent_messages()) >= CHATS, 120, "every reply")
+            await app.updater.stop()
+            await app.stop()
+            await app.post_shutdown(app)
+        assert tg.max_per_second() <= 30  # every kind of request, chat actions included
+        assert len(tg.calls_to("sendChatAction")) < CHATS  # typing gave way to replies
+    await engine.drain()
+    await db.close()
