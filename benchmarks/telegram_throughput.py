@@ -41,7 +41,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from telegram.ext import BaseUpdateProcessor
+from telegram.ext import AIORateLimiter, BaseRateLimiter, BaseUpdateProcessor
 
 from bot.telegram import build_application
 from memora.config import Settings, TelegramConfig
@@ -101,6 +101,7 @@ async def burst(
     latency: float,
     data_dir: Path,
     facts: bool = False,
+    limiter: BaseRateLimiter[Any] | None = None,
 ) -> Result:
     with FakeTelegram() as tg:
         folder = data_dir / label.split()[0]
@@ -127,7 +128,9 @@ async def burst(
             )
         )
         # processor: the same handlers behind another update processor, for comparison
-        app: Any = build_application(settings, engine, update_processor=processor)
+        app: Any = build_application(
+            settings, engine, update_processor=processor, rate_limiter=limiter
+        )
         async with app:
             await app.post_init(app)
             await app.start()
@@ -180,6 +183,11 @@ async def main() -> None:
     p.add_argument(
         "--facts", action="store_true", help="fact-bearing messages: memory, extraction, store"
     )
+    p.add_argument(
+        "--before",
+        action="store_true",
+        help="first the same burst with PTB's plain AIORateLimiter (what the bot used before)",
+    )
     args = p.parse_args()
     logging.basicConfig(level=logging.WARNING)
     from telegram.ext import SimpleUpdateProcessor
@@ -187,9 +195,13 @@ async def main() -> None:
     n, m, lat = args.chats, args.messages, args.latency
     ideal, serial = m * lat, n * m * lat
     with tempfile.TemporaryDirectory() as tmp:
-        runs = [
-            await burst("per-chat locks (bot.telegram)", None, n, m, lat, Path(tmp), args.facts)
-        ]
+        runs = []
+        if args.before:
+            ptb = AIORateLimiter(max_retries=3)
+            label = "before: PTB AIORateLimiter"
+            runs.append(await burst(label, None, n, m, lat, Path(tmp), args.facts, ptb))
+        label = "per-chat locks (bot.telegram)"
+        runs.append(await burst(label, None, n, m, lat, Path(tmp), args.facts))
         if args.compare:
             runs.append(
                 await burst("serial (PTB default)", SimpleUpdateProcessor(1), n, m, lat, Path(tmp))
