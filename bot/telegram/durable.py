@@ -54,7 +54,7 @@ class DurableQueue(asyncio.Queue[object]):
     async def put(self, item: object) -> None:
         if isinstance(item, Update) and self.inbox is not None:
             user = item.effective_user
-            payload = json.dumps(item.to_dict(), ensure_ascii=False)
+            payload = json.dumps(item.to_dict())  # ASCII: a lone surrogate survives
             fresh = await self.inbox.add(
                 item.update_id, chat_key(item), user.id if user else None, payload
             )
@@ -108,8 +108,7 @@ class Answer:
                 "markdown": self.markdown,
                 "name": self.name,
                 "quote": self.quote,
-            },
-            ensure_ascii=False,
+            }  # ASCII escapes: a lone surrogate in the learner's message is stored, not fatal
         )
 
     @classmethod
