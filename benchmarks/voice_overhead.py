@@ -93,6 +93,7 @@ async def run(runs: int, reply_latency: float, transcribe_latency: float, tmp: P
         typed: list[float] = []
         spoken: list[float] = []
         async with app:
+            await app.post_init(app)  # opens the inbox and the outbox on the engine's store
             await app.start()
             assert app.updater is not None
             await app.updater.start_polling(timeout=1, poll_interval=0)
@@ -105,6 +106,7 @@ async def run(runs: int, reply_latency: float, transcribe_latency: float, tmp: P
                     spoken.append(v)
             await app.updater.stop()
             await app.stop()
+            await app.post_shutdown(app)
         await engine.drain()
         await llm.aclose()
         await audio.aclose()
