@@ -498,7 +498,10 @@ class Engine:
         pending = await self.db.messages(chat.id, from_seq=row.summarized_count)
         window = Window(row.summary, row.summarized_count, pending)
         memory_lines, embed_tokens = await self._retrieve(chat, user, turn.text, pending)
-        profile_lines = await self._profile_lines(user)
+        # In a group under the default scope only what pitches the English: the rest of the
+        # profile spans the member's private chats, like their memories.
+        teaching_only = self.memory_origin(chat) is not None
+        profile_lines = await self._profile_lines(user, teaching_only=teaching_only)
         shown = f"[{user.name}] {turn.text}" if chat.is_group and user.name else turn.text
         try:
             built = await build_context(
@@ -635,12 +638,15 @@ class Engine:
             hits = within_memory_budget(hits, budget, self.config.min_score)
         return [f"- {h.memory.text}" for h in hits], found.embedding_tokens
 
-    async def _profile_lines(self, user: UserRef) -> list[str]:
-        """The speaker's learner profile for the reply context (two indexed queries, no LLM)."""
+    async def _profile_lines(self, user: UserRef, *, teaching_only: bool = False) -> list[str]:
+        """The speaker's learner profile for a context (two indexed queries, no LLM);
+        `teaching_only`: level and explanation language alone (see learner.TEACHING_FIELDS)."""
         if not self.config.learner_enabled:
             return []
         try:
-            return await self.learner.context_lines(user.id, self.clock())
+            return await self.learner.context_lines(
+                user.id, self.clock(), teaching_only=teaching_only
+            )
         except Exception:
             log.exception("reading the profile of user %s failed; answering without it", user.id)
             return []

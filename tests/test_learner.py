@@ -4,6 +4,7 @@ reminder facts, export and /forgetme — every read and write scoped to its user
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -326,7 +327,8 @@ async def test_the_profile_is_in_the_reply_context_counted_and_framed_as_data(
     assert reply.ok and reply.stats is not None
     sent = llm.calls[-1].messages
     assert sent[0].role == "developer" and sent[0].content.startswith(PROFILE_BLOCK)
-    assert "- level: B1" in sent[0].content and "TOEIC 900" in sent[0].content
+    # In a group only what pitches the English: the goal is Alice's own (like her memories).
+    assert "- level: B1" in sent[0].content and "TOEIC 900" not in sent[0].content
     counter = LocalTokenCounter()
     assert reply.stats.usage.counted_input == await counter.count(TUTOR_INSTRUCTIONS, sent)
     assert llm.count("complete") == 1  # still one call on the reply path
@@ -338,6 +340,13 @@ async def test_the_profile_is_in_the_reply_context_counted_and_framed_as_data(
     assert not any(m.content.startswith(PROFILE_BLOCK) for m in llm.calls[-1].messages)
     await engine.drain()
     assert (await engine.learner.reminder_facts(ALICE, datetime.now(UTC))).streak == 1
+    # Her private chat carries the whole profile, and so does a group that widened the scope.
+    await engine.handle_turn(ChatRef(ALICE, "private", "Alice"), alice, "How do I say 訂位?")
+    assert "TOEIC 900" in llm.calls[-1].messages[0].content
+    engine.config = replace(engine.config, group_memories="all")
+    await engine.handle_turn(chat, alice, "And 改期?")
+    assert "TOEIC 900" in llm.calls[-1].messages[0].content
+    await engine.drain()
 
 
 async def test_a_tight_budget_drops_the_profile_before_refusing(db: Database, llm: FakeLLM) -> None:

@@ -150,9 +150,21 @@ def difficulty_line(profile: Profile) -> str | None:
     )
 
 
-def context_lines(profile: Profile, now: datetime) -> list[str]:
+# What a group's reply may know of a member's profile under the default privacy scope: how to
+# pitch the English, not facts about their life (goals, interests, timezone, difficulties).
+TEACHING_FIELDS = ("level", "explanation_language")
+
+
+def context_lines(profile: Profile, now: datetime, *, teaching_only: bool = False) -> list[str]:
     """The profile as the reply model sees it: one 'field: value' line each (a goal with a date
-    as one countdown line: fewer tokens in every reply)."""
+    as one countdown line: fewer tokens in every reply). `teaching_only` keeps only
+    TEACHING_FIELDS (a group reply, where the rest of the profile is the member's own)."""
+    if teaching_only:
+        return [
+            f"- {name}: {profile.fields[name].value}"
+            for name in TEACHING_FIELDS
+            if name in profile.fields
+        ]
     countdown = goal_countdown(profile, now)
     skip = {"goal", "goal_date"} if countdown else set()
     lines = [

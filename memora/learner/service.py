@@ -60,8 +60,11 @@ class Learner:
     async def profile(self, user_id: int, now: datetime) -> Profile:
         return await self.store.profile(user_id, now)
 
-    async def context_lines(self, user_id: int, now: datetime) -> list[str]:
-        return context_lines(await self.store.profile(user_id, now), now)
+    async def context_lines(
+        self, user_id: int, now: datetime, *, teaching_only: bool = False
+    ) -> list[str]:
+        profile = await self.store.profile(user_id, now)
+        return context_lines(profile, now, teaching_only=teaching_only)
 
     async def apply(
         self,
