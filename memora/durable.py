@@ -7,6 +7,9 @@ exists, is lost to a crash or an outage.
   it is handled (only the id stays, for that check).
 - The outbox keeps each answer until the platform has accepted it, retried with backoff across
   restarts; a turn's `delivered_at` says whether its reply reached the chat.
+- A chat's answers are sent by one sender at a time, across every process on the store: the
+  sender holds the chat's lease (a row in `outbox_leases`, taken with one atomic upsert, renewed
+  while it sends, let go after). A sender that dies lets its lease expire, and another takes over.
 
 Both are platform-neutral tables in the same SQLite file as the history; /forgetme deletes the
 rows of the user. Hand-written: it is a few SQL statements over the store the product already has.
@@ -139,6 +142,27 @@ class Outbox:
             await db.execute(
                 "UPDATE outbox SET attempts=attempts+1, next_at=?, last_error=? WHERE id=?",
                 (time.time() + delay, error[:500], item.id),
+            )
+
+    async def lease(self, chat_id: int, holder: str, seconds: float) -> bool:
+        """Hold the chat's sending for `seconds` from now (take it, or renew one's own); False
+        while another holder's lease runs. One statement: of two senders, one gets it."""
+        now = time.time()
+        async with self.db.transaction() as db:
+            cur = await db.execute(
+                "INSERT INTO outbox_leases(chat_id, holder, expires) VALUES (?,?,?) "
+                "ON CONFLICT(chat_id) DO UPDATE SET holder=excluded.holder, "
+                "expires=excluded.expires "
+                "WHERE outbox_leases.expires < ? OR outbox_leases.holder = excluded.holder",
+                (chat_id, holder, now + seconds, now),
+            )
+            return bool(cur.rowcount)
+
+    async def unlease(self, chat_id: int, holder: str) -> None:
+        """Let the chat's sending go (only one's own lease)."""
+        async with self.db.transaction() as db:
+            await db.execute(
+                "DELETE FROM outbox_leases WHERE chat_id=? AND holder=?", (chat_id, holder)
             )
 
     async def failed(self, item: Outgoing, error: str) -> None:

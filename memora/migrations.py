@@ -287,3 +287,19 @@ async def m005_inbox_outbox(db: aiosqlite.Connection) -> None:
         CREATE UNIQUE INDEX turns_update ON turns(update_id) WHERE update_id IS NOT NULL;
         """,
     )
+
+
+@migration
+async def m006_outbox_leases(db: aiosqlite.Connection) -> None:
+    """Who is sending a chat's answers right now (replicas on one store send each answer once,
+    in order): one row per chat while a sender holds it, until `expires` (unix time)."""
+    await script(
+        db,
+        """
+        CREATE TABLE outbox_leases (
+            chat_id INTEGER PRIMARY KEY,
+            holder TEXT NOT NULL,
+            expires REAL NOT NULL
+        )
+        """,
+    )

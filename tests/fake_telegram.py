@@ -18,8 +18,9 @@ and ``sendVoice`` and ``sendPhoto`` (uploads), ``getFile`` with the file's downl
 of a bot message; ``reply_markup`` is kept on the message) and ``setMyCommands``.
 HTML ``parse_mode`` becomes plain text + entities, so
 ``sent_messages()`` shows what the learner sees. Failures are injected with ``fail_next``
-(500, any status, or 429 flood control); every request but ``getUpdates`` is in ``calls``, every
-non-OK answer in ``errors``.
+(500, any status, or 429 flood control); ``hold`` keeps a method's calls waiting (recorded, not
+answered) until ``release``, to make senders overlap; every request but ``getUpdates`` is in
+``calls``, every non-OK answer in ``errors``.
 
 To grow it: a Bot API method is one ``_m_<methodName>(self, params, files)`` (found by name);
 a kind of user input is one ``user_*`` helper that builds the update and calls ``push_update``.
@@ -281,6 +282,7 @@ class FakeTelegram:
         self._next_update_id = 1
         self._next_message_id: dict[int, int] = {}
         self._methods = {name[3:]: getattr(self, name) for name in dir(self) if name[:3] == "_m_"}
+        self._gates: dict[str, threading.Event] = {}  # held methods (see hold)
         self._clear()
 
     # -- lifecycle ---------------------------------------------------------------------------------
@@ -300,6 +302,7 @@ class FakeTelegram:
         with self._cond:
             self._stopping = True
             self._cond.notify_all()
+        self.release()
         server.shutdown()
         server.drop_connections()
         server.server_close()
@@ -382,6 +385,20 @@ class FakeTelegram:
         with self._cond:
             self._failures.setdefault(method, deque()).extend([error] * n)
 
+    def hold(self, method: str) -> None:
+        """Calls of `method` are recorded (``calls``) but not answered until ``release``: a send
+        that takes as long as the test needs."""
+        with self._cond:
+            self._gates.setdefault(method, threading.Event())
+
+    def release(self, method: str | None = None) -> None:
+        """Answer the held calls of `method` (of every method without one), and hold no more."""
+        with self._cond:
+            names = list(self._gates) if method is None else [method]
+            gates = [g for g in (self._gates.pop(n, None) for n in names) if g is not None]
+        for gate in gates:
+            gate.set()
+
     def stop_failing(self) -> None:
         """Forget the failures still queued by fail_next (the outage is over)."""
         with self._cond:
@@ -399,6 +416,9 @@ class FakeTelegram:
             self._cond.notify_all()
             queue = self._failures.get(method)
             injected = queue.popleft() if queue else None
+            gate = self._gates.get(method)
+        if gate is not None:
+            gate.wait(60.0)
         try:
             handler = self._methods.get(method)
             if handler is None:

@@ -11,6 +11,11 @@ Outbox: every answer a handler produces goes through `Deliverer.answer`: kept fi
 the chat's order. A send that fails for a while (429s beyond the rate limiter's own retries, a
 network outage) stays kept and is retried with backoff by a background task, across restarts;
 one Telegram refuses for good (blocked by the user, chat gone) is dropped and logged.
+
+Replicas share the outbox (PostgreSQL): a chat's answers are sent by whoever holds its lease in
+the store (`Outbox.lease`), never by two senders at once, so each answer goes out once and in
+the order the answers were kept, whichever replica made them. A sender that finds the chat held
+leaves it: the holder looks again after letting go, so nothing waits for the background sender.
 """
 
 from __future__ import annotations
@@ -21,9 +26,11 @@ import contextlib
 import json
 import logging
 import time
+import uuid
 import warnings
 import weakref
-from dataclasses import dataclass
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, replace
 from datetime import timedelta
 from typing import Any
 
@@ -41,6 +48,8 @@ log = logging.getLogger(__name__)
 FIRST_RETRY = 1.0  # seconds; doubled per failed attempt
 LAST_RETRY = 300.0  # at most this long between attempts
 IDLE_CHECK = 5.0  # the background sender looks at the outbox at least this often
+LEASE = 30.0  # seconds a chat's sending is held without renewal (a dead sender's, at most)
+RENEW = LEASE / 3  # a live sender renews this often, however long Telegram takes
 
 
 class DurableQueue(asyncio.Queue[object]):
@@ -85,13 +94,15 @@ async def handled(inbox: Inbox, update: object) -> None:
 @dataclass(frozen=True)
 class Answer:
     """One answer as kept in the outbox: the learner's message (to quote and to reply in its
-    chat and topic) and the Reply with how to render it."""
+    chat and topic), the Reply with how to render it, and the streamed preview (if any) to edit
+    into its first message, whoever sends it and whenever."""
 
     message: Message
     reply: Reply
     markdown: bool
     name: str = "reply"
     quote: bool = False
+    edit: Message | None = None
 
     def encode(self) -> str:
         doc = self.reply.document
@@ -108,6 +119,7 @@ class Answer:
                 "markdown": self.markdown,
                 "name": self.name,
                 "quote": self.quote,
+                "edit": None if self.edit is None else self.edit.to_dict(),
             }  # ASCII escapes: a lone surrogate in the learner's message is stored, not fatal
         )
 
@@ -128,6 +140,7 @@ class Answer:
             markdown=data["markdown"],
             name=data["name"],
             quote=data["quote"],
+            edit=None if data.get("edit") is None else Message.de_json(data["edit"], bot),
         )
 
 
@@ -145,9 +158,10 @@ def backoff(attempts: int) -> float:
 class Deliverer:
     """Sends kept answers, one chat at a time in order, and retries what could not go yet."""
 
-    def __init__(self, outbox: Outbox, bot: Bot) -> None:
+    def __init__(self, outbox: Outbox, bot: Bot, holder: str | None = None) -> None:
         self.outbox = outbox
         self.bot = bot
+        self.holder = holder or uuid.uuid4().hex  # this sender's name on the chats it holds
         # A chat's lock lives while a flush holds or awaits it (as the engine's chat locks do).
         self._locks: weakref.WeakValueDictionary[int, asyncio.Lock] = weakref.WeakValueDictionary()
         self._wake = asyncio.Event()
@@ -158,28 +172,76 @@ class Deliverer:
     ) -> None:
         """Keep the answer, then deliver the chat's answers in order (this one among them, with
         `edit`, a streamed preview, becoming its first message)."""
+        if edit is not None:
+            answer = replace(answer, edit=edit)
         user = answer.message.from_user
         chat_id = answer.message.chat_id
         await self.outbox.put(
             chat_id, user.id if user else None, answer.encode(), update_id=update_id
         )
-        await self.flush(chat_id, edit=edit, edit_for=update_id)
+        await self.flush(chat_id)
 
-    async def flush(
-        self, chat_id: int, *, edit: Message | None = None, edit_for: int | None = None
-    ) -> None:
+    async def flush(self, chat_id: int) -> None:
+        """Send the chat's due answers in order, unless another sender (replica) holds the chat:
+        then it sends them, as it looks again after letting go."""
         lock = self._locks.get(chat_id)
         if lock is None:
             lock = self._locks[chat_id] = asyncio.Lock()
         async with lock:
-            for item in await self.outbox.pending(chat_id):
-                if item.next_at > time.time() or not await self._send(
-                    item, edit if item.update_id == edit_for else None
-                ):
-                    self._wake.set()  # the background sender comes back for the rest
+            while True:
+                async with self._holding(chat_id) as held:
+                    if held is None:
+                        return
+                    if not await self._drain(chat_id, lost=held):
+                        self._wake.set()  # the background sender comes back for the rest
+                        return
+                # Let go. An answer kept meanwhile by a sender that found the chat held is
+                # ours to send: look again, now that the chat is free.
+                pending = await self.outbox.pending(chat_id)
+                if not pending or pending[0].next_at > time.time():
                     return
 
-    async def _send(self, item: Outgoing, edit: Message | None) -> bool:
+    async def _drain(self, chat_id: int, *, lost: asyncio.Event) -> bool:
+        """Send what is pending; False when the chat must wait (or the lease was lost)."""
+        for item in await self.outbox.pending(chat_id):
+            if lost.is_set() or item.next_at > time.time() or not await self._send(item):
+                return False
+        return True
+
+    @contextlib.asynccontextmanager
+    async def _holding(self, chat_id: int) -> AsyncIterator[asyncio.Event | None]:
+        """The chat's lease for the block, renewed meanwhile: None when another holds it; else
+        an event set if the lease was lost (this process stalled past it: stop sending)."""
+        if not await self.outbox.lease(chat_id, self.holder, LEASE):
+            yield None
+            return
+        lost = asyncio.Event()
+
+        async def renew() -> None:
+            while not lost.is_set():
+                await asyncio.sleep(RENEW)
+                try:
+                    kept = await self.outbox.lease(chat_id, self.holder, LEASE)
+                except Exception:  # the store is away: the lease may run out, so stop
+                    log.exception("chat %s: could not renew the outbox lease", chat_id)
+                    kept = False
+                if not kept:
+                    log.warning("chat %s: outbox lease lost; no more sending here", chat_id)
+                    lost.set()
+
+        keeper = asyncio.create_task(renew(), name=f"outbox-lease-{chat_id}")
+        try:
+            yield lost
+        finally:
+            keeper.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await keeper
+            try:
+                await self.outbox.unlease(chat_id, self.holder)
+            except Exception:  # it expires by itself
+                log.exception("chat %s: could not let go of the outbox lease", chat_id)
+
+    async def _send(self, item: Outgoing) -> bool:
         """One attempt; False when the chat must wait (its later answers stay behind this one)."""
         answer = Answer.decode(item.body, self.bot)
         try:
@@ -189,7 +251,7 @@ class Deliverer:
                 markdown=answer.markdown,
                 name=answer.name,
                 quote=answer.quote,
-                edit=edit,
+                edit=answer.edit,
             )
         except RetryAfter as exc:
             delay = max(_retry_after(exc), backoff(item.attempts))
