@@ -1,10 +1,10 @@
 """Two senders (replicas) on one outbox: each answer goes out once, in the order it was kept.
 
-Each "replica" is a Deliverer with its own Database (its own connections, as two `memora run`
-processes have) on the same store, SQLite file or PostgreSQL, and the real PTB Bot talks to the
-fake Bot API. The fake holds sendMessage unanswered for as long as the test needs, so one
-replica is in the middle of a send when the other looks at the same chat: the CI failure of
-tests/test_e2e_replicas.py, made deterministic.
+Each "replica" is a Deliverer with its own holder name on the same store (PostgreSQL: its own
+Database, as two `memora run` processes have; SQLite: the one process's Database), and the real
+PTB Bot talks to the fake Bot API. The fake holds sendMessage unanswered for as long as the test
+needs, so one replica is in the middle of a send when the other looks at the same chat: the CI
+failure of tests/test_e2e_replicas.py, made deterministic.
 """
 
 from __future__ import annotations
@@ -35,15 +35,17 @@ def tg() -> Iterator[FakeTelegram]:
 
 @pytest.fixture(params=["sqlite", "postgres"])
 async def stores(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[list[Database]]:
-    """Two replicas' connections to one store."""
+    """Two replicas' handles on one store: on PostgreSQL two Databases (pools) as two processes
+    have; SQLite is one process's file (one connection, as `memora run` keeps), shared by both
+    senders."""
     if request.param == "postgres":
         url = request.getfixturevalue("postgres_url")
         dbs = [Database(url=url), Database(url=url)]
     else:
-        dbs = [Database(tmp_path / "memora.sqlite3"), Database(tmp_path / "memora.sqlite3")]
+        dbs = [Database(tmp_path / "memora.sqlite3")]
     for db in dbs:
         await db.open()
-    yield dbs
+    yield dbs if len(dbs) == 2 else [dbs[0], dbs[0]]
     for db in dbs:
         await db.close()
 
@@ -69,14 +71,6 @@ def answer(bot: Bot, n: int) -> Answer:
     return Answer(message, Reply(f"answer {n}"), markdown=False)
 
 
-async def until(condition: object, what: str, timeout: float = 20.0) -> None:
-    """Poll `condition()` (a callable) until it is true."""
-    deadline = time.monotonic() + timeout
-    while not condition():  # type: ignore[operator]
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        await asyncio.sleep(0.01)
-
-
 async def test_a_chat_being_sent_by_one_replica_is_left_to_it_by_the_other(
     stores: list[Database], bot: Bot, tg: FakeTelegram
 ) -> None:
@@ -87,7 +81,9 @@ async def test_a_chat_being_sent_by_one_replica_is_left_to_it_by_the_other(
     # Replica B's background sender finds the chat's oldest answer pending, and B keeps the
     # answer to the next message: neither may go out while A holds the chat.
     looking = asyncio.create_task(b.flush(CHAT))
-    await until(lambda: looking.done() or len(tg.calls_to("sendMessage")) > 1, "B to look")
+    await tg.await_for(
+        lambda: looking.done() or len(tg.calls_to("sendMessage")) > 1, 20, "B to look"
+    )
     await asyncio.wait_for(b.answer(answer(bot, 2), update_id=2), 20)
     assert [c["text"] for c in tg.calls_to("sendMessage")] == ["answer 1"]
     tg.release("sendMessage")
@@ -111,7 +107,7 @@ async def test_answers_made_by_two_busy_replicas_go_out_once_each_in_the_order_k
             tasks.append(asyncio.create_task(replicas[i % 2].answer(answer(bot, i), update_id=i)))
             await asyncio.sleep(0)  # interleave their stores and sends
         await asyncio.wait_for(asyncio.gather(*tasks), 60)
-        await until(lambda: len(tg.texts(CHAT)) >= n, "every answer")
+        await tg.await_for(lambda: len(tg.texts(CHAT)) >= n, 20, "every answer")
     finally:
         for replica in replicas:
             await replica.stop()
