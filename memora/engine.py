@@ -785,6 +785,7 @@ def _exported(m: Memory) -> dict[str, Any]:
         "updated_at": m.updated_at,
         "chat_id": m.chat_id,
         "message_id": m.message_id,
+        "terms": list(m.terms),  # the search terms indexed with the text (not shown by /memories)
         "history": [
             {"text": r.text, "replaced_at": r.replaced_at, "reason": r.reason} for r in m.history
         ],

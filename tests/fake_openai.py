@@ -50,7 +50,7 @@ import threading
 import time
 import uuid
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -224,6 +224,17 @@ def minimal_instance(schema: dict[str, Any], root: dict[str, Any] | None = None)
     if typ == "boolean":
         return False
     return None
+
+
+def extraction_answer(*items: tuple[str, str, Sequence[str]]) -> dict[str, Any]:
+    """The extraction call's answer as a model writes it: each memory (text, category, search
+    terms in English and the learner's language), replacing nothing."""
+    return {
+        "memories": [
+            {"text": text, "category": category, "replaces": None, "terms": list(terms)}
+            for text, category, terms in items
+        ]
+    }
 
 
 # -- request parsing -------------------------------------------------------------------------------

@@ -404,3 +404,24 @@ async def test_an_imported_exchange_is_stored_and_extracted_at_its_own_date(
         "The user adopted a cat in May 2023."
     ]
     assert await store.memories(BOB.id) == []
+
+
+async def test_search_terms_are_exported_but_not_listed(
+    mem_engine: Engine, llm: FakeLLM, store: MemoryStore
+) -> None:
+    """/memories shows what the learner said, not the index; /export carries everything."""
+    from tests.fake_openai import extraction_answer
+
+    terms = ("family", "mother", "家人", "媽媽")
+    llm.parsed.append(extraction_answer(("媽媽是英文老師", "personal", terms)))
+    await mem_engine.handle_turn(CHAT, ALICE, "我媽媽是英文老師")
+    await mem_engine.drain()
+    listed = (await run_command(mem_engine, "memories", ctx())).text
+    assert "1. 媽媽是英文老師" in listed and "family" not in listed
+    data = await mem_engine.export_chat(CHAT.id)
+    assert data is not None
+    (exported,) = data["participants"][str(ALICE.id)]["memories"]
+    assert exported["text"] == "媽媽是英文老師" and exported["terms"] == list(terms)
+    # the terms find the memory for an English message that shares no word with its text
+    await mem_engine.handle_turn(CHAT, ALICE, "What does my mother do?")
+    assert "媽媽是英文老師" in llm.calls[-1].messages[0].content

@@ -429,3 +429,63 @@ async def test_may_replace_on_real_embeddings(
 ) -> None:
     vecs = (await embedder.embed([embedding_text(new), embedding_text(old)])).vectors
     assert may_replace(new, old, float(vecs[0] @ vecs[1])) is allowed
+
+
+# -- search terms (issue 12: index-time expansion on the call that already runs) ---------------
+
+
+async def test_terms_ride_on_the_extraction_call_and_are_stored(store: MemoryStore) -> None:
+    """The real SDK asks the fake server for terms in the strict schema; the model's terms
+    (English and the learner's language) are cleaned and stored with the memory."""
+    from memora.llm import ResponsesLLM
+    from tests.fake_openai import FakeOpenAI, extraction_answer
+
+    with FakeOpenAI() as fake:
+        llm = ResponsesLLM(model="gpt-test", api_key="x", base_url=fake.base_url)
+        terms = ["family", "mother", "家人", "媽媽", " Family ", "  mother's   cooking  ", ""]
+        fake.queue_reply(extraction_answer(("媽媽很會做菜", "personal", terms)))
+        try:
+            outcome, actions = await run(llm, store, 31, "我媽媽很會做菜")
+        finally:
+            await llm.aclose()
+        (request,) = fake.requests_of("structured")
+    assert request.schema is not None
+    item = request.schema["$defs"]["ExtractedMemory"]
+    assert "terms" in item["properties"] and "terms" in item["required"]  # strict: required
+    assert outcome.error is None and actions == ["added"]
+    expected = ("family", "mother", "家人", "媽媽", "mother's cooking")  # deduped, collapsed
+    assert outcome.memories[0].terms == list(expected)
+    (stored,) = await store.memories(31)
+    assert stored.text == "媽媽很會做菜" and stored.terms == expected
+
+
+async def test_a_secret_among_the_terms_is_dropped_and_redacted() -> None:
+    llm = FakeLLM()
+    item = {**mem("The user works at a bank.", "personal"), "terms": ["bank", "A123456789"]}
+    llm.parsed.append({"memories": [item]})
+    outcome = await extract(
+        llm, user_message="I work at a bank", assistant_reply="", existing=[], now=NOW
+    )
+    assert [m.terms for m in outcome.memories] == [["bank"]]
+    assert ("A123456789", Rejection.SECRET) in outcome.rejected
+    assert "A123456789" not in outcome.raw
+
+
+async def test_terms_written_as_one_string_are_read_as_meant() -> None:
+    """A small model that writes "a, b、c" instead of a list still gives its terms."""
+    llm = FakeLLM()
+    item = {**mem("The user likes hiking.", "preference"), "terms": "hiking, 爬山、mountains"}
+    llm.parsed.append(json.dumps({"memories": [item]}))
+    outcome = await extract(
+        llm, user_message="I like hiking", assistant_reply="", existing=[], now=NOW
+    )
+    assert outcome.error is None
+    assert outcome.memories[0].terms == ["hiking", "爬山", "mountains"]
+
+
+async def test_an_answer_without_terms_still_stores_the_memory(store: MemoryStore) -> None:
+    llm = FakeLLM()
+    llm.parsed.append({"memories": [mem("The user is a nurse.", "personal")]})
+    _, actions = await run(llm, store, 32, "I'm a nurse")
+    assert actions == ["added"]
+    assert (await store.memories(32))[0].terms == ()

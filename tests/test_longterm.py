@@ -391,3 +391,41 @@ async def test_user_locks_serialise_one_user_and_are_dropped_when_unused() -> No
             assert len(locks) == 1
             raise RuntimeError("a failed write")
     assert len(locks) == 0
+
+
+# -- search terms (written by the extraction call, indexed with the text) ------------------------
+
+
+async def test_search_terms_make_a_cross_lingual_message_match_lexically(
+    tmp_path: Path, embedder: LocalUSE
+) -> None:
+    """The same Chinese memory for two users, one with its extraction terms: an English message
+    that shares only a term with it ranks it higher and clears a threshold the other misses.
+    The terms survive reopening the store, are not part of the text, and an update or undo
+    (a new text) drops them."""
+    path = tmp_path / "chroma"
+    text = "養了一隻叫麻糬的柴犬"
+    terms = ("dog", "Shiba Inu", "柴犬", "pet", "寵物", "Mochi")
+    others = ["目前英文程度大約是 B1", "下個月要去東京出差", "每天通勤的時候用 Podcast 練聽力"]
+    async with MemoryStore(path, embedder) as s:
+        for user, with_terms in ((1, terms), (2, ())):
+            items = [NewMemory(t, category="other") for t in others]
+            items.append(NewMemory(text, category="personal", terms=with_terms))
+            await s.add_many(user, items, now=NOW)
+        query = "any tips for walking my dog in the rain?"
+        found = {u: (await s.search(u, query, top_k=4, min_score=0.0)).hits for u in (1, 2)}
+        assert found[1][0].memory.text == text
+        score = {
+            u: next(h.score for h in hits if h.memory.text == text) for u, hits in found.items()
+        }
+        assert score[1] > score[2] + 0.1
+    async with MemoryStore(path, embedder) as s:
+        (dog,) = [m for m in await s.memories(1) if m.text == text]
+        assert dog.terms == terms
+        assert all(m.terms == () for m in await s.memories(2))
+        hits = (await s.search(1, "Mochi", top_k=1, min_score=0.0)).hits
+        assert hits[0].memory.id == dog.id and hits[0].score > 0.3  # a term no text holds
+        updated = await s.supersede(1, dog.id, "養了兩隻柴犬", reason="updated")
+        assert updated.terms == ()  # the terms described the old text
+        restored = await s.revert(1, dog.id)
+        assert restored is not None and restored.text == text and restored.terms == ()

@@ -21,7 +21,7 @@ import numpy as np
 import numpy.typing as npt
 
 from memora.longterm.lexical import BM25
-from memora.longterm.records import Memory
+from memora.longterm.records import Memory, indexed_text
 
 __all__ = ["Entry", "UserCache", "UserData", "UserLocks"]
 
@@ -50,7 +50,7 @@ class UserData:
     def bm25(self) -> BM25:
         """The lexical index over the texts: built by each write, or by the first search after
         a load."""
-        return BM25.from_texts(self.texts)
+        return BM25.from_texts([indexed_text(e.memory.text, e.memory.terms) for e in self.entries])
 
     def find(self, memory_id: str) -> Entry | None:
         return next((e for e in self.entries if e.memory.id == memory_id), None)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -28,7 +29,13 @@ from memora.learner.model import (
 )
 from memora.llm import LLM, ChatMessage, LLMError, Parsed, Usage, loads_lenient
 from memora.longterm.dedupe import normalise_text
-from memora.longterm.records import MAX_MEMORY_CHARS, AddResult, Memory, NewMemory
+from memora.longterm.records import (
+    MAX_MEMORY_CHARS,
+    AddResult,
+    Memory,
+    NewMemory,
+    clean_terms,
+)
 from memora.longterm.store import MemoryStore
 from memora.secretfilter import looks_secret
 
@@ -73,6 +80,14 @@ class ExtractedMemory(BaseModel):
         description=(
             "The number of the existing memory (as listed) that this fact updates or "
             "contradicts; null if it updates none."
+        ),
+    )
+    terms: list[str] = Field(
+        default_factory=list,
+        description=(
+            "3-8 short search terms for this fact, in English AND in the learner's language "
+            "(both when they differ), e.g. family, mother, 家人, 媽媽: the words a later "
+            "message about it might use."
         ),
     )
 
@@ -131,6 +146,10 @@ they wrote English; for a mixed message, its main language).
 - Turn relative time into absolute time using the message date given in the input: "next \
 month" becomes the calendar month (for example 2026-12), "in three months" the month it falls \
 in, "next Friday" the date. Never write "next month", "tomorrow", "下個月" or "明年" in a memory.
+- terms: 3 to 8 short search terms for the fact, in English and in the learner's language \
+(繁體 or 简体 as they write): its topic, key nouns, names and numbers, and the plain word for \
+it in the other language, e.g. "TOEIC", "多益", "score", "分數", "850" for a TOEIC goal. They \
+only help find the memory later; never put a secret in them.
 - replaces: when the new fact updates, corrects or contradicts one of the existing memories \
 (a new level, a move to another city, a changed goal or exam date), set it to that memory's \
 number as listed in the input; otherwise null. Do not point at a memory that is merely related.
@@ -228,6 +247,10 @@ def _screen(
             rejected.append((item.text, Rejection.REPEATED))
         else:
             seen.add(key)
+            terms = clean_terms(item.terms)
+            rejected += [(t, Rejection.SECRET) for t in terms if looks_secret(t)]
+            terms = tuple(t for t in terms if not looks_secret(t))
+            item = item.model_copy(update={"terms": list(terms)})
             accepted.append(item.model_copy(update={"text": text}))
     return accepted, rejected
 
@@ -375,6 +398,7 @@ def _read(
 
 
 _CATEGORIES = frozenset(Category.__args__)  # type: ignore[attr-defined]
+_TERM_SPLIT = re.compile(r"\s*[,，、;；/]\s*")
 
 
 def _near_shape(value: Any) -> Any:
@@ -393,6 +417,9 @@ def _near_shape(value: Any) -> Any:
             item = {"text": item, "category": "other"}
         elif isinstance(item, dict) and item.get("category") not in _CATEGORIES:
             item = {**item, "category": "other"}
+        if isinstance(item, dict) and not isinstance(item.get("terms", []), list):
+            terms = item["terms"]  # "a, b, c" from a small model; anything else is dropped
+            item = {**item, "terms": _TERM_SPLIT.split(terms) if isinstance(terms, str) else []}
         items.append(item)
     return {**value, "memories": items}
 
@@ -428,6 +455,7 @@ async def apply(
                 chat_id=chat_id,
                 message_id=message_id,
                 replaces=target,
+                terms=clean_terms(memory.terms),
             )
         )
     if not items:

@@ -7,11 +7,14 @@ A memory is one short statement about one user. Its earlier texts are kept in ``
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 __all__ = [
     "MAX_MEMORY_CHARS",
+    "MAX_TERMS",
+    "MAX_TERM_CHARS",
     "AddAction",
     "AddResult",
     "Memory",
@@ -23,8 +26,10 @@ __all__ = [
     "Source",
     "StoreError",
     "check_user",
+    "clean_terms",
     "clean_text",
     "from_record",
+    "indexed_text",
     "revised",
     "to_metadata",
 ]
@@ -35,6 +40,12 @@ AddAction = Literal["added", "duplicate", "superseded"]
 # The one length limit of a memory, whoever writes it (/remember, extraction, the store): a memory
 # is a short statement about the learner, not a pasted text.
 MAX_MEMORY_CHARS = 500
+
+# Search terms the extraction call writes with a memory (issue 12: index-time expansion): a few
+# short words or phrases, in English and in the learner's language, so a message in the other
+# language shares words with the memory. More or longer ones are cut: they are an index, not text.
+MAX_TERMS = 12
+MAX_TERM_CHARS = 40
 
 
 class StoreError(Exception):
@@ -68,6 +79,9 @@ class Memory:
     chat_id: int | None = None
     message_id: int | None = None
     history: tuple[Revision, ...] = ()
+    # Search terms indexed with the text (lexically and in its vector); not shown by /memories.
+    # They belong to this text: a new text (update, undo) comes with its own terms or none.
+    terms: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -84,6 +98,7 @@ class NewMemory:
     chat_id: int | None = None
     message_id: int | None = None
     replaces: str | None = None
+    terms: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -151,6 +166,29 @@ def clean_text(text: str) -> str:
     return cleaned
 
 
+def clean_terms(terms: Sequence[str]) -> tuple[str, ...]:
+    """At most MAX_TERMS distinct terms (case-insensitively), whitespace collapsed, each at most
+    MAX_TERM_CHARS characters; empty ones dropped."""
+    out: list[str] = []
+    seen: set[str] = set()
+    for term in terms:
+        cleaned = " ".join(str(term).split())[:MAX_TERM_CHARS].strip()
+        key = cleaned.casefold()
+        if cleaned and key not in seen:
+            seen.add(key)
+            out.append(cleaned)
+        if len(out) == MAX_TERMS:
+            break
+    return tuple(out)
+
+
+def indexed_text(text: str, terms: Sequence[str] = ()) -> str:
+    """What is indexed for a memory, lexically and as a vector: its text, then its search terms
+    in parentheses (``benchmarks/retrieval.py --candidates`` measures it against the text alone).
+    """
+    return f"{text} ({' '.join(terms)})" if terms else text
+
+
 def to_metadata(memory: Memory, seq: int) -> dict[str, Any]:
     """The Chroma metadata of a memory (`seq` orders a user's memories, oldest first)."""
     meta: dict[str, Any] = {
@@ -164,6 +202,8 @@ def to_metadata(memory: Memory, seq: int) -> dict[str, Any]:
             [[r.text, r.replaced_at, r.reason] for r in memory.history], ensure_ascii=False
         ),
     }
+    if memory.terms:  # absent: no terms (a manual memory, or one stored before terms existed)
+        meta["terms"] = json.dumps(list(memory.terms), ensure_ascii=False)
     # Chroma metadata values cannot be None: an absent key means "no origin".
     if memory.chat_id is not None:
         meta["chat_id"] = memory.chat_id
@@ -191,5 +231,6 @@ def from_record(memory_id: str, document: str, meta: dict[str, Any]) -> tuple[Me
         chat_id=int(chat_id) if chat_id is not None else None,
         message_id=int(message_id) if message_id is not None else None,
         history=history,
+        terms=clean_terms(json.loads(str(meta.get("terms") or "[]"))),
     )
     return memory, int(meta.get("seq", 0))

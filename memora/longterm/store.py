@@ -54,6 +54,7 @@ from memora.longterm.records import (
     check_user,
     clean_text,
     from_record,
+    indexed_text,
     revised,
     to_metadata,
 )
@@ -300,7 +301,7 @@ class MemoryStore:
 
     async def _rewrite(self, user_id: int, data: UserData, entry: Entry, memory: Memory) -> None:
         """Store a new version of one memory (a new text, so a new vector)."""
-        vectors, _ = await self._embed([memory.text], "passage")
+        vectors, _ = await self._embed([indexed_text(memory.text, memory.terms)], "passage")
         new_entry = Entry(memory, entry.seq, vectors[0])
         await self._write(user_id, [new_entry], data.with_entry(new_entry))
 
@@ -337,7 +338,8 @@ class MemoryStore:
         stamp = utcnow(now)
         async with self._locks.hold(user_id):
             batch = _Batch(await self._data(user_id))
-            vectors, tokens = await self._embed(texts, "passage")
+            indexed = [indexed_text(t, it.terms) for t, it in zip(texts, items, strict=True)]
+            vectors, tokens = await self._embed(indexed, "passage")
             results = [
                 self._add_one(
                     user_id, batch, item, text, vectors[n], stamp, tokens if n == 0 else 0
@@ -383,6 +385,7 @@ class MemoryStore:
                 category=old.category if keep_category else item.category,
                 chat_id=item.chat_id if item.chat_id is not None else old.chat_id,
                 message_id=item.message_id if item.message_id is not None else old.message_id,
+                terms=item.terms,
             )
             batch.put(target, memory, vec)
             return AddResult("superseded", memory, old, tokens)
@@ -396,6 +399,7 @@ class MemoryStore:
             updated_at=stamp,
             chat_id=item.chat_id,
             message_id=item.message_id,
+            terms=item.terms,
         )
         batch.append(memory, vec)
         return AddResult("added", memory, None, tokens)
@@ -435,6 +439,7 @@ class MemoryStore:
                 category=category or old.category,
                 chat_id=chat_id if chat_id is not None else old.chat_id,
                 message_id=message_id if message_id is not None else old.message_id,
+                terms=(),  # the old terms described the old text
             )
             await self._rewrite(user_id, data, entry, memory)
             return memory
@@ -455,7 +460,9 @@ class MemoryStore:
             if entry is None or not entry.memory.history:
                 return None
             old = entry.memory
-            memory = revised(old, old.history[-1].text, stamp, "reverted", history=old.history[:-1])
+            memory = revised(
+                old, old.history[-1].text, stamp, "reverted", history=old.history[:-1], terms=()
+            )
             await self._rewrite(user_id, data, entry, memory)
             return memory
 

