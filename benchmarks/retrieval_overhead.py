@@ -114,6 +114,31 @@ def learner_facts(n: int, seed: int = 7) -> list[str]:
     return out
 
 
+def learner_pool(
+    n: int, embedder: LocalUSE, cache_dir: Path | None = None
+) -> tuple[list[str], np.ndarray]:
+    """``learner_facts(n)`` and their passage vectors as the store embeds them.
+
+    Embedding 10,000 facts takes about two minutes on this machine, so the result is kept in
+    ``cache_dir`` (default: memora-bench under the system temp dir) between runs."""
+    folder = cache_dir or Path(tempfile.gettempdir()) / "memora-bench"
+    path = folder / f"learner-{n}-{embedder.name}.npz"
+    texts = learner_facts(n)
+    if path.is_file():
+        with np.load(path) as got:
+            if [str(t) for t in got["texts"]] == texts:
+                return texts, np.asarray(got["vectors"], dtype=np.float32)
+    vectors = np.vstack(
+        [
+            embedder._encode([embedding_text(t) for t in texts[i : i + 500]])
+            for i in range(0, n, 500)
+        ]
+    )
+    folder.mkdir(parents=True, exist_ok=True)
+    np.savez(path, texts=np.array(texts), vectors=vectors)
+    return texts, vectors
+
+
 QUERIES = [
     "幫我安排適合我程度的旅遊英文練習",
     "Can you give me some practice for my TOEIC exam?",

@@ -20,10 +20,11 @@ from functools import cached_property
 import numpy as np
 import numpy.typing as npt
 
-from memora.longterm.lexical import BM25
+from memora.longterm.dedupe import normalise_text
+from memora.longterm.lexical import BM25, tokenize
 from memora.longterm.records import Memory, indexed_text
 
-__all__ = ["Entry", "UserCache", "UserData", "UserLocks"]
+__all__ = ["Entry", "UserCache", "UserData", "UserLocks", "indexed_terms"]
 
 
 @dataclass(frozen=True)
@@ -35,32 +36,117 @@ class Entry:
     vector: npt.NDArray[np.float32]
 
 
+class _Rows:
+    """A float32 matrix with spare rows at the end, shared by the snapshots that grew from one
+    another by appending: each snapshot sees its own prefix, and a row is written only past the
+    end of every snapshot that exists (``used``), so an append costs one row, not a copy of the
+    user's whole matrix."""
+
+    def __init__(self, rows: npt.NDArray[np.float32], capacity: int) -> None:
+        n, dim = rows.shape
+        self.array = np.empty((max(capacity, n + 1), dim), dtype=np.float32)
+        self.array[:n] = rows
+        self.used = n
+
+    def grown(self, n: int, row: npt.NDArray[np.float32]) -> npt.NDArray[np.float32] | None:
+        """The first n rows plus `row`, if row n is still free here; None if it is not."""
+        if self.used != n or n >= self.array.shape[0]:
+            return None
+        self.array[n] = row
+        self.used = n + 1
+        return self.array[: n + 1]
+
+
 @dataclass(frozen=True)
 class UserData:
-    """One user's memories, oldest first, and their vectors as one matrix (rows as entries)."""
+    """One user's memories, oldest first, and their vectors as one matrix (rows as entries).
+
+    A snapshot: never changed once made. A write makes the next snapshot with :meth:`appended`,
+    :meth:`replaced` or :meth:`without`, which carry over what this one has already derived
+    (texts, the BM25 index, the duplicate keys) updated for the one memory that changed, so a
+    write's cost does not grow with the user's memories.
+    """
 
     entries: tuple[Entry, ...]
     vectors: npt.NDArray[np.float32]  # (n, dim)
 
-    @property
+    @cached_property
     def texts(self) -> list[str]:
         return [e.memory.text for e in self.entries]
 
     @cached_property
     def bm25(self) -> BM25:
-        """The lexical index over the texts: built by each write, or by the first search after
-        a load."""
-        return BM25.from_texts([indexed_text(e.memory.text, e.memory.terms) for e in self.entries])
+        """The lexical index over the texts: carried by each write, or built by the first
+        search after a load."""
+        return BM25([indexed_terms(e) for e in self.entries])
+
+    @cached_property
+    def keys(self) -> dict[str, int]:
+        """Normalised text → the first memory with it (exact duplicates are found by lookup)."""
+        out: dict[str, int] = {}
+        for i, e in enumerate(self.entries):
+            out.setdefault(normalise_text(e.memory.text), i)
+        return out
 
     def find(self, memory_id: str) -> Entry | None:
         return next((e for e in self.entries if e.memory.id == memory_id), None)
 
+    def position(self, memory_id: str) -> int | None:
+        return next((i for i, e in enumerate(self.entries) if e.memory.id == memory_id), None)
+
+    def _has(self, name: str) -> bool:
+        return name in self.__dict__  # a cached_property already computed
+
+    def appended(self, entry: Entry) -> UserData:
+        """The same data with one more memory at the end."""
+        n = len(self.entries)
+        rows: _Rows | None = self.__dict__.get("_rows")
+        vectors = rows.grown(n, entry.vector) if rows is not None else None
+        if vectors is None:
+            rows = _Rows(self.vectors, capacity=max(2 * n, 16))
+            vectors = rows.grown(n, entry.vector)
+            assert vectors is not None
+        new = UserData((*self.entries, entry), vectors)
+        new.__dict__["_rows"] = rows
+        if self._has("texts"):
+            new.__dict__["texts"] = [*self.texts, entry.memory.text]
+        if self._has("bm25"):
+            new.__dict__["bm25"] = self.bm25.appended(indexed_terms(entry))
+        if self._has("keys"):
+            keys = dict(self.keys)
+            keys.setdefault(normalise_text(entry.memory.text), n)
+            new.__dict__["keys"] = keys
+        return new
+
+    def replaced(self, i: int, entry: Entry) -> UserData:
+        """The same data with memory i replaced by a new version of it (new text and vector)."""
+        vectors = self.vectors.copy()  # a search may still hold this snapshot's matrix
+        vectors[i] = entry.vector
+        new = UserData((*self.entries[:i], entry, *self.entries[i + 1 :]), vectors)
+        if self._has("texts"):
+            texts = list(self.texts)
+            texts[i] = entry.memory.text
+            new.__dict__["texts"] = texts
+        if self._has("bm25"):
+            new.__dict__["bm25"] = self.bm25.replaced(i, indexed_terms(entry))
+        if self._has("keys"):
+            old_key = normalise_text(self.entries[i].memory.text)
+            new_key = normalise_text(entry.memory.text)
+            if old_key == new_key:
+                new.__dict__["keys"] = self.keys
+            elif self.keys.get(old_key) != i:  # else another memory may share the old text
+                keys = dict(self.keys)
+                if keys.get(new_key, i + 1) > i:
+                    keys[new_key] = i
+                new.__dict__["keys"] = keys
+        return new
+
     def with_entry(self, entry: Entry) -> UserData:
         """The same data with one memory replaced by a new version (same id)."""
-        i = next(i for i, e in enumerate(self.entries) if e.memory.id == entry.memory.id)
-        vectors = self.vectors.copy()
-        vectors[i] = entry.vector
-        return UserData((*self.entries[:i], entry, *self.entries[i + 1 :]), vectors)
+        i = self.position(entry.memory.id)
+        if i is None:
+            raise KeyError(entry.memory.id)
+        return self.replaced(i, entry)
 
     def from_chat(self, chat_id: int) -> UserData:
         """Only the memories that came from one chat (a group keeps to what was said there)."""
@@ -68,8 +154,19 @@ class UserData:
         return UserData(tuple(self.entries[i] for i in keep), self.vectors[keep])
 
     def without(self, memory_id: str) -> UserData:
-        keep = [i for i, e in enumerate(self.entries) if e.memory.id != memory_id]
-        return UserData(tuple(self.entries[i] for i in keep), self.vectors[keep])
+        i = self.position(memory_id)
+        if i is None:
+            return self
+        keep = [j for j in range(len(self.entries)) if j != i]
+        new = UserData((*self.entries[:i], *self.entries[i + 1 :]), self.vectors[keep])
+        if self._has("bm25"):
+            new.__dict__["bm25"] = self.bm25.removed(i)
+        return new
+
+
+def indexed_terms(entry: Entry) -> list[str]:
+    """What the lexical index holds for one memory: its text and its search terms."""
+    return tokenize(indexed_text(entry.memory.text, entry.memory.terms))
 
 
 class UserCache:

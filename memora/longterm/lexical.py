@@ -92,8 +92,21 @@ def _word_term(word: str, stem: bool) -> str | None:
 Vector = npt.NDArray[np.float64]
 
 
+Posting = tuple[npt.NDArray[np.intp], Vector]  # ids of the documents holding a term, their tfs
+_EMPTY: Posting = (np.zeros(0, dtype=np.intp), np.zeros(0, dtype=np.float64))
+
+
 class BM25:
-    """Okapi BM25 over a fixed list of documents (one user's memories, or one benchmark pool)."""
+    """Okapi BM25 over a fixed list of documents (one user's memories, or one benchmark pool).
+
+    An index is never changed in place: :meth:`appended`, :meth:`replaced` and :meth:`removed`
+    return a new index that shares every untouched posting with this one, so a search still
+    holding the old index is unaffected, and a write costs what the written document holds
+    (plus O(N) array work for the length statistics), not a re-tokenisation of every document.
+    The result equals, to the bit, an index built from scratch over the new documents (a test
+    checks it): postings keep document order, and N, avgdl and the length factors are
+    recomputed from the same per-document lengths the same way.
+    """
 
     def __init__(
         self,
@@ -103,26 +116,96 @@ class BM25:
         b: float = 0.75,
     ) -> None:
         """Index pre-tokenized documents; use :meth:`from_texts` to tokenize as well."""
-        self.k1 = k1
-        self.b = b
         freqs = [Counter(d) for d in docs]
-        self.n_docs = len(freqs)
-        lengths = np.array([sum(f.values()) for f in freqs], dtype=np.float64)
-        self.doc_len = lengths
-        avgdl = float(lengths.mean()) if self.n_docs and lengths.sum() > 0 else 1.0
-        self.avgdl = avgdl
-        # Per-document length factor of the BM25 denominator: k1 * (1 - b + b * dl / avgdl).
-        self._len_norm = k1 * (1.0 - b + b * lengths / avgdl)
         postings: dict[str, tuple[list[int], list[float]]] = {}
         for i, f in enumerate(freqs):
             for term, tf in f.items():
                 ids, tfs = postings.setdefault(term, ([], []))
                 ids.append(i)
                 tfs.append(float(tf))
-        self._postings: dict[str, tuple[npt.NDArray[np.intp], Vector]] = {
-            t: (np.asarray(ids, dtype=np.intp), np.asarray(tfs, dtype=np.float64))
-            for t, (ids, tfs) in postings.items()
-        }
+        self._setup(
+            freqs,
+            {
+                t: (np.asarray(ids, dtype=np.intp), np.asarray(tfs, dtype=np.float64))
+                for t, (ids, tfs) in postings.items()
+            },
+            k1,
+            b,
+        )
+
+    def _setup(
+        self, freqs: list[Counter[str]], postings: dict[str, Posting], k1: float, b: float
+    ) -> None:
+        self.k1 = k1
+        self.b = b
+        self._freqs = freqs
+        self._postings = postings
+        self.n_docs = len(freqs)
+        lengths = np.array([sum(f.values()) for f in freqs], dtype=np.float64)
+        self._set_lengths(lengths)
+
+    def _set_lengths(self, lengths: Vector) -> None:
+        self.doc_len = lengths
+        avgdl = float(lengths.mean()) if self.n_docs and lengths.sum() > 0 else 1.0
+        self.avgdl = avgdl
+        # Per-document length factor of the BM25 denominator: k1 * (1 - b + b * dl / avgdl).
+        self._len_norm = self.k1 * (1.0 - self.b + self.b * lengths / avgdl)
+
+    def _derived(self, freqs: list[Counter[str]], postings: dict[str, Posting]) -> BM25:
+        """A new index over `freqs` whose postings are already `postings` (no re-indexing)."""
+        new = object.__new__(BM25)
+        new.k1, new.b = self.k1, self.b
+        new._freqs = freqs
+        new._postings = postings
+        new.n_docs = len(freqs)
+        return new
+
+    def appended(self, doc: Sequence[str]) -> BM25:
+        """This index with one more document at the end."""
+        freq = Counter(doc)
+        i = self.n_docs
+        postings = dict(self._postings)
+        for term, tf in freq.items():
+            ids, tfs = postings.get(term, _EMPTY)
+            postings[term] = (np.append(ids, np.intp(i)), np.append(tfs, float(tf)))
+        new = self._derived([*self._freqs, freq], postings)
+        new._set_lengths(np.append(self.doc_len, float(sum(freq.values()))))
+        return new
+
+    def replaced(self, i: int, doc: Sequence[str]) -> BM25:
+        """This index with document i's terms replaced by `doc` (a memory's new text)."""
+        if not 0 <= i < self.n_docs:
+            raise IndexError(i)
+        freq = Counter(doc)
+        postings = dict(self._postings)
+        for term in self._freqs[i]:
+            ids, tfs = postings[term]
+            keep = ids != i
+            if keep.all():
+                continue
+            if keep.any():
+                postings[term] = (ids[keep], tfs[keep])
+            else:
+                del postings[term]  # as a fresh build: no empty postings
+        for term, tf in freq.items():
+            ids, tfs = postings.get(term, _EMPTY)
+            at = int(np.searchsorted(ids, i))
+            postings[term] = (np.insert(ids, at, np.intp(i)), np.insert(tfs, at, float(tf)))
+        freqs = list(self._freqs)
+        freqs[i] = freq
+        lengths = self.doc_len.copy()
+        lengths[i] = float(sum(freq.values()))
+        new = self._derived(freqs, postings)
+        new._set_lengths(lengths)
+        return new
+
+    def removed(self, i: int) -> BM25:
+        """This index without document i (later documents move up one place). Rare (a
+        deletion), so the postings are rebuilt from the kept term counts: no tokenising."""
+        if not 0 <= i < self.n_docs:
+            raise IndexError(i)
+        freqs = [*self._freqs[:i], *self._freqs[i + 1 :]]
+        return BM25([list(f.elements()) for f in freqs], k1=self.k1, b=self.b)
 
     @classmethod
     def from_texts(cls, texts: Iterable[str], *, k1: float = 1.2, b: float = 0.75) -> BM25:

@@ -69,24 +69,32 @@ COLLECTION = "memories"
 
 class _Batch:
     """The user's memories while one `add_many` decides item by item (later items see earlier
-    ones): which entries changed, and the vectors as a matrix for the duplicate test."""
+    ones), and which entries changed. Each step derives the next snapshot incrementally
+    (:meth:`UserData.appended`, :meth:`UserData.replaced`): no step copies or re-reads all of
+    the user's memories."""
 
     def __init__(self, data: UserData) -> None:
-        self.entries: list[Entry] = list(data.entries)
-        self.keys = [normalise_text(e.memory.text) for e in self.entries]
-        self.matrix = data.vectors
-        self.next_seq = max((e.seq for e in self.entries), default=0) + 1
+        self.data = data
+        self.next_seq = max((e.seq for e in data.entries), default=0) + 1
         self.changed: dict[str, int] = {}  # memory id → index in entries
 
+    @property
+    def entries(self) -> tuple[Entry, ...]:
+        return self.data.entries
+
+    @property
+    def matrix(self) -> npt.NDArray[np.float32]:
+        return self.data.vectors
+
     def index_of(self, memory_id: str | None) -> int | None:
-        if memory_id is None:
-            return None
-        return next((i for i, e in enumerate(self.entries) if e.memory.id == memory_id), None)
+        return None if memory_id is None else self.data.position(memory_id)
+
+    def key(self, i: int) -> str:
+        return normalise_text(self.entries[i].memory.text)
 
     def closest(self, text: str, vec: npt.NDArray[np.float32]) -> tuple[int | None, int | None]:
         """(index of a duplicate, index of a memory to update), closest first."""
-        key = normalise_text(text)
-        same = next((i for i, k in enumerate(self.keys) if k == key), None)
+        same = self.data.keys.get(normalise_text(text))
         if same is not None or not self.entries:
             return same, None
         cosines = self.matrix @ vec
@@ -102,24 +110,16 @@ class _Batch:
 
     def put(self, i: int, memory: Memory, vec: npt.NDArray[np.float32]) -> None:
         """Replace entry i by a new version of its memory."""
-        self.entries[i] = Entry(memory, self.entries[i].seq, vec)
-        self.keys[i] = normalise_text(memory.text)
-        self.matrix = self.matrix.copy()
-        self.matrix[i] = vec
+        self.data = self.data.replaced(i, Entry(memory, self.entries[i].seq, vec))
         self.changed[memory.id] = i
 
     def append(self, memory: Memory, vec: npt.NDArray[np.float32]) -> None:
-        self.entries.append(Entry(memory, self.next_seq, vec))
-        self.keys.append(normalise_text(memory.text))
+        self.data = self.data.appended(Entry(memory, self.next_seq, vec))
         self.next_seq += 1
-        self.matrix = np.vstack([self.matrix, vec[None, :]])
         self.changed[memory.id] = len(self.entries) - 1
 
     def written(self) -> list[Entry]:
         return [self.entries[i] for i in self.changed.values()]
-
-    def data(self) -> UserData:
-        return UserData(tuple(self.entries), np.ascontiguousarray(self.matrix, dtype=np.float32))
 
 
 class MemoryStore:
@@ -337,7 +337,9 @@ class MemoryStore:
         texts = [clean_text(it.text) for it in items]
         stamp = utcnow(now)
         async with self._locks.hold(user_id):
-            batch = _Batch(await self._data(user_id))
+            data = await self._data(user_id)
+            await run_blocking(lambda: data.keys)  # once per load; later writes carry it
+            batch = _Batch(data)
             indexed = [indexed_text(t, it.terms) for t, it in zip(texts, items, strict=True)]
             vectors, tokens = await self._embed(indexed, "passage")
             results = [
@@ -346,7 +348,7 @@ class MemoryStore:
                 )
                 for n, (item, text) in enumerate(zip(items, texts, strict=True))
             ]
-            await self._write(user_id, batch.written(), batch.data())
+            await self._write(user_id, batch.written(), batch.data)
         return results
 
     @staticmethod
@@ -371,7 +373,7 @@ class MemoryStore:
             dup, target = batch.closest(text, vec)
             if dup is not None:
                 return AddResult("duplicate", batch.entries[dup].memory, None, tokens)
-        elif normalise_text(text) == batch.keys[target]:
+        elif normalise_text(text) == batch.key(target):
             return AddResult("duplicate", batch.entries[target].memory, None, tokens)
         if target is not None:
             old = batch.entries[target].memory

@@ -1,0 +1,140 @@
+"""The per-user snapshots and the BM25 index change by one memory per write, and end up exactly
+as if they had been built from scratch (the ranking must not depend on how the index got there)."""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+
+import numpy as np
+
+from memora.longterm.cache import Entry, UserData
+from memora.longterm.dedupe import normalise_text
+from memora.longterm.lexical import BM25, tokenize
+from memora.longterm.records import Memory
+
+TEXTS = [
+    "The user is preparing for IELTS in 2027-03.",
+    "使用者正在準備雅思考試，目標 6.5 分。",
+    "用户住在台北，在银行上班。",
+    "The user's English level is B1.",
+    "The user likes cooking and baking shows.",
+    "使用者常搞混現在完成式和過去式。",
+    "The user wants travel English for airports and hotels.",
+    "The user has a daughter who plays the piano.",
+    "用户希望多练习会议和邮件相关的对话。",
+    "The user's TOEIC goal is 850 points.",
+    "The user's English level is B1.",  # the same text twice: the first one is the key
+]
+QUERIES = ["IELTS 雅思 準備", "level B1 english", "台北 銀行", "cooking piano airports", "zzz"]
+
+
+def assert_same_index(got: BM25, want: BM25) -> None:
+    assert got.n_docs == want.n_docs
+    assert got.avgdl == want.avgdl
+    assert np.array_equal(got.doc_len, want.doc_len)
+    assert np.array_equal(got._len_norm, want._len_norm)
+    assert got._postings.keys() == want._postings.keys()
+    for term, (ids, tfs) in want._postings.items():
+        g_ids, g_tfs = got._postings[term]
+        assert np.array_equal(g_ids, ids) and g_ids.dtype == ids.dtype, term
+        assert np.array_equal(g_tfs, tfs) and g_tfs.dtype == tfs.dtype, term
+    for query in QUERIES:
+        terms = tokenize(query)
+        assert np.array_equal(got.coverage(terms), want.coverage(terms))
+        assert np.array_equal(got.scores(terms), want.scores(terms))
+
+
+def test_bm25_appended_replaced_removed_equal_a_fresh_build() -> None:
+    rng = random.Random(11)
+    docs: list[str] = []
+    index = BM25([])
+    for step in range(200):
+        op = rng.random()
+        if docs and op < 0.25:
+            i = rng.randrange(len(docs))
+            docs[i] = rng.choice(TEXTS)
+            index = index.replaced(i, tokenize(docs[i]))
+        elif docs and op < 0.35:
+            i = rng.randrange(len(docs))
+            del docs[i]
+            index = index.removed(i)
+        else:
+            docs.append(rng.choice(TEXTS) + f" {step}")
+            index = index.appended(tokenize(docs[-1]))
+        assert_same_index(index, BM25.from_texts(docs))
+    assert docs  # the walk ended with documents in the index
+
+
+def test_bm25_derived_index_leaves_the_old_one_unchanged() -> None:
+    old = BM25.from_texts(TEXTS[:4])
+    before = {t: (ids.copy(), tfs.copy()) for t, (ids, tfs) in old._postings.items()}
+    old.appended(tokenize(TEXTS[5]))
+    old.replaced(0, tokenize(TEXTS[6]))
+    old.removed(1)
+    assert_same_index(old, BM25.from_texts(TEXTS[:4]))
+    assert all(np.array_equal(old._postings[t][0], ids) for t, (ids, _) in before.items())
+
+
+def entry(k: int, text: str, dim: int = 8) -> Entry:
+    vec = np.random.default_rng(k).standard_normal(dim).astype(np.float32)
+    memory = Memory(
+        id=f"m{k}",
+        user_id=7,
+        text=text,
+        source="extracted",
+        category="other",
+        created_at="2026-12-01T00:00:00+00:00",
+        updated_at="2026-12-01T00:00:00+00:00",
+    )
+    return Entry(memory, k, vec / np.linalg.norm(vec))
+
+
+def fresh(data: UserData) -> UserData:
+    return UserData(data.entries, np.array(data.vectors))
+
+
+def assert_same_data(got: UserData, want: UserData) -> None:
+    assert got.entries == want.entries
+    assert np.array_equal(got.vectors, want.vectors)
+    assert got.texts == want.texts
+    assert got.keys == want.keys
+    assert_same_index(got.bm25, want.bm25)
+
+
+def test_user_data_carries_texts_keys_and_index_through_writes() -> None:
+    rng = random.Random(5)
+    data = UserData((), np.zeros((0, 8), dtype=np.float32))
+    data.bm25, data.keys, data.texts  # noqa: B018 - computed, so the writes carry them
+    snapshots: list[tuple[UserData, UserData]] = []
+    for k in range(120):
+        op = rng.random()
+        if data.entries and op < 0.3:
+            i = rng.randrange(len(data.entries))
+            old = data.entries[i]
+            new = entry(1000 + k, rng.choice(TEXTS))
+            memory = dataclasses.replace(old.memory, text=new.memory.text)
+            data = data.replaced(i, Entry(memory, old.seq, new.vector))
+        elif data.entries and op < 0.4:
+            data = data.without(rng.choice(data.entries).memory.id)
+            data.bm25, data.keys, data.texts  # noqa: B018
+        else:
+            data = data.appended(entry(k, rng.choice(TEXTS)))
+        assert {"bm25", "texts"} <= data.__dict__.keys()
+        assert_same_data(data, fresh(data))
+        snapshots.append((data, fresh(data)))
+    for snapshot, copy in snapshots:  # later writes never changed an earlier snapshot
+        assert_same_data(snapshot, copy)
+    assert data.keys == {
+        k: i for i, k in reversed(list(enumerate(normalise_text(t) for t in data.texts)))
+    }
+
+
+def test_appending_to_an_older_snapshot_does_not_touch_a_newer_one() -> None:
+    base = UserData((), np.zeros((0, 8), dtype=np.float32)).appended(entry(1, TEXTS[0]))
+    a = base.appended(entry(2, TEXTS[1]))
+    b = base.appended(entry(3, TEXTS[2]))  # row 1 of the shared buffer is a's: b copies
+    assert np.array_equal(a.vectors[1], entry(2, TEXTS[1]).vector)
+    assert np.array_equal(b.vectors[1], entry(3, TEXTS[2]).vector)
+    assert [e.memory.id for e in a.entries] == ["m1", "m2"]
+    assert [e.memory.id for e in b.entries] == ["m1", "m3"]
