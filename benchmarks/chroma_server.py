@@ -39,6 +39,7 @@ from tests.engines import start_chroma
 
 LEARNER = 424242
 STAMP = "2026-11-30T00:00:00+00:00"
+SPREAD = 20  # the learner's memories are one row in 20 of the first 20 × --user rows
 QUERIES = ["what exam am I preparing for?", "我下個月去哪裡出差？", "which words should I review"]
 
 
@@ -56,20 +57,28 @@ def record(k: int, user: int, text: str) -> tuple[str, str, dict[str, object]]:
     return memory.id, memory.text, to_metadata(memory, k)
 
 
-def fill(folder: Path, total: int, pool: tuple[list[str], np.ndarray], batch: int = 5000) -> float:
+def fill(
+    folder: Path,
+    total: int,
+    pool: tuple[list[str], np.ndarray],
+    batch: int = 5000,
+    seconds: float = float("inf"),
+) -> float:
     """Write `total` memories into a Chroma folder with an embedded PersistentClient (the
     server reads the same files), resuming where an earlier run stopped; returns seconds taken.
 
-    The learner's memories (real facts with their USE vectors) are spread evenly among the
-    others (random unit vectors, ~100 memories per other user), as a real server would mix
-    them. Collection name, space and metadata are memora's; the HNSW log/persist thresholds are
-    Chroma's defaults while loading (they change what a write costs, not what a query does).
+    The learner's memories (real facts with their USE vectors) are spread evenly over the first
+    SPREAD × --user rows, among the others' (random unit vectors, ~100 memories per other user),
+    so a load stopped early (--load-seconds, then measure with the same --data) already holds
+    all of them. Collection name, space and metadata are memora's; the HNSW log/persist
+    thresholds are Chroma's defaults while loading (they change what a write costs, not what a
+    query does).
     """
     import chromadb
     from chromadb.config import Settings
 
     texts, vectors = pool
-    stride = max(1, total // len(texts))
+    stride = max(1, min(total, SPREAD * len(texts)) // len(texts))
     others = max(1, (total - len(texts)) // 100)
     client = chromadb.PersistentClient(
         path=str(folder), settings=Settings(anonymized_telemetry=False)
@@ -102,7 +111,10 @@ def fill(folder: Path, total: int, pool: tuple[list[str], np.ndarray], batch: in
                 metas.append(rec[2])
             col.upsert(ids=ids, embeddings=vecs, documents=docs, metadatas=metas)
             elapsed = time.perf_counter() - start
-            if (first // batch) % 10 == 0 or first + n >= total:
+            if elapsed > seconds:
+                print(f"  stopped by --load-seconds at {first + n:,}", flush=True)
+                break
+            if (first // batch) % 4 == 0 or first + n >= total:
                 rate = (first + n - done) / elapsed if elapsed else 0.0
                 print(f"  {first + n:>9,} stored, {elapsed:6.0f} s, {rate:,.0f}/s", flush=True)
         return time.perf_counter() - start
@@ -172,6 +184,9 @@ async def main() -> None:
         help="keep the server's folder here between runs (resumes an unfinished load)",
     )
     ap.add_argument("--load-only", action="store_true", help="fill --data and stop")
+    ap.add_argument(
+        "--load-seconds", type=float, default=float("inf"), help="stop loading after this long"
+    )
     args = ap.parse_args()
     embedder = LocalUSE()
     embedder.warm_up()
@@ -179,7 +194,7 @@ async def main() -> None:
         root = args.data or Path(tmp)
         folder = root / "chroma-server"  # where tests.engines.start_chroma serves from
         pool = learner_pool(args.user, embedder)
-        seconds = await asyncio.to_thread(fill, folder, args.total, pool)
+        seconds = await asyncio.to_thread(fill, folder, args.total, pool, seconds=args.load_seconds)
         if args.load_only:
             return
         server = start_chroma(root)

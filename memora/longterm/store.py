@@ -8,7 +8,9 @@ in one call.
 
 Scoring. Each user's memories are held in process (:mod:`memora.longterm.cache`) and ranked
 exactly in numpy by ``memora.longterm.ranking.hybrid_rank`` (dense cosine fused with BM25
-coverage), the one place where the final ranking happens.
+coverage), the one place where the final ranking happens. A user who is not in the cache yet is
+answered from Chroma's filtered nearest neighbours while the whole user loads in the background
+(see COLD_CANDIDATES), so the first search after a restart does not wait for every vector.
 
 Duplicates. A new memory is a duplicate of an existing one when the normalised texts are equal,
 or when a lexical guard finds nothing new in it and the dense cosine clears a threshold (see
@@ -18,6 +20,8 @@ the new text supersedes the old one, which is kept in the memory's history.
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import logging
 import uuid
 from collections.abc import Sequence
@@ -65,6 +69,16 @@ log = logging.getLogger(__name__)
 __all__ = ["COLLECTION", "MemoryStore"]
 
 COLLECTION = "memories"
+
+# A search for a user who is not in the cache (after a restart, an eviction, or another
+# replica's write) does not wait for all of the user's memories to load: it ranks the ones that
+# Chroma's own filtered nearest-neighbour search returns, this many per query vector, while the
+# whole user loads in the background for the next search. A user with no more memories than
+# this gets exactly the ranking of a warm search (every memory is a candidate); a larger user
+# gets the hybrid ranking of its dense nearest neighbours (a memory that shares the message's
+# words but not its meaning can be missed by that one search). benchmarks/retrieval_overhead.py
+# prints how often the first search's hits equal the warm search's.
+COLD_CANDIDATES = 100
 
 
 class _Batch:
@@ -143,6 +157,8 @@ class MemoryStore:
         self._collection: Any = None
         self._locks = UserLocks()
         self._cache = UserCache(max_cached_users)
+        # user → ((version, generation) it loads under, the load); see _load
+        self._loads: dict[int, tuple[tuple[str, int], asyncio.Task[UserData]]] = {}
 
     # -- lifecycle ---------------------------------------------------------------------------
     @classmethod
@@ -205,6 +221,9 @@ class MemoryStore:
                 self._shared = await run_blocking(SharedVersions, self._client)
 
     async def close(self) -> None:
+        loads = [task for _, task in self._loads.values()]
+        self._loads.clear()
+        await asyncio.gather(*loads, return_exceptions=True)  # they read through the client
         client, self._client, self._collection = self._client, None, None
         self._shared = None
         self._loaded_at.clear()
@@ -226,17 +245,22 @@ class MemoryStore:
         got = self._col.get(
             where={"user_id": user_id}, include=["documents", "metadatas", "embeddings"]
         )
-        ids: list[str] = list(got["ids"])
+        data = self._user_data(got["ids"], got["documents"], got["metadatas"], got["embeddings"])
+        data.bm25  # noqa: B018 - indexed here, off the event loop, not by the next search
+        return data
+
+    def _user_data(
+        self, ids: Sequence[str], docs: Sequence[Any], metas: Sequence[Any], embeddings: Any
+    ) -> UserData:
+        """Chroma records as a user's snapshot: oldest first, vectors normalised."""
         if not ids:
             return UserData((), np.zeros((0, self.embedder.dim), dtype=np.float32))
-        vectors = np.asarray(got["embeddings"], dtype=np.float32)
+        vectors = np.asarray(embeddings, dtype=np.float32)
         norms = np.linalg.norm(vectors, axis=1, keepdims=True)
         norms[norms == 0] = 1.0
         vectors = vectors / norms
         rows = []
-        for i, (memory_id, doc, meta) in enumerate(
-            zip(ids, got["documents"], got["metadatas"], strict=True)
-        ):
+        for i, (memory_id, doc, meta) in enumerate(zip(ids, docs, metas, strict=True)):
             memory, seq = from_record(memory_id, str(doc or ""), dict(meta or {}))
             rows.append((seq, memory.created_at, memory.id, memory, i))
         rows.sort(key=lambda r: (r[0], r[1], r[2]))
@@ -244,20 +268,51 @@ class MemoryStore:
         order = [i for *_, i in rows]
         return UserData(entries, np.ascontiguousarray(vectors[order]))
 
-    async def _data(self, user_id: int) -> UserData:
-        version = ""
-        if self._shared is not None:  # another replica may have written: one cheap check
-            version = await run_blocking(self._shared.current, user_id)
+    async def _version(self, user_id: int) -> str:
+        if self._shared is None:
+            return ""
+        # Another replica may have written: one cheap check.
+        return await run_blocking(self._shared.current, user_id)
+
+    def _cached(self, user_id: int, version: str) -> UserData | None:
         cached = self._cache.get(user_id)
         if cached is not None and self._loaded_at.get(user_id, "") == version:
             return cached
-        generation = self._cache.generation(user_id)
+        return None
+
+    async def _data(self, user_id: int) -> UserData:
+        version = await self._version(user_id)
+        cached = self._cached(user_id, version)
+        if cached is not None:
+            return cached
+        return await asyncio.shield(self._load(user_id, version))
+
+    def _load(self, user_id: int, version: str) -> asyncio.Task[UserData]:
+        """The load of the user's memories into the cache: one at a time per user and state
+        (a cold search starts it and answers without waiting; later reads join it)."""
+        state = (version, self._cache.generation(user_id))
+        running = self._loads.get(user_id)
+        if running is not None and running[0] == state:
+            return running[1]
+        task = asyncio.ensure_future(self._load_now(user_id, *state))
+        self._loads[user_id] = (state, task)
+        task.add_done_callback(functools.partial(self._loaded, user_id))
+        return task
+
+    async def _load_now(self, user_id: int, version: str, generation: int) -> UserData:
         data = await run_blocking(self._load_sync, user_id)
         # A write that finished while we were loading makes what we read stale: don't keep it.
         self._keep(user_id, data, generation=generation)
         if self._cache.get(user_id) is data:
             self._loaded_at[user_id] = version
         return data
+
+    def _loaded(self, user_id: int, task: asyncio.Task[UserData]) -> None:
+        running = self._loads.get(user_id)
+        if running is not None and running[1] is task:
+            del self._loads[user_id]
+        if not task.cancelled() and task.exception() is not None:  # retrieved: no warning
+            log.warning("loading a user's memories failed: %r", task.exception())
 
     async def _changed(self, user_id: int, *, gone: bool = False) -> None:
         """After a write: on a shared server, tell the other replicas (see longterm.shared)."""
@@ -559,16 +614,25 @@ class MemoryStore:
         query = " ".join(query.split())
         if not query or top_k <= 0:
             return SearchResult([], 0)
-        data = await self._data(user_id)
-        if origin_chat is not None:
+        version = await self._version(user_id)
+        data = self._cached(user_id, version)
+        where = self._where(user_id, origin_chat)
+        loading: asyncio.Task[UserData] | None = None
+        if data is None:  # not in the cache: load it in the background, answer from Chroma
+            loading = self._load(user_id, version)
+            if not await run_blocking(self._any_sync, where):
+                return SearchResult([], 0)
+        elif origin_chat is not None:
             data = data.from_chat(origin_chat)
-        if not data.entries:
+        if data is not None and not data.entries:
             return SearchResult([], 0)
         variants = [query]
         context = " ".join((extra_context or "").split())
         if context:
             variants.append(f"{context}\n{query}")
         qvecs, tokens = await self._embed(variants, "query")
+        if data is None:
+            data = await self._candidates(loading, where, qvecs, origin_chat)
         best: dict[int, float] = {}
         for qtext, qvec in zip(variants, qvecs, strict=True):
             for hit in self._rank(data, qtext, qvec, top_k, min_score):
@@ -576,6 +640,48 @@ class MemoryStore:
         ranked = sorted(best.items(), key=lambda kv: (-kv[1], kv[0]))[:top_k]
         hits = [SearchHit(data.entries[i].memory, score) for i, score in ranked]
         return SearchResult(hits, tokens)
+
+    @staticmethod
+    def _where(user_id: int, origin_chat: int | None) -> dict[str, Any]:
+        if origin_chat is None:
+            return {"user_id": user_id}
+        return {"$and": [{"user_id": user_id}, {"chat_id": origin_chat}]}
+
+    async def _candidates(
+        self,
+        loading: asyncio.Task[UserData] | None,
+        where: dict[str, Any],
+        qvecs: Vectors,
+        origin_chat: int | None,
+    ) -> UserData:
+        """What a search ranks when the user was not cached: all of the user's memories if the
+        load finished while the message was embedded, else Chroma's nearest neighbours."""
+        if loading is not None and loading.done() and not loading.cancelled():
+            if loading.exception() is None:
+                data = loading.result()
+                return data.from_chat(origin_chat) if origin_chat is not None else data
+        return await run_blocking(self._nearest_sync, where, qvecs)
+
+    def _any_sync(self, where: dict[str, Any]) -> bool:
+        return bool(self._col.get(where=where, limit=1, include=[])["ids"])
+
+    def _nearest_sync(self, where: dict[str, Any], qvecs: Vectors) -> UserData:
+        """The user's memories nearest to each query vector by Chroma's own filtered search
+        (COLD_CANDIDATES per vector) as a snapshot, for the hybrid ranking to order."""
+        got = self._col.query(
+            query_embeddings=qvecs,
+            n_results=COLD_CANDIDATES,
+            where=where,
+            include=["documents", "metadatas", "embeddings"],
+        )
+        found: dict[str, tuple[Any, Any, Any]] = {}
+        for ids, docs, metas, vecs in zip(
+            got["ids"], got["documents"], got["metadatas"], got["embeddings"], strict=True
+        ):
+            for record in zip(ids, docs, metas, vecs, strict=True):
+                found.setdefault(record[0], record[1:])
+        docs_, metas_, vecs_ = zip(*found.values(), strict=True) if found else ((), (), ())
+        return self._user_data(list(found), docs_, metas_, list(vecs_))
 
     async def similar(self, user_id: int, text: str, k: int = 5) -> list[Memory]:
         """The user's k memories closest to a text, best first, with no threshold: the memories
