@@ -107,8 +107,12 @@ def embedding_text(text: str) -> str:
     return text.rstrip(_FINAL_PUNCT) or text
 
 
+@lru_cache(maxsize=16384)
 def normalise_text(text: str) -> str:
-    """Casefolded NFKC text without whitespace and punctuation: equal means the same memory."""
+    """Casefolded NFKC text without whitespace and punctuation: equal means the same memory.
+
+    Cached: a new memory is compared (`relation`) with each of the user's memories whose cosine
+    is close, thousands for a user with 10,000 memories, and this was half of that cost."""
     norm = unicodedata.normalize("NFKC", text).casefold()
     return "".join(ch for ch in norm if ch.isalnum())
 
@@ -121,7 +125,9 @@ class _Terms:
     cjk: frozenset[str]  # other content characters
 
 
-@lru_cache(maxsize=8192)
+# Sized for one user with 10,000 memories: a new memory meets thousands of close ones, and a
+# smaller cache evicted them between two adds (~1 KB each).
+@lru_cache(maxsize=32768)
 def _terms(text: str) -> _Terms:
     norm = unicodedata.normalize("NFKC", text).casefold()
     numbers: set[str] = set()
