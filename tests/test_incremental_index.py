@@ -86,6 +86,7 @@ def entry(k: int, text: str, dim: int = 8) -> Entry:
         category="other",
         created_at="2026-12-01T00:00:00+00:00",
         updated_at="2026-12-01T00:00:00+00:00",
+        terms=("雅思", "exam preparation") if k % 3 == 0 else (),  # indexed with the text
     )
     return Entry(memory, k, vec / np.linalg.norm(vec))
 
@@ -113,7 +114,7 @@ def test_user_data_carries_texts_keys_and_index_through_writes() -> None:
             i = rng.randrange(len(data.entries))
             old = data.entries[i]
             new = entry(1000 + k, rng.choice(TEXTS))
-            memory = dataclasses.replace(old.memory, text=new.memory.text)
+            memory = dataclasses.replace(old.memory, text=new.memory.text, terms=new.memory.terms)
             data = data.replaced(i, Entry(memory, old.seq, new.vector))
         elif data.entries and op < 0.4:
             data = data.without(rng.choice(data.entries).memory.id)
