@@ -31,9 +31,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import cProfile
 import logging
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -86,11 +88,18 @@ class SlowEcho:
 @dataclass
 class Result:
     label: str
-    wall: float
+    wall: float  # from the burst to the last reply
     ordered: bool
+    replies: int  # replies received (expected: chats × messages)
     requests: int
     max_sends: int  # most sendMessage calls in any one second
     max_calls: int  # most Bot API calls of any kind in any one second
+    max_chat_calls: int  # most Bot API calls to one chat in any one second
+    max_chat_sends: int  # most sendMessage calls to one chat in any one second
+    cpu_reply: float  # the bot's CPU seconds from the burst to the last reply
+    cpu_total: float  # … until its after-reply work (extraction, storing) was done too
+    cpu_threads: dict[str, float]  # of cpu_total, per kind of thread (see Cpu.by_kind)
+    fake_cpu: float  # the fake Bot API's own CPU seconds (same process, taken off the above)
 
 
 async def burst(
@@ -112,7 +121,9 @@ async def burst(
             from memora.longterm import MemoryStore
             from memora.longterm.embeddings import LocalUSE
 
-            store = await MemoryStore.create(folder / "chroma", LocalUSE())
+            embedder = LocalUSE()
+            embedder.warm_up()  # loading the weights is start-up, not a turn
+            store = await MemoryStore.create(folder / "chroma", embedder)
         engine = Engine(
             db=db,
             llm=SlowEcho(latency),
@@ -131,22 +142,27 @@ async def burst(
         app: Any = build_application(
             settings, engine, update_processor=processor, rate_limiter=limiter
         )
+        expected = chats * messages
         async with app:
             await app.post_init(app)
             await app.start()
             await app.updater.start_polling(timeout=1, poll_interval=0)
             await tg.await_calls("getMe")
             users = [5000 + i for i in range(chats)]
+            cpu = Cpu(tg)
             start = time.perf_counter()
             for n in range(messages):
                 for user in users:
                     tg.user_sends(said(user, n, facts), user_id=user, first_name=f"U{user}")
-            await tg.await_for(
-                lambda: len(tg.sent_messages()) >= chats * messages,
-                timeout=60 + chats * messages * latency * 2,
+            await tg.await_for(  # a count, not a copy of every message: the poll stays cheap
+                lambda: tg.call_count("sendMessage") >= expected,
+                timeout=60 + expected * latency * 2,
                 what="every reply",
             )
             wall = time.perf_counter() - start
+            cpu_reply = cpu.bot()
+            await engine.drain()  # the after-reply work the burst left (extraction, storing)
+            cpu_total, cpu_threads = cpu.bot(), cpu.by_kind()
             await app.updater.stop()
             await app.stop()
             await app.post_shutdown(app)
@@ -162,10 +178,66 @@ async def burst(
             label,
             wall,
             ordered,
+            len(tg.sent_messages()),
             len(tg.calls),
             tg.max_per_second("sendMessage"),
             tg.max_per_second(),
+            tg.max_per_second(per_chat=True),
+            tg.max_per_second("sendMessage", per_chat=True),
+            cpu_reply,
+            cpu_total,
+            cpu_threads,
+            cpu.fake(),
         )
+
+
+class Cpu:
+    """CPU seconds since it was made: the whole process's (bot, and the fake Bot API serving
+    it from its own threads) less the fake's, and per kind of thread (the event loop's, the
+    SQLite connection's, the worker threads that embed and write Chroma). CPU, not wall time,
+    so what other programs do on the machine does not count."""
+
+    def __init__(self, tg: FakeTelegram) -> None:
+        self.tg = tg
+        self.process = time.process_time()
+        self.fake0 = tg.cpu_seconds
+        self.threads0 = _thread_cpu()
+
+    def fake(self) -> float:
+        return self.tg.cpu_seconds - self.fake0
+
+    def bot(self) -> float:
+        return time.process_time() - self.process - self.fake()
+
+    def by_kind(self) -> dict[str, float]:
+        """CPU seconds per kind of (still running) thread since the start."""
+        kinds: dict[str, float] = {}
+        for ident, (kind, seconds) in _thread_cpu().items():
+            before = self.threads0.get(ident, (kind, 0.0))[1]
+            kinds[kind] = kinds.get(kind, 0.0) + seconds - before
+        return kinds
+
+
+THREAD_KINDS = {
+    "MainThread": "loop",
+    "_connection_worker_thread": "sqlite",  # aiosqlite's one thread per connection
+    "asyncio_": "workers",  # asyncio.to_thread: the embedder, Chroma
+}
+
+
+def _thread_cpu() -> dict[int, tuple[str, float]]:
+    """Each live thread's kind and CPU seconds (Linux's per-thread CPU clocks)."""
+    out = {}
+    for thread in threading.enumerate():
+        if thread.ident is None:
+            continue
+        kind = next((k for name, k in THREAD_KINDS.items() if name in thread.name), "other")
+        try:
+            clock = time.pthread_getcpuclockid(thread.ident)
+            out[thread.ident] = (kind, time.clock_gettime(clock))
+        except (OSError, AttributeError):  # the thread ended meanwhile; or not on Linux
+            continue
+    return out
 
 
 def said(user: int, n: int, facts: bool) -> str:
@@ -188,6 +260,12 @@ async def main() -> None:
         action="store_true",
         help="first the same burst with PTB's plain AIORateLimiter (what the bot used before)",
     )
+    p.add_argument(
+        "--profile",
+        metavar="FILE",
+        help="cProfile the event loop's thread during the (after) burst into FILE "
+        "(then: python -m pstats FILE); the CPU figures then include the profiler's overhead",
+    )
     args = p.parse_args()
     logging.basicConfig(level=logging.WARNING)
     from telegram.ext import SimpleUpdateProcessor
@@ -201,7 +279,13 @@ async def main() -> None:
             label = "before: PTB AIORateLimiter"
             runs.append(await burst(label, None, n, m, lat, Path(tmp), args.facts, ptb))
         label = "per-chat locks (bot.telegram)"
+        profiler = cProfile.Profile() if args.profile else None
+        if profiler is not None:
+            profiler.enable()  # the event loop's thread only: where every chat waits its turn
         runs.append(await burst(label, None, n, m, lat, Path(tmp), args.facts))
+        if profiler is not None:
+            profiler.disable()
+            profiler.dump_stats(args.profile)
         if args.compare:
             runs.append(
                 await burst("serial (PTB default)", SimpleUpdateProcessor(1), n, m, lat, Path(tmp))
@@ -213,20 +297,42 @@ async def main() -> None:
             )
     floor = max(ideal, n * m / 30)  # Telegram sends about 30 messages a second
     kind = "fact-bearing " if args.facts else ""
+    turns = n * m
     print(f"{n} chats × {m} {kind}messages, model latency {lat:.2f} s")
     print(f"ideal (M × latency):            {ideal:6.2f} s")
     print(f"floor (max(ideal, N×M / 30/s)): {floor:6.2f} s")
     print(f"fully serial (N × M × latency): {serial:6.2f} s")
     print(
-        f"{'processor':32} {'wall s':>7} {'× floor':>8} {'speed-up':>9} {'order':>6} "
-        f"{'calls':>6} {'max sends/s':>11} {'max calls/s':>11}"
+        f"{'processor':32} {'wall s':>7} {'× floor':>8} {'replies':>9} {'order':>6} "
+        f"{'calls':>6} {'sends/s':>7} {'calls/s':>7} {'chat sends/s':>12} {'chat calls/s':>12}"
     )
     for r in runs:
         print(
-            f"{r.label:32} {r.wall:7.2f} {r.wall / floor:8.2f} {serial / r.wall:8.2f}x "
-            f"{'kept' if r.ordered else 'BROKEN':>6} {r.requests:6d} {r.max_sends:11d} "
-            f"{r.max_calls:11d}"
+            f"{r.label:32} {r.wall:7.2f} {r.wall / floor:8.2f} {r.replies:4d}/{turns:<4d} "
+            f"{'kept' if r.ordered else 'BROKEN':>6} {r.requests:6d} {r.max_sends:7d} "
+            f"{r.max_calls:7d} {r.max_chat_sends:12d} {r.max_chat_calls:12d}"
         )
+    print("sends/s, calls/s: most sendMessage / Bot API calls in any one second (Telegram: ~30);")
+    print("chat …/s: the same to any one chat (Telegram: about 1 message a second in a chat).")
+    print()
+    print("the bot's CPU per turn, ms (process CPU less the fake Bot API's own; CPU, not wall)")
+    kinds = ["loop", "sqlite", "workers", "other"]
+    print(
+        f"{'processor':32} {'to last reply':>13} {'with after-reply':>16} "
+        + " ".join(f"{k:>8}" for k in kinds)
+        + f" {'fake API':>8}"
+    )
+    for r in runs:
+        ms = 1000 / turns
+        print(
+            f"{r.label:32} {r.cpu_reply * ms:13.1f} {r.cpu_total * ms:16.1f} "
+            + " ".join(f"{r.cpu_threads.get(k, 0.0) * ms:8.1f}" for k in kinds)
+            + f" {r.fake_cpu * ms:8.1f}"
+        )
+    print(
+        "loop: the event loop's thread (it serves every chat); sqlite: the database connection's"
+        " thread;\nworkers: asyncio.to_thread (the embedding model, Chroma); other: the rest."
+    )
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal
 
+from memora.blocking import background
 from memora.clock import as_utc, utcnow
 from memora.learner.service import Learner
 from memora.llm import LLM, ChatMessage, Completion, LLMError, OnDelta
@@ -251,7 +252,8 @@ class Engine:
             if before is not None:
                 await asyncio.gather(before, return_exceptions=True)
             try:
-                await job
+                with background():  # its embedding and Chroma writes never queue ahead of a reply's
+                    await job
             except Exception:
                 log.exception("memory extraction failed for user %s", user_id)
 

@@ -154,6 +154,16 @@ def _decode_value(key: str, value: str) -> Any:
     return value if isinstance(decoded, str) else decoded
 
 
+def _most_in_a_second(times: list[float]) -> int:
+    """The most of these (sorted) moments that fall within any one second."""
+    most, start = 0, 0
+    for end, t in enumerate(times):
+        while t - times[start] >= 1.0:
+            start += 1
+        most = max(most, end - start + 1)
+    return most
+
+
 def _parse_multipart(body: bytes, content_type: str) -> tuple[JSON, Files]:
     """PTB's multipart/form-data (uploads): form fields, and files as {filename, content}."""
     boundary = re.search(r'boundary="?([^";]+)"?', content_type)
@@ -233,6 +243,13 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True
 
     def do_POST(self) -> None:
+        started = time.thread_time()
+        try:
+            self._post()
+        finally:
+            self.server.fake._add_cpu(time.thread_time() - started)
+
+    def _post(self) -> None:
         fake = self.server.fake
         body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
         match = re.fullmatch(r"/bot([^/]*)/([A-Za-z0-9_]+)", urllib.parse.unquote(self.path))
@@ -353,7 +370,9 @@ class FakeTelegram:
         self._bot_messages: list[tuple[int, int]] = []
         self._deleted: set[tuple[int, int]] = set()
         self._calls: list[tuple[str, JSON]] = []
-        self._call_times: list[tuple[str, float]] = []  # (method, time.monotonic())
+        self._call_times: list[tuple[str, float, Any]] = []  # (method, monotonic, chat_id)
+        self._cpu = 0.0  # CPU seconds spent answering requests (see cpu_seconds)
+        self._counts: dict[str, int] = {}  # calls per method (see call_count)
         self._errors: list[tuple[str, JSON, int, str]] = []
         self._documents: list[JSON] = []
         self._files: dict[str, JSON] = {}  # file_id → {file_id, file_unique_id, file_path, …}
@@ -405,6 +424,10 @@ class FakeTelegram:
             self._failures.clear()
 
     # -- request handling --------------------------------------------------------------------------
+    def _add_cpu(self, seconds: float) -> None:
+        with self._cond:
+            self._cpu += seconds
+
     def _handle(self, method: str, params: JSON, files: Files) -> tuple[int, JSON]:
         recorded = {**params, **files}
         with self._cond:
@@ -412,7 +435,8 @@ class FakeTelegram:
                 self.poll_count += 1
             else:
                 self._calls.append((method, recorded))
-                self._call_times.append((method, time.monotonic()))
+                self._call_times.append((method, time.monotonic(), params.get("chat_id")))
+                self._counts[method] = self._counts.get(method, 0) + 1
             self._cond.notify_all()
             queue = self._failures.get(method)
             injected = queue.popleft() if queue else None
@@ -831,16 +855,32 @@ class FakeTelegram:
     def calls_to(self, method: str) -> list[JSON]:
         return [params for m, params in self.calls if m == method]
 
-    def max_per_second(self, *methods: str) -> int:
-        """The most calls (of these methods; all but getUpdates if none) in any one second."""
+    def call_count(self, *methods: str) -> int:
+        """How many calls (of these methods; all but getUpdates if none) so far: cheap to poll,
+        unlike the copies that ``calls`` and ``sent_messages`` make."""
         with self._cond:
-            times = [t for m, t in self._call_times if not methods or m in methods]
-        most, start = 0, 0
-        for end, t in enumerate(times):
-            while t - times[start] >= 1.0:
-                start += 1
-            most = max(most, end - start + 1)
-        return most
+            if not methods:
+                return len(self._call_times)
+            return sum(self._counts.get(m, 0) for m in methods)
+
+    def max_per_second(self, *methods: str, per_chat: bool = False) -> int:
+        """The most calls (of these methods; all but getUpdates if none) in any one second;
+        with ``per_chat``, the most any one chat got (Telegram allows about one a second)."""
+        with self._cond:
+            calls = [(t, c) for m, t, c in self._call_times if not methods or m in methods]
+        if not per_chat:
+            return _most_in_a_second([t for t, _ in calls])
+        chats: dict[Any, list[float]] = {}
+        for t, chat in calls:
+            chats.setdefault(chat, []).append(t)
+        return max((_most_in_a_second(times) for times in chats.values()), default=0)
+
+    @property
+    def cpu_seconds(self) -> float:
+        """CPU seconds the fake spent answering requests, in its own threads: a benchmark that
+        runs the bot in the same process takes this off the process's CPU time."""
+        with self._cond:
+            return self._cpu
 
     @property
     def errors(self) -> list[tuple[str, JSON, int, str]]:
