@@ -46,6 +46,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from telegram.ext import AIORateLimiter, BaseRateLimiter, BaseUpdateProcessor
 
 from bot.telegram import build_application
+from memora.blocking import BACKGROUND_THREAD
 from memora.config import Settings, TelegramConfig
 from memora.engine import Engine, EngineConfig
 from memora.llm import ChatMessage, Completion, OnDelta, Parsed, Usage
@@ -100,6 +101,7 @@ class Result:
     cpu_total: float  # … until its after-reply work (extraction, storing) was done too
     cpu_threads: dict[str, float]  # of cpu_total, per kind of thread (see Cpu.by_kind)
     fake_cpu: float  # the fake Bot API's own CPU seconds (same process, taken off the above)
+    sqlite_busy: float  # wall seconds the one SQLite connection's thread spent on statements
 
 
 async def burst(
@@ -116,6 +118,7 @@ async def burst(
         folder = data_dir / label.split()[0]
         db = Database(folder / "memora.sqlite3")
         await db.open()
+        sqlite = SqliteBusy(db)
         store = None
         if facts:
             from memora.longterm import MemoryStore
@@ -150,6 +153,7 @@ async def burst(
             await tg.await_calls("getMe")
             users = [5000 + i for i in range(chats)]
             cpu = Cpu(tg)
+            sqlite.seconds = 0.0
             start = time.perf_counter()
             for n in range(messages):
                 for user in users:
@@ -163,6 +167,7 @@ async def burst(
             cpu_reply = cpu.bot()
             await engine.drain()  # the after-reply work the burst left (extraction, storing)
             cpu_total, cpu_threads = cpu.bot(), cpu.by_kind()
+            sqlite_busy = sqlite.seconds
             await app.updater.stop()
             await app.stop()
             await app.post_shutdown(app)
@@ -188,6 +193,7 @@ async def burst(
             cpu_total,
             cpu_threads,
             cpu.fake(),
+            sqlite_busy,
         )
 
 
@@ -218,10 +224,42 @@ class Cpu:
         return kinds
 
 
+class SqliteBusy:
+    """Wall seconds the database connection's one thread spends running statements, commits'
+    fsyncs included: every chat's reads and writes queue for that thread, so when this nears the
+    burst's wall time, the database is what the burst waits for. (Measured by wrapping each call
+    aiosqlite queues for its thread; aiosqlite has no public hook for it.)"""
+
+    def __init__(self, db: Database) -> None:
+        self.seconds = 0.0
+        conn: Any = db.db
+        queue = conn._tx
+
+        def timed(call: Any) -> Any:
+            def run() -> Any:
+                started = time.perf_counter()
+                try:
+                    return call()
+                finally:
+                    self.seconds += time.perf_counter() - started
+
+            return run
+
+        class Timed:
+            def put_nowait(self, item: tuple[Any, Any]) -> None:
+                future, call = item
+                queue.put_nowait((future, timed(call)))
+
+        conn._tx = Timed()
+
+
 THREAD_KINDS = {
     "MainThread": "loop",
     "_connection_worker_thread": "sqlite",  # aiosqlite's one thread per connection
-    "asyncio_": "workers",  # asyncio.to_thread: the embedder, Chroma
+    "asyncio_": "workers",  # asyncio.to_thread: the embedder, Chroma, for replies
+    BACKGROUND_THREAD: "background",  # the same for after-reply work (memora.blocking)
+    "serve_forever": "fake",  # the fake Bot API's threads (its CPU is counted apart)
+    "process_request_thread": "fake",
 }
 
 
@@ -316,23 +354,32 @@ async def main() -> None:
     print("chat …/s: the same to any one chat (Telegram: about 1 message a second in a chat).")
     print()
     print("the bot's CPU per turn, ms (process CPU less the fake Bot API's own; CPU, not wall)")
-    kinds = ["loop", "sqlite", "workers", "other"]
+    kinds = ["loop", "sqlite", "workers", "background", "other"]
     print(
         f"{'processor':32} {'to last reply':>13} {'with after-reply':>16} "
         + " ".join(f"{k:>8}" for k in kinds)
-        + f" {'fake API':>8}"
+        + f" {'native':>8} {'fake API':>8}"
     )
     for r in runs:
         ms = 1000 / turns
         print(
             f"{r.label:32} {r.cpu_reply * ms:13.1f} {r.cpu_total * ms:16.1f} "
             + " ".join(f"{r.cpu_threads.get(k, 0.0) * ms:8.1f}" for k in kinds)
+            + f" {(r.cpu_total - sum(r.cpu_threads.get(k, 0.0) for k in kinds)) * ms:8.1f}"
             + f" {r.fake_cpu * ms:8.1f}"
         )
     print(
         "loop: the event loop's thread (it serves every chat); sqlite: the database connection's"
-        " thread;\nworkers: asyncio.to_thread (the embedding model, Chroma); other: the rest."
+        " thread;\nworkers: asyncio.to_thread (embedding, Chroma) for replies; background: the"
+        " same for after-reply work;\nnative: threads Python did not start (BLAS, Chroma's own)."
     )
+    print()
+    for r in runs:
+        print(
+            f"{r.label:32} the SQLite connection's thread was busy {r.sqlite_busy:6.2f} s "
+            f"({r.sqlite_busy * 1000 / turns:.1f} ms a turn, fsyncs included; the burst's "
+            f"wall time: {r.wall:.2f} s)"
+        )
 
 
 if __name__ == "__main__":

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from memora.longterm import MemoryNotFound, MemoryStore, NewMemory, StoreError
 from memora.longterm.cache import UserLocks
 from memora.longterm.dedupe import DUP_MIN, Relation, embedding_text, normalise_text, relation
-from memora.longterm.embeddings import Embedded, LocalUSE
+from memora.longterm.embeddings import Embedded, Kind, LocalUSE
 
 NOW = datetime(2026, 11, 15, 8, 30, tzinfo=UTC)
 
@@ -191,6 +191,39 @@ async def test_previous_turn_helps_a_follow_up_question(store: MemoryStore) -> N
     helped = await store.search(4, question, top_k=1, min_score=0.0, extra_context=context)
     assert helped.hits[0].memory.text == "使用者想加強旅遊英文。"
     assert helped.hits[0].score > alone.hits[0].score
+
+
+class CountingEmbedder:
+    """The real local model, counting the texts it is asked to embed."""
+
+    def __init__(self, model: LocalUSE) -> None:
+        self.model, self.name, self.dim = model, model.name, model.dim
+        self.texts: list[str] = []
+
+    async def embed(self, texts: list[str], kind: Kind = "passage") -> Embedded:
+        self.texts += texts
+        return await self.model.embed(texts, kind)
+
+
+async def test_a_message_is_embedded_once_for_the_reply_and_its_extraction(
+    tmp_path: Path, embedder: LocalUSE
+) -> None:
+    counting = CountingEmbedder(embedder)
+    async with MemoryStore(tmp_path / "chroma", counting) as store:
+        await store.add(4, "The user is a nurse in Kaohsiung.", source="manual")
+        message = "I  work night shifts at the hospital."
+        found = await store.search(4, message, top_k=1, min_score=0.0)
+        counting.texts.clear()
+        # the extraction's look-up of the same message (it was just searched with)
+        assert [m.text for m in await store.similar(4, message, k=1)] == [found.hits[0].memory.text]
+        again = await store.search(4, message, top_k=1, min_score=0.0)
+        assert counting.texts == [] and again.embedding_tokens == 0
+        assert again.hits == found.hits  # the same vector, the same ranking
+        await store.delete_user(4)  # a forgotten user's messages are not kept even in memory
+        await store.add(4, "The user is a teacher.", source="manual")
+        counting.texts.clear()
+        await store.similar(4, message, k=1)
+        assert counting.texts == [message.replace("  ", " ")]
 
 
 async def test_user_id_is_required_and_must_be_an_int(store: MemoryStore) -> None:

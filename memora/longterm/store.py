@@ -24,6 +24,7 @@ import asyncio
 import functools
 import logging
 import uuid
+from collections import OrderedDict
 from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
@@ -69,6 +70,7 @@ log = logging.getLogger(__name__)
 __all__ = ["COLLECTION", "MemoryStore"]
 
 COLLECTION = "memories"
+RECENT_QUERIES = 256  # query vectors kept in memory (see MemoryStore._embed_queries)
 
 # A search for a user who is not in the cache (after a restart, an eviction, or another
 # replica's write) does not wait for all of the user's memories to load: it ranks the ones that
@@ -159,6 +161,7 @@ class MemoryStore:
         self._cache = UserCache(max_cached_users)
         # user → ((version, generation) it loads under, the load); see _load
         self._loads: dict[int, tuple[tuple[str, int], asyncio.Task[UserData]]] = {}
+        self._queries: OrderedDict[str, npt.NDArray[np.float32]] = OrderedDict()  # _embed_queries
 
     # -- lifecycle ---------------------------------------------------------------------------
     @classmethod
@@ -228,6 +231,7 @@ class MemoryStore:
         self._shared = None
         self._loaded_at.clear()
         self._cache.clear()
+        self._queries.clear()
         if client is not None:
             if self.url:
                 await run_blocking(close_http_client, client)
@@ -326,10 +330,28 @@ class MemoryStore:
     async def _embed(
         self, texts: list[str], kind: Literal["query", "passage"]
     ) -> tuple[Vectors, int]:
-        if kind == "passage":
-            texts = [embedding_text(t) for t in texts]
-        emb = await self.embedder.embed(texts, kind=kind)
+        if kind == "query":
+            return await self._embed_queries(texts)
+        emb = await self.embedder.embed([embedding_text(t) for t in texts], kind=kind)
         return np.asarray(emb.vectors, dtype=np.float32), int(emb.tokens)
+
+    async def _embed_queries(self, texts: list[str]) -> tuple[Vectors, int]:
+        """Query vectors, the recent ones from memory: a turn's extraction looks up the very
+        message its reply searched with a moment before, and embedding it again cost a quarter
+        of a turn's embedding work. Tokens count only what was embedded now."""
+        known = {t: self._queries[t] for t in texts if t in self._queries}
+        missing = [t for t in dict.fromkeys(texts) if t not in known]
+        tokens = 0
+        if missing:
+            emb = await self.embedder.embed(missing, kind="query")
+            known.update(zip(missing, np.asarray(emb.vectors, dtype=np.float32), strict=True))
+            tokens = int(emb.tokens)
+        for text in texts:
+            self._queries[text] = known[text]
+            self._queries.move_to_end(text)
+        while len(self._queries) > RECENT_QUERIES:
+            self._queries.popitem(last=False)
+        return np.stack([known[t] for t in texts]), tokens
 
     def _upsert_sync(self, entries: Sequence[Entry]) -> None:
         self._col.upsert(
@@ -568,6 +590,7 @@ class MemoryStore:
                 return n
             finally:
                 self._cache.invalidate(user_id)
+                self._queries.clear()  # recent messages (the keys) are not kept past /forgetme
 
     # -- reads -------------------------------------------------------------------------------
     async def memories(self, user_id: int, *, origin_chat: int | None = None) -> list[Memory]:
