@@ -5,14 +5,21 @@ Run from the repository root::
     .venv/bin/python benchmarks/telegram_throughput.py [--chats 4] [--messages 5] [--latency 0.2]
 
 Issue 7 item 9's load (fact-bearing messages: each is retrieved against, extracted into a memory,
-embedded and stored by the real local model and Chroma)::
+embedded and stored by the real local model and Chroma), with the baseline in the same run::
 
     .venv/bin/python benchmarks/telegram_throughput.py --chats 100 --messages 5 \
-        --latency 0.5 --facts
+        --latency 0.5 --facts --before [--sqlite-synchronous NORMAL]
 
 With N × M replies the floor is N × M / 30 s (Telegram's ~30 messages a second): the table gives
-the wall time against it, and the most sendMessage calls, and the most Bot API calls of any kind,
-seen in any one second (Telegram's limit is about 30).
+the wall time against it, the replies received against those expected, and the most sendMessage
+calls, and the most Bot API calls of any kind, seen in any one second, globally and in any one
+chat (Telegram: about 30 a second for a bot, about one message a second in a chat).
+
+Wall time depends on what else the machine runs; CPU does not: the second table gives the bot's
+CPU per turn (the process's CPU less what the fake Bot API, which serves from threads of this
+process, spent), until the last reply and until the after-reply work was done too, split by
+thread. The last lines say how long the one SQLite connection's thread was busy (its commits
+wait for fsyncs): every chat's reads and writes queue for it.
 
 Prints figures, passes or fails nothing. N private chats each send M messages at once to the fake
 Bot API server (tests/fake_telegram.py); the real python-telegram-bot Application built by
@@ -113,11 +120,14 @@ async def burst(
     data_dir: Path,
     facts: bool = False,
     limiter: BaseRateLimiter[Any] | None = None,
+    synchronous: str = "",
 ) -> Result:
     with FakeTelegram() as tg:
         folder = data_dir / label.split()[0]
         db = Database(folder / "memora.sqlite3")
         await db.open()
+        if synchronous:  # what the commits' fsyncs cost (memora keeps FULL)
+            await db.db.execute(f"PRAGMA synchronous={synchronous}")
         sqlite = SqliteBusy(db)
         store = None
         if facts:
@@ -304,6 +314,12 @@ async def main() -> None:
         help="cProfile the event loop's thread during the (after) burst into FILE "
         "(then: python -m pstats FILE); the CPU figures then include the profiler's overhead",
     )
+    p.add_argument(
+        "--sqlite-synchronous",
+        choices=["NORMAL", "OFF"],
+        help="also run the burst with this SQLite synchronous setting (memora uses FULL: every "
+        "commit waits for an fsync): what the commits' fsyncs cost the burst",
+    )
     args = p.parse_args()
     logging.basicConfig(level=logging.WARNING)
     from telegram.ext import SimpleUpdateProcessor
@@ -324,6 +340,14 @@ async def main() -> None:
         if profiler is not None:
             profiler.disable()
             profiler.dump_stats(args.profile)
+        if args.sqlite_synchronous:
+            label = f"… SQLite synchronous={args.sqlite_synchronous}"
+            runs.append(
+                await burst(
+                    label, None, n, m, lat, Path(tmp), args.facts,
+                    synchronous=args.sqlite_synchronous,
+                )
+            )  # fmt: skip
         if args.compare:
             runs.append(
                 await burst("serial (PTB default)", SimpleUpdateProcessor(1), n, m, lat, Path(tmp))

@@ -711,8 +711,8 @@ class Engine:
         tokens = outcome.usage.total_tokens
         raw = outcome.raw  # extraction has masked every rejected secret in it already
         if outcome.error:
-            await self.db.add_turn_usage(turn_id, TurnUsage(extraction_tokens=tokens))
-            await self._log_extraction(user, chat, "failed", raw, outcome.error, tokens)
+            spent = (turn_id, TurnUsage(extraction_tokens=tokens))
+            await self._log_extraction(user, chat, "failed", raw, outcome.error, tokens, spent)
             return
         learned = await self._apply_learner(done, outcome, now)
         try:
@@ -727,13 +727,11 @@ class Engine:
             )
         except Exception as exc:  # the embedder or the store failed; the reply already went out
             log.exception("storing extracted memories failed for user %s", user.id)
-            await self.db.add_turn_usage(turn_id, TurnUsage(extraction_tokens=tokens))
-            await self._log_extraction(user, chat, "failed", raw, f"store: {exc}", tokens)
+            spent = (turn_id, TurnUsage(extraction_tokens=tokens))
+            await self._log_extraction(user, chat, "failed", raw, f"store: {exc}", tokens, spent)
             return
         embed = sum(r.embedding_tokens for r in results)
-        await self.db.add_turn_usage(
-            turn_id, TurnUsage(extraction_tokens=tokens, embedding_tokens=embed)
-        )
+        spent = (turn_id, TurnUsage(extraction_tokens=tokens, embedding_tokens=embed))
         detail = "\n".join(f"{r.action}: {r.memory.text}" for r in results)
         if outcome.rejected:
             detail += "\n" + "\n".join(
@@ -743,7 +741,7 @@ class Engine:
         if learned:
             detail += "\n" + "\n".join(learned)
         status = f"ok, {len(results)} memories" if results else "ok, nothing worth keeping"
-        await self._log_extraction(user, chat, status, raw, detail.strip(), tokens)
+        await self._log_extraction(user, chat, status, raw, detail.strip(), tokens, spent)
 
     async def _apply_learner(
         self, done: Answered, outcome: ExtractionOutcome, now: datetime
@@ -769,10 +767,19 @@ class Engine:
         return [f"learner {line}" for line in applied.lines()]
 
     async def _log_extraction(
-        self, user: UserRef, chat: ChatRef, status: str, raw: str, detail: str, tokens: int
+        self,
+        user: UserRef,
+        chat: ChatRef,
+        status: str,
+        raw: str,
+        detail: str,
+        tokens: int,
+        spent: tuple[int, TurnUsage] | None = None,
     ) -> None:
+        """Log the extraction; with `spent` (turn id, tokens) add them to the turn's usage in the
+        same commit."""
         await self.db.log_extraction(
-            ExtractionLog(user.id, chat.id, utcnow(), status, raw, detail, tokens)
+            ExtractionLog(user.id, chat.id, utcnow(), status, raw, detail, tokens), spent=spent
         )
 
 

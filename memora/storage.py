@@ -101,6 +101,7 @@ class ExtractionLog:
 
 
 _USAGE_COLS = tuple(f.name for f in fields(TurnUsage))  # the turns table's usage columns
+_ADD_USAGE = f"UPDATE turns SET {', '.join(f'{c} = {c} + ?' for c in _USAGE_COLS)} WHERE id=?"
 
 
 def _usage_values(usage: TurnUsage) -> tuple[int, ...]:
@@ -216,6 +217,14 @@ class Database:
 
     # -- chats ----------------------------------------------------------------------------------
     async def ensure_chat(self, chat_id: int, kind: str = "private", title: str = "") -> None:
+        """The chat's row, with this kind and (unless empty) title. Read first: every turn calls
+        this, and a write when nothing changed cost a commit (an fsync) per turn."""
+        async with self.db.execute(
+            "SELECT kind, title FROM chats WHERE chat_id=?", (chat_id,)
+        ) as cur:
+            row = await cur.fetchone()
+        if row is not None and row[0] == kind and (not title or row[1] == title):
+            return
         now = utcnow()
         await self._write(
             "INSERT INTO chats(chat_id, kind, title, created_at, updated_at) VALUES (?,?,?,?,?) "
@@ -345,10 +354,7 @@ class Database:
 
     async def add_turn_usage(self, turn_id: int, usage: TurnUsage) -> None:
         """Add tokens spent after the reply (summary, extraction, embedding) to the turn's row."""
-        await self._write(
-            f"UPDATE turns SET {', '.join(f'{c} = {c} + ?' for c in _USAGE_COLS)} WHERE id=?",
-            (*_usage_values(usage), turn_id),
-        )
+        await self._write(_ADD_USAGE, (*_usage_values(usage), turn_id))
 
     async def last_usage(self, chat_id: int) -> TurnUsage:
         async with self.db.execute(
@@ -443,14 +449,22 @@ class Database:
         await self.checkpoint()
 
     # -- extraction log -------------------------------------------------------------------------
-    async def log_extraction(self, log: ExtractionLog) -> None:
-        await self._write(
-            "INSERT INTO extraction_log(user_id, chat_id, at, status, raw, detail, tokens) "
-            "VALUES (?,?,?,?,?,?,?) ON CONFLICT(user_id) DO UPDATE SET chat_id=excluded.chat_id, "
-            "at=excluded.at, status=excluded.status, raw=excluded.raw, detail=excluded.detail, "
-            "tokens=excluded.tokens",
-            (log.user_id, log.chat_id, log.at, log.status, log.raw, log.detail, log.tokens),
-        )
+    async def log_extraction(
+        self, log: ExtractionLog, *, spent: tuple[int, TurnUsage] | None = None
+    ) -> None:
+        """Keep the user's last extraction; with `spent` (turn id, tokens) also add what it cost
+        to that turn, in the same transaction (one commit, one fsync, instead of two)."""
+        async with self.transaction() as db:
+            await db.execute(
+                "INSERT INTO extraction_log(user_id, chat_id, at, status, raw, detail, tokens) "
+                "VALUES (?,?,?,?,?,?,?) ON CONFLICT(user_id) DO UPDATE SET "
+                "chat_id=excluded.chat_id, at=excluded.at, status=excluded.status, "
+                "raw=excluded.raw, detail=excluded.detail, tokens=excluded.tokens",
+                (log.user_id, log.chat_id, log.at, log.status, log.raw, log.detail, log.tokens),
+            )
+            if spent is not None:
+                turn_id, usage = spent
+                await db.execute(_ADD_USAGE, (*_usage_values(usage), turn_id))
 
     async def log_extraction_manual(self, user_id: int, chat_id: int, text: str) -> None:
         await self.log_extraction(

@@ -244,3 +244,23 @@ async def test_add_turn_usage_adds_every_field_of_the_typed_usage(db: Database) 
     assert await db.last_usage(1) == TurnUsage(
         counted_input=9, actual_input=10, summary_tokens=2, extraction_tokens=4, embedding_tokens=6
     )
+
+
+async def test_a_known_chat_is_not_written_again_each_turn(tmp_path: Path) -> None:
+    """ensure_chat runs every turn: when the chat's kind and title are as stored it writes
+    nothing (each write was a commit, an fsync, on the one connection every chat shares)."""
+    db = Database(tmp_path / "memora.sqlite3")
+    await db.open()
+    try:
+        await db.ensure_chat(-9, "group", "Study group")
+        before = db.db.total_changes
+        await db.ensure_chat(-9, "group", "Study group")
+        await db.ensure_chat(-9, "group")  # no title given: the stored one stays
+        assert db.db.total_changes == before
+        await db.ensure_chat(-9, "group", "Renamed")
+        await db.ensure_chat(7)  # a new chat
+        assert db.db.total_changes == before + 2
+        assert ((await db.chat(-9)).kind, (await db.chat(-9)).title) == ("group", "Renamed")
+        assert 7 in await db.chat_ids()
+    finally:
+        await db.close()
