@@ -9,7 +9,7 @@ import random
 import numpy as np
 
 from memora.longterm.cache import Entry, UserData
-from memora.longterm.dedupe import normalise_text
+from memora.longterm.dedupe import Relation, normalise_text, relation, relation_floor
 from memora.longterm.lexical import BM25, tokenize
 from memora.longterm.records import Memory
 
@@ -139,3 +139,40 @@ def test_appending_to_an_older_snapshot_does_not_touch_a_newer_one() -> None:
     assert np.array_equal(b.vectors[1], entry(3, TEXTS[2]).vector)
     assert [e.memory.id for e in a.entries] == ["m1", "m2"]
     assert [e.memory.id for e in b.entries] == ["m1", "m3"]
+
+
+RELATION_TEXTS = [
+    *TEXTS,
+    "My level is B1",
+    "我的英文程度是B1",
+    "The user's English level is B2.",
+    "使用者的英文程度是 B2。",
+    "The user's TOEIC goal is 900 points.",
+    "The user does not like grammar drills.",
+    "The user likes grammar drills.",
+    "使用者的女兒 5 歲。",
+    "使用者的兒子 5 歲。",
+    "The user moved to Tainan.",
+    "使用者住在台北。",
+    "The user lives in Taipei.",
+    "The user studies 30 minutes every morning.",
+    "The user wants to improve business English.",
+]
+
+
+def test_a_new_memory_is_compared_only_where_relation_can_say_more_than_distinct() -> None:
+    """`relation_floor` lets the store skip memories below it: no verdict is lost."""
+    cosines = np.linspace(0.0, 1.0, 101)
+    checked = said_more = 0
+    for new in RELATION_TEXTS:
+        floor = relation_floor(new)
+        for old in RELATION_TEXTS:
+            if normalise_text(new) == normalise_text(old):
+                continue
+            for cosine in cosines[cosines < floor]:
+                assert relation(new, old, float(cosine)) is Relation.DISTINCT, (new, old, cosine)
+                checked += 1
+            above = {relation(new, old, float(c)) for c in cosines[cosines >= floor]}
+            said_more += bool(above - {Relation.DISTINCT})
+    assert checked > 10_000
+    assert said_more >= 4  # duplicates and updates exist among these pairs above the floor

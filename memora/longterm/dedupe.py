@@ -199,6 +199,14 @@ def may_replace(new_text: str, old_text: str, cosine: float) -> bool:
     return cosine >= (REPLACE_MIN_SHARED if shared else REPLACE_MIN)
 
 
+def relation_floor(new_text: str) -> float:
+    """The lowest cosine at which `relation(new_text, old, cosine)` can be anything but
+    DISTINCT for an `old` with another normalised text: DUP_SAME_TERMS needs numbers in the
+    new text, UPDATE needs them too, so without numbers only DUP_MIN or DUP_CROSS can pass.
+    A new memory is compared only with the memories this close (a test checks the bound)."""
+    return CANDIDATE_MIN if _terms(new_text).numbers else min(DUP_MIN, DUP_CROSS)
+
+
 def relation(new_text: str, old_text: str, cosine: float) -> Relation:
     """How a new memory relates to an existing one, from their texts and dense cosine.
 

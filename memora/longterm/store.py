@@ -38,12 +38,12 @@ from memora.clock import utcnow
 from memora.erase import CHROMA_HNSW, vacuum_chroma
 from memora.longterm.cache import Entry, UserCache, UserData, UserLocks
 from memora.longterm.dedupe import (
-    CANDIDATE_MIN,
     Relation,
     embedding_text,
     may_replace,
     normalise_text,
     relation,
+    relation_floor,
 )
 from memora.longterm.embeddings import Embedder, Vectors
 from memora.longterm.ranking import Hit, dense_scale_for, hybrid_rank
@@ -114,7 +114,7 @@ class _Batch:
         if same is not None or not self.entries:
             return same, None
         cosines = self.matrix @ vec
-        near = np.nonzero(cosines >= CANDIDATE_MIN)[0]
+        near = np.nonzero(cosines >= relation_floor(text))[0]
         update: int | None = None
         for i in near[np.argsort(-cosines[near], kind="stable")]:
             verdict = relation(text, self.entries[i].memory.text, float(cosines[i]))
