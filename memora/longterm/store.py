@@ -658,22 +658,22 @@ class MemoryStore:
         version = await self._version(user_id)
         data = self._cached(user_id, version)
         where = self._where(user_id, origin_chat)
-        loading: asyncio.Task[UserData] | None = None
-        if data is None:  # not in the cache: load it in the background, answer from Chroma
-            loading = self._load(user_id, version)
+        if data is None:  # not in the cache
             if not await run_blocking(self._any_sync, where):
+                self._load(user_id, version)  # in the background, for the next read
                 return SearchResult([], 0)
-        elif origin_chat is not None:
-            data = data.from_chat(origin_chat)
-        if data is not None and not data.entries:
-            return SearchResult([], 0)
+        else:
+            data = data.from_chat(origin_chat) if origin_chat is not None else data
+            if not data.entries:
+                return SearchResult([], 0)
         variants = [query]
         context = " ".join((extra_context or "").split())
         if context:
             variants.append(f"{context}\n{query}")
         qvecs, tokens = await self._embed(variants, "query")
-        if data is None:
-            data = await self._candidates(loading, where, qvecs, origin_chat)
+        if data is None:  # answer from Chroma, then load the user for the next search
+            data = await self._candidates(self._loads.get(user_id), where, qvecs, origin_chat)
+            self._load(user_id, version)
         best: dict[int, float] = {}
         for qtext, qvec in zip(variants, qvecs, strict=True):
             for hit in self._rank(data, qtext, qvec, top_k, min_score):
@@ -690,13 +690,15 @@ class MemoryStore:
 
     async def _candidates(
         self,
-        loading: asyncio.Task[UserData] | None,
+        running: tuple[tuple[str, int], asyncio.Task[UserData]] | None,
         where: dict[str, Any],
         qvecs: Vectors,
         origin_chat: int | None,
     ) -> UserData:
-        """What a search ranks when the user was not cached: all of the user's memories if the
-        load finished while the message was embedded, else Chroma's nearest neighbours."""
+        """What a search ranks when the user was not cached: all of the user's memories if a
+        load has just finished, else Chroma's nearest neighbours. (The load starts after this
+        search's own Chroma query: both at once made the first search wait for the load.)"""
+        loading = running[1] if running is not None else None
         if loading is not None and loading.done() and not loading.cancelled():
             if loading.exception() is None:
                 data = loading.result()
