@@ -43,6 +43,7 @@ from memora.longterm.ranking import (
     DEFAULT_DENSE_WEIGHT,
     DEFAULT_LEXICAL_GATE,
     DEFAULT_MIN_SCORE,
+    DEFAULT_TERMS_DENSE_WEIGHT,
     E5_SCALE,
     USE_SCALE,
     DenseScale,
@@ -133,6 +134,7 @@ class Candidate:
     context: float = 0.0  # beta
     joined: bool = False  # the product's use_last_turn: max(score(message), score(prev + message))
     min_signal: bool = False  # the two-signals gate
+    locomo_safe: bool = False  # only weights and gates that keep LoCoMo's tuning NDCG@10
     null: float = 0.0  # lambda: cosine minus lambda x the mean top-3 cosine to the Background
 
 
@@ -265,12 +267,23 @@ def objective(f: dict[str, float]) -> float:
 DEFAULT = Config(DEFAULT_DENSE_WEIGHT, DEFAULT_LEXICAL_GATE, DEFAULT_MIN_SCORE)
 
 
+def product_default(c: Candidate) -> Config:
+    """The product's defaults for this candidate's memories: with terms, their dense weight."""
+    if c.terms_lexical or c.terms_dense:
+        return Config(DEFAULT_TERMS_DENSE_WEIGHT, DEFAULT_LEXICAL_GATE, DEFAULT_MIN_SCORE)
+    return DEFAULT
+
+
 def grid(c: Candidate) -> list[Config]:
     signals_ = (0.0, 0.3, 0.4, 0.5, 0.6) if c.min_signal else (0.0,)
+    # LoCoMo's two tuning conversations lose NDCG@10 with more dense weight or a lower gate
+    # (0.468 at w 0.4 / gate 0.5, 0.458 at 0.5 / 0.25, 0.415 at 0.6 / 0.25; 0.476 at 0.3 / 0.5).
+    weights = (0.2, 0.3, 0.4) if c.locomo_safe else (0.2, 0.3, 0.4, 0.5, 0.6)
+    gates = (0.5, 0.75) if c.locomo_safe else (0.0, 0.25, 0.5, 0.75)
     return [
         Config(w, g, round(float(m), 2), ms)
-        for w in (0.2, 0.3, 0.4, 0.5, 0.6)
-        for g in (0.0, 0.25, 0.5, 0.75)
+        for w in weights
+        for g in gates
         for m in np.arange(0.06, 0.301, 0.02)
         for ms in signals_
     ]
@@ -296,9 +309,16 @@ CANDIDATES = [
     Candidate("baseline (text, BM25 + USE)"),
     Candidate("+ terms (lexical)", terms_lexical=True),
     Candidate("+ terms (lexical + dense)", terms_lexical=True, terms_dense=True),
+    Candidate(
+        "+ terms (lexical + dense), w ≤ 0.4, gate ≥ 0.5 (keeps LoCoMo)",
+        ("USE",),
+        True,
+        True,
+        locomo_safe=True,
+    ),
     Candidate("context: max(message, previous + message) (use_last_turn)", joined=True),
     Candidate("+ context β 0.25 (no terms)", context=0.25),
-    Candidate("+ terms (lexical + dense), use_last_turn", True * ("USE",), True, True, joined=True),
+    Candidate("+ terms (lexical + dense), use_last_turn", ("USE",), True, True, joined=True),
     Candidate("+ terms (lexical + dense), + context β 0.25", ("USE",), True, True, context=0.25),
     Candidate("gate: two signals", min_signal=True),
     Candidate("null: cos - 0.5 x background", null=0.5),
@@ -372,7 +392,8 @@ def run(
     for c in cands:
         ts = signals(c, tune_u, tune_q, tune_bg)
         hs = signals(c, held_u, held_q, held_bg)
-        cfgs = [("defaults", DEFAULT)] if c.name.startswith("baseline") else []
+        product = c.name.startswith("baseline") or c.name.startswith("+ terms (lexical + dense)")
+        cfgs = [("defaults", product_default(c))] if product and not c.null else []
         best = choose(c, ts, tune_q)
         chosen.append((c, best))
         cfgs.append(("tuned", best))
@@ -387,12 +408,15 @@ def run(
             print(distribution(c, best, ts, tune_q, "  tune"))
             print(distribution(c, best, hs, held_q, "  held-out"))
         at_default.append((c, ts, hs))
-    print(f"\nEvery candidate at the product's defaults ({DEFAULT}):\n")
+    print(
+        f"\nEvery candidate at the product's defaults ({DEFAULT}; memories with terms: "
+        f"weight {DEFAULT_TERMS_DENSE_WEIGHT:g}):\n"
+    )
     print("| candidate | split | hit@1 | hit@3 | answerable kept | unrelated → nothing |")
     print("|---|---|---|---|---|---|")
     for c, ts, hs in at_default:
         for split, s, q in (("tune", ts, tune_q), ("held-out", hs, held_q)):
-            f = figures(c, DEFAULT, s, q)
+            f = figures(c, product_default(c), s, q)
             print(
                 f"| {c.name} | {split} | {f['hit@1']:.3f} | {f['hit@3']:.3f} "
                 f"| {f['kept']:.3f} | {f['empty']:.3f} |"

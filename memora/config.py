@@ -80,7 +80,7 @@ class MemoryConfig(_Section):
 class RetrievalConfig(_Section):
     top_k: int = Field(3, ge=0, le=50)
     min_score: float | None = Field(None, ge=0.0, le=1.0)
-    use_last_turn: bool = True
+    use_last_turn: bool = False
     memory_tokens: int = Field(0, ge=0, le=8000)
     group_memories: Literal["group", "all"] = "group"
 

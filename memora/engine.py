@@ -104,7 +104,7 @@ class EngineConfig:
     max_message_chars: int = 4000
     top_k: int = 3
     min_score: float = DEFAULT_MIN_SCORE
-    use_last_turn: bool = True
+    use_last_turn: bool = False
     memory_tokens: int = 0  # > 0: send every memory when they fit, rank and cut past it
     group_memories: Literal["group", "all"] = "group"
     extraction_enabled: bool = True

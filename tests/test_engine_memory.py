@@ -34,7 +34,14 @@ def ctx(user: UserRef = ALICE, arg: str = "", chat: ChatRef = CHAT) -> CommandCo
 async def test_extraction_runs_after_the_reply_and_feeds_the_next_turn(
     mem_engine: Engine, llm: FakeLLM, store: MemoryStore
 ) -> None:
-    llm.parsed.append(facts(("使用者的英文程度是 B1", "level"), ("目標是多益 850 分", "goal")))
+    from tests.fake_openai import extraction_answer
+
+    llm.parsed.append(
+        extraction_answer(
+            ("使用者的英文程度是 B1", "level", ("English level", "程度", "B1")),
+            ("目標是多益 850 分", "goal", ("TOEIC", "多益", "850", "goal", "目標")),
+        )
+    )
     reply = await mem_engine.handle_turn(
         CHAT, ALICE, "我的英文程度是 B1，想考多益 850 分", message_id=77
     )

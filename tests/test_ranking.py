@@ -8,7 +8,9 @@ import pytest
 
 from memora.longterm.lexical import BM25, tokenize
 from memora.longterm.ranking import (
+    DEFAULT_DENSE_WEIGHT,
     DEFAULT_MIN_SCORE,
+    DEFAULT_TERMS_DENSE_WEIGHT,
     USE_SCALE,
     DenseScale,
     Hit,
@@ -222,7 +224,26 @@ def test_bad_shapes_and_parameters_raise() -> None:
     with pytest.raises(ValueError):
         hybrid_rank(Q, vecs, "x", ["a", "b"], dense_weight=1.5)
     with pytest.raises(ValueError):
+        hybrid_rank(Q, vecs, "x", ["a", "b"], dense_weight=[0.3, 0.4, 0.4])  # one too many
+    with pytest.raises(ValueError):
+        hybrid_rank(Q, vecs, "x", ["a", "b"], dense_weight=[0.3, -0.1])
+    with pytest.raises(ValueError):
         DenseScale(0.5, 0.5)
+
+
+def test_a_weight_per_memory_fuses_each_memory_with_its_own() -> None:
+    """A memory with search terms weighs its cosine less (DEFAULT_TERMS_DENSE_WEIGHT): the same
+    cosine and the same shared words score as a single weight would for each one."""
+    texts = ["養了一隻柴犬 (dog 柴犬 pet)", "養了一隻柴犬"]
+    vecs = _unit(_vec_with_cosine(Q, 0.3, 1), _vec_with_cosine(Q, 0.3, 2))
+    query = "tips for my dog"
+    weights = [DEFAULT_TERMS_DENSE_WEIGHT, DEFAULT_DENSE_WEIGHT]
+    mixed = hybrid_scores(Q, vecs, query, texts, dense_weight=weights).score
+    for i, w in enumerate(weights):
+        alone = hybrid_scores(Q, vecs, query, texts, dense_weight=w).score
+        assert mixed[i] == pytest.approx(alone[i])
+    assert DEFAULT_TERMS_DENSE_WEIGHT < DEFAULT_DENSE_WEIGHT
+    assert mixed[0] > mixed[1]  # the shared term counts, and counts more
 
 
 def test_prebuilt_index_gives_the_same_result() -> None:

@@ -22,9 +22,10 @@ import numpy.typing as npt
 
 from memora.longterm.dedupe import normalise_text
 from memora.longterm.lexical import BM25, tokenize
+from memora.longterm.ranking import DEFAULT_DENSE_WEIGHT, DEFAULT_TERMS_DENSE_WEIGHT
 from memora.longterm.records import Memory, indexed_text
 
-__all__ = ["Entry", "UserCache", "UserData", "UserLocks", "indexed_terms"]
+__all__ = ["Entry", "UserCache", "UserData", "UserLocks", "dense_weight", "indexed_terms"]
 
 
 @dataclass(frozen=True)
@@ -88,6 +89,13 @@ class UserData:
             out.setdefault(normalise_text(e.memory.text), i)
         return out
 
+    @cached_property
+    def dense_weights(self) -> npt.NDArray[np.float64]:
+        """Per memory, the weight of the dense evidence in the hybrid score: less for a memory
+        with search terms (see memora.longterm.ranking.DEFAULT_TERMS_DENSE_WEIGHT); carried by
+        each write like the BM25 index."""
+        return np.array([dense_weight(e) for e in self.entries], dtype=np.float64)
+
     def find(self, memory_id: str) -> Entry | None:
         return next((e for e in self.entries if e.memory.id == memory_id), None)
 
@@ -116,6 +124,8 @@ class UserData:
             keys = dict(self.keys)
             keys.setdefault(normalise_text(entry.memory.text), n)
             new.__dict__["keys"] = keys
+        if self._has("dense_weights"):
+            new.__dict__["dense_weights"] = np.append(self.dense_weights, dense_weight(entry))
         return new
 
     def replaced(self, i: int, entry: Entry) -> UserData:
@@ -129,6 +139,10 @@ class UserData:
             new.__dict__["texts"] = texts
         if self._has("bm25"):
             new.__dict__["bm25"] = self.bm25.replaced(i, indexed_terms(entry))
+        if self._has("dense_weights"):
+            weights = self.dense_weights.copy()
+            weights[i] = dense_weight(entry)
+            new.__dict__["dense_weights"] = weights
         if self._has("keys"):
             old_key = normalise_text(self.entries[i].memory.text)
             new_key = normalise_text(entry.memory.text)
@@ -161,7 +175,14 @@ class UserData:
         new = UserData((*self.entries[:i], *self.entries[i + 1 :]), self.vectors[keep])
         if self._has("bm25"):
             new.__dict__["bm25"] = self.bm25.removed(i)
+        if self._has("dense_weights"):
+            new.__dict__["dense_weights"] = np.delete(self.dense_weights, i)
         return new
+
+
+def dense_weight(entry: Entry) -> float:
+    """The weight of one memory's dense evidence: less when it has search terms."""
+    return DEFAULT_TERMS_DENSE_WEIGHT if entry.memory.terms else DEFAULT_DENSE_WEIGHT
 
 
 def indexed_terms(entry: Entry) -> list[str]:

@@ -54,6 +54,7 @@ __all__ = [
     "DEFAULT_DENSE_WEIGHT",
     "DEFAULT_LEXICAL_GATE",
     "DEFAULT_MIN_SCORE",
+    "DEFAULT_TERMS_DENSE_WEIGHT",
     "DENSE_SCALES",
     "E5_SCALE",
     "USE_SCALE",
@@ -97,6 +98,20 @@ DENSE_SCALES: dict[str, DenseScale] = {
 # cross-lingual memories (where lexical is 0) and lets shared words lead on English ones.
 DEFAULT_DENSE_WEIGHT = 0.4
 
+# The weight for a memory that has search terms (written by the extraction call in English and
+# the learner's language, indexed and embedded with the text): shared words are then the
+# stronger evidence on cross-lingual memories too. Chosen on the tuning part only by
+# `.venv/bin/python benchmarks/retrieval.py --candidates` ("+ terms (lexical + dense), w <= 0.4,
+# gate >= 0.5"), with the gate and min_score left where they were: learner set tuning users
+# hit@1 0.931 / answerable kept 0.861 / unrelated → nothing 0.947; held-out users 0.823 / 0.835
+# / 0.828. The cap at 0.4 keeps LoCoMo's tuning NDCG@10 (0.476 at 0.3, 0.468 at 0.4, 0.415 at
+# 0.6 with gate 0.25); without it the tuning users pick 0.6 / gate 0.25 / min_score 0.24
+# (held-out 0.835 / 0.848 / 0.828, about the same). A memory without terms (/remember, or stored
+# before terms existed) keeps DEFAULT_DENSE_WEIGHT: at 0.3 it would need a cosine of 0.28
+# instead of 0.21 to pass on its own, and the text-only baseline keeps 0.74 of answerable
+# queries instead of 0.89 (tuning users).
+DEFAULT_TERMS_DENSE_WEIGHT = 0.3
+
 # dense01 at and above which the lexical evidence counts in full (0.5 on USE_SCALE = cosine 0.3).
 DEFAULT_LEXICAL_GATE = 0.5
 
@@ -105,7 +120,8 @@ DEFAULT_LEXICAL_GATE = 0.5
 # at 0.14, 86 % of unrelated messages return nothing while the relevant memory of 92 % of the
 # answerable ones survives (max of the two rates' sum; 0.10 keeps 97 % but lets 21 % of unrelated
 # messages through, 0.16+ loses relevant memories fast). With 361 memories per user (table (c))
-# the same threshold gives 79 % / 89 %. Without a shared word it means a USE cosine >= 0.21.
+# the same threshold gives 79 % / 89 %. Without a shared word it means a USE cosine >= 0.21
+# (>= 0.28 for a memory with search terms, which weighs its cosine less).
 DEFAULT_MIN_SCORE = 0.14
 
 
@@ -139,14 +155,20 @@ def hybrid_scores(
     query_text: str,
     doc_texts: Sequence[str],
     *,
-    dense_weight: float = DEFAULT_DENSE_WEIGHT,
+    dense_weight: float | npt.ArrayLike = DEFAULT_DENSE_WEIGHT,
     scale: DenseScale = USE_SCALE,
     lexical_gate: float = DEFAULT_LEXICAL_GATE,
     index: BM25 | None = None,
 ) -> Scores:
-    """Fused score, cosine and lexical coverage of every candidate (see the module docstring)."""
+    """Fused score, cosine and lexical coverage of every candidate (see the module docstring).
+
+    ``dense_weight`` is one weight, or one per candidate (a memory with search terms weighs
+    its dense evidence less, see DEFAULT_TERMS_DENSE_WEIGHT)."""
     n = len(doc_texts)
-    if not 0.0 <= dense_weight <= 1.0:
+    weight = np.asarray(dense_weight, dtype=np.float64)
+    if weight.ndim > 1 or (weight.ndim == 1 and weight.shape[0] != n):
+        raise ValueError("dense_weight must be one number or one per text")
+    if np.any((weight < 0.0) | (weight > 1.0)):
         raise ValueError("dense_weight must be in [0, 1]")
     if not 0.0 <= lexical_gate <= 1.0:
         raise ValueError("lexical_gate must be in [0, 1]")
@@ -169,7 +191,7 @@ def hybrid_scores(
     dense01 = np.clip((dense - scale.floor) / (scale.ceiling - scale.floor), 0.0, 1.0)
     lexical = index.coverage(tokenize(query_text))
     agree = np.minimum(1.0, dense01 / lexical_gate) if lexical_gate > 0.0 else 1.0
-    score = np.clip(dense_weight * dense01 + (1.0 - dense_weight) * lexical * agree, 0.0, 1.0)
+    score = np.clip(weight * dense01 + (1.0 - weight) * lexical * agree, 0.0, 1.0)
     return Scores(score=score, dense=dense, lexical=lexical)
 
 
@@ -181,7 +203,7 @@ def hybrid_rank(
     top_k: int = 5,
     min_score: float = DEFAULT_MIN_SCORE,
     *,
-    dense_weight: float = DEFAULT_DENSE_WEIGHT,
+    dense_weight: float | npt.ArrayLike = DEFAULT_DENSE_WEIGHT,
     scale: DenseScale = USE_SCALE,
     lexical_gate: float = DEFAULT_LEXICAL_GATE,
     index: BM25 | None = None,

@@ -755,6 +755,7 @@ class MemoryStore:
                 data.texts,
                 top_k,
                 min_score,
+                dense_weight=data.dense_weights,
                 scale=self._scale,
                 index=data.bm25,
             )
