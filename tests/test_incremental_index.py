@@ -100,13 +100,14 @@ def assert_same_data(got: UserData, want: UserData) -> None:
     assert np.array_equal(got.vectors, want.vectors)
     assert got.texts == want.texts
     assert got.keys == want.keys
+    assert np.array_equal(got.dense_weights, want.dense_weights)  # 0.3 with terms, else 0.4
     assert_same_index(got.bm25, want.bm25)
 
 
 def test_user_data_carries_texts_keys_and_index_through_writes() -> None:
     rng = random.Random(5)
     data = UserData((), np.zeros((0, 8), dtype=np.float32))
-    data.bm25, data.keys, data.texts  # noqa: B018 - computed, so the writes carry them
+    data.bm25, data.keys, data.texts, data.dense_weights  # noqa: B018 - the writes carry them
     snapshots: list[tuple[UserData, UserData]] = []
     for k in range(120):
         op = rng.random()
@@ -118,10 +119,10 @@ def test_user_data_carries_texts_keys_and_index_through_writes() -> None:
             data = data.replaced(i, Entry(memory, old.seq, new.vector))
         elif data.entries and op < 0.4:
             data = data.without(rng.choice(data.entries).memory.id)
-            data.bm25, data.keys, data.texts  # noqa: B018
+            data.bm25, data.keys, data.texts, data.dense_weights  # noqa: B018
         else:
             data = data.appended(entry(k, rng.choice(TEXTS)))
-        assert {"bm25", "texts"} <= data.__dict__.keys()
+        assert {"bm25", "texts", "dense_weights"} <= data.__dict__.keys()
         assert_same_data(data, fresh(data))
         snapshots.append((data, fresh(data)))
     for snapshot, copy in snapshots:  # later writes never changed an earlier snapshot
