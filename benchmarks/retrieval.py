@@ -227,6 +227,10 @@ def build_methods(encoders: Sequence[str]) -> list[Method]:
             Method("USE dense (LocalUSE)", "USE", _dense("USE")),
             Method("RRF k=60 (BM25 + USE)", "USE", _rrf("USE")),
             Method("hybrid (BM25 + USE) *", "USE", _hybrid("USE", USE_SCALE)),
+            # Lower dense weights, for the held-out table (e): memories without search terms
+            # keep DEFAULT_DENSE_WEIGHT, LoCoMo turns have none.
+            Method("hybrid, dense weight 0.3", "USE", _hybrid("USE", USE_SCALE, 0.3)),
+            Method("hybrid, dense weight 0.2", "USE", _hybrid("USE", USE_SCALE, 0.2)),
         ]
     if "e5" in encoders:
         methods += [
