@@ -62,10 +62,12 @@ class Inbox:
 
     async def pending(self) -> list[Incoming]:
         """Updates received but not handled, oldest first."""
-        async with self.db.db.execute(
-            "SELECT update_id, payload FROM inbox WHERE done_at IS NULL ORDER BY update_id"
-        ) as cur:
-            return [Incoming(int(r[0]), str(r[1])) for r in await cur.fetchall()]
+        return [
+            Incoming(int(r[0]), str(r[1]))
+            for r in await self.db.rows(
+                "SELECT update_id, payload FROM inbox WHERE done_at IS NULL ORDER BY update_id"
+            )
+        ]
 
     async def done(self, update_id: int) -> None:
         """Handled: forget its content, keep its id (a second delivery is then refused)."""
@@ -105,28 +107,26 @@ class Outbox:
 
     async def pending(self, chat_id: int) -> list[Outgoing]:
         """The chat's undelivered answers, in the order they were made."""
-        async with self.db.db.execute(
-            "SELECT id, chat_id, update_id, body, attempts, next_at FROM outbox "
-            "WHERE state='pending' AND chat_id=? ORDER BY id",
-            (chat_id,),
-        ) as cur:
-            return [_outgoing(r) for r in await cur.fetchall()]
+        return [
+            _outgoing(r)
+            for r in await self.db.rows(
+                "SELECT id, chat_id, update_id, body, attempts, next_at FROM outbox "
+                "WHERE state='pending' AND chat_id=? ORDER BY id",
+                (chat_id,),
+            )
+        ]
 
     async def chats_due(self, now: float | None = None) -> list[int]:
         """Chats whose oldest undelivered answer may be tried now."""
-        async with self.db.db.execute(
+        rows = await self.db.rows(
             "SELECT chat_id, next_at FROM outbox WHERE id IN "
             "(SELECT MIN(id) FROM outbox WHERE state='pending' GROUP BY chat_id)"
-        ) as cur:
-            rows = await cur.fetchall()
+        )
         moment = time.time() if now is None else now
         return [int(r[0]) for r in rows if float(r[1]) <= moment]
 
     async def next_due(self) -> float | None:
-        async with self.db.db.execute(
-            "SELECT MIN(next_at) FROM outbox WHERE state='pending'"
-        ) as cur:
-            row = await cur.fetchone()
+        row = await self.db.row("SELECT MIN(next_at) FROM outbox WHERE state='pending'")
         return None if row is None or row[0] is None else float(row[0])
 
     async def sent(self, item: Outgoing) -> None:

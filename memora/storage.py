@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import sqlite3
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -143,6 +143,20 @@ class Database:
             raise RuntimeError("Database is not open")
         return self._db
 
+    async def rows(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+        """Every row of one read, in one trip to the connection's thread. A cursor takes three
+        (execute, fetch, close), each a hand-off between the event loop and that thread: they
+        were most of the event loop's CPU a turn spent on the database."""
+        if self._pg is not None:
+            async with self.db.execute(sql, params) as cur:
+                return list(await cur.fetchall())
+        return list(await self.db.execute_fetchall(sql, params))
+
+    async def row(self, sql: str, params: Sequence[Any] = ()) -> Any:
+        """The first row of one read (None without one), in one trip (see `rows`)."""
+        found = await self.rows(sql, params)
+        return found[0] if found else None
+
     async def _write(self, sql: str, params: tuple[Any, ...]) -> int:
         """One autocommitted write, never inside another chat's open transaction."""
         if self._pg is not None:  # a pooled connection of its own
@@ -219,10 +233,7 @@ class Database:
     async def ensure_chat(self, chat_id: int, kind: str = "private", title: str = "") -> None:
         """The chat's row, with this kind and (unless empty) title. Read first: every turn calls
         this, and a write when nothing changed cost a commit (an fsync) per turn."""
-        async with self.db.execute(
-            "SELECT kind, title FROM chats WHERE chat_id=?", (chat_id,)
-        ) as cur:
-            row = await cur.fetchone()
+        row = await self.row("SELECT kind, title FROM chats WHERE chat_id=?", (chat_id,))
         if row is not None and row[0] == kind and (not title or row[1] == title):
             return
         now = utcnow()
@@ -234,8 +245,7 @@ class Database:
         )
 
     async def chat(self, chat_id: int) -> ChatRow:
-        async with self.db.execute("SELECT * FROM chats WHERE chat_id=?", (chat_id,)) as cur:
-            row = await cur.fetchone()
+        row = await self.row("SELECT * FROM chats WHERE chat_id=?", (chat_id,))
         if row is None:
             return ChatRow(chat_id, "private", "", "", 0, [], "")
         ctx = [ChatMessage(m["role"], m["content"]) for m in json.loads(row["last_context"])]
@@ -250,24 +260,19 @@ class Database:
         )
 
     async def chat_ids(self) -> list[int]:
-        async with self.db.execute("SELECT chat_id FROM chats ORDER BY chat_id") as cur:
-            return [int(r[0]) for r in await cur.fetchall()]
+        return [int(r[0]) for r in await self.rows("SELECT chat_id FROM chats ORDER BY chat_id")]
 
     # -- history --------------------------------------------------------------------------------
     async def messages(self, chat_id: int, from_seq: int = 0) -> list[StoredMessage]:
-        async with self.db.execute(
+        rows = await self.rows(
             "SELECT seq, role, content, user_id, user_name, created_at FROM messages "
             "WHERE chat_id=? AND seq>=? ORDER BY seq",
             (chat_id, from_seq),
-        ) as cur:
-            rows = await cur.fetchall()
+        )
         return [StoredMessage(r[0], r[1], r[2], r[3], r[4], r[5]) for r in rows]
 
     async def message_count(self, chat_id: int) -> int:
-        async with self.db.execute(
-            "SELECT COUNT(*) FROM messages WHERE chat_id=?", (chat_id,)
-        ) as cur:
-            row = await cur.fetchone()
+        row = await self.row("SELECT COUNT(*) FROM messages WHERE chat_id=?", (chat_id,))
         return int(row[0]) if row else 0
 
     async def record_turn(self, turn: NewTurn) -> int:
@@ -309,12 +314,11 @@ class Database:
 
     async def answer_to(self, update_id: int) -> str | None:
         """The stored reply of the turn that answered this update, if one did."""
-        async with self.db.execute(
+        row = await self.row(
             "SELECT m.content FROM turns t JOIN messages m ON m.turn_id = t.id "
             "WHERE t.update_id=? AND m.role='assistant'",
             (update_id,),
-        ) as cur:
-            row = await cur.fetchone()
+        )
         return None if row is None else str(row[0])
 
     @staticmethod
@@ -357,24 +361,22 @@ class Database:
         await self._write(_ADD_USAGE, (*_usage_values(usage), turn_id))
 
     async def last_usage(self, chat_id: int) -> TurnUsage:
-        async with self.db.execute(
+        row = await self.row(
             f"SELECT {', '.join(_USAGE_COLS)} FROM turns WHERE chat_id=? ORDER BY id DESC LIMIT 1",
             (chat_id,),
-        ) as cur:
-            row = await cur.fetchone()
+        )
         return TurnUsage(*row) if row else TurnUsage()
 
     async def total_usage(self, chat_id: int) -> TurnUsage:
         sums = ", ".join(f"COALESCE(SUM({c}), 0)" for c in _USAGE_COLS)
-        async with self.db.execute(f"SELECT {sums} FROM turns WHERE chat_id=?", (chat_id,)) as cur:
-            row = await cur.fetchone()
+        row = await self.row(f"SELECT {sums} FROM turns WHERE chat_id=?", (chat_id,))
         return TurnUsage(*row) if row else TurnUsage()
 
     async def turn_rows(self, chat_id: int) -> list[dict[str, Any]]:
-        async with self.db.execute(
-            "SELECT * FROM turns WHERE chat_id=? ORDER BY id", (chat_id,)
-        ) as cur:
-            return [dict(r) for r in await cur.fetchall()]
+        return [
+            dict(r)
+            for r in await self.rows("SELECT * FROM turns WHERE chat_id=? ORDER BY id", (chat_id,))
+        ]
 
     async def reset_chat(self, chat_id: int) -> int:
         """Forget this chat's short-term memory; return how many messages were deleted."""
@@ -392,23 +394,33 @@ class Database:
 
     async def forget_user(self, user_id: int) -> dict[str, int]:
         """Delete the user's private chats, their turns in groups, and their extraction log."""
-        async with self.db.execute(
-            "SELECT DISTINCT m.chat_id FROM messages m JOIN chats c ON c.chat_id = m.chat_id "
-            "WHERE m.user_id=? AND c.kind='private'",
-            (user_id,),
-        ) as cur:
-            private = [int(r[0]) for r in await cur.fetchall()]
+        private = [
+            int(r[0])
+            for r in await self.rows(
+                "SELECT DISTINCT m.chat_id FROM messages m JOIN chats c ON c.chat_id = m.chat_id "
+                "WHERE m.user_id=? AND c.kind='private'",
+                (user_id,),
+            )
+        ]
         marks = ",".join("?" * len(private)) or "NULL"
-        async with self.db.execute(
-            f"SELECT COUNT(*) FROM messages WHERE chat_id IN ({marks})", tuple(private)
-        ) as cur:
-            in_private = int((await cur.fetchone() or [0])[0])
-        async with self.db.execute(
-            "SELECT COUNT(*) FROM messages m JOIN chats c ON c.chat_id = m.chat_id "
-            "WHERE m.user_id=? AND c.kind != 'private'",
-            (user_id,),
-        ) as cur:
-            in_groups = int((await cur.fetchone() or [0])[0])
+        in_private = int(
+            (
+                await self.row(
+                    f"SELECT COUNT(*) FROM messages WHERE chat_id IN ({marks})", tuple(private)
+                )
+                or [0]
+            )[0]
+        )
+        in_groups = int(
+            (
+                await self.row(
+                    "SELECT COUNT(*) FROM messages m JOIN chats c ON c.chat_id = m.chat_id "
+                    "WHERE m.user_id=? AND c.kind != 'private'",
+                    (user_id,),
+                )
+                or [0]
+            )[0]
+        )
         # In groups a user's message goes together with the reply to it (same turn), so the
         # history stays user/assistant pairs. The summary and last request context of those
         # groups may quote the user, so both are cleared; the older turns are not folded
@@ -480,28 +492,28 @@ class Database:
         )
 
     async def extraction(self, user_id: int) -> ExtractionLog | None:
-        async with self.db.execute(
+        row = await self.row(
             "SELECT user_id, chat_id, at, status, raw, detail, tokens FROM extraction_log "
             "WHERE user_id=?",
             (user_id,),
-        ) as cur:
-            row = await cur.fetchone()
+        )
         return ExtractionLog(*row) if row else None
 
     async def last_speaker(self, chat_id: int) -> tuple[int, str] | None:
         """Who sent the chat's last user message (whose turn the last context was)."""
-        async with self.db.execute(
+        row = await self.row(
             "SELECT user_id, user_name FROM messages WHERE chat_id=? AND role='user' "
             "ORDER BY seq DESC LIMIT 1",
             (chat_id,),
-        ) as cur:
-            row = await cur.fetchone()
+        )
         return (int(row[0]), str(row[1])) if row and row[0] is not None else None
 
     async def participants(self, chat_id: int) -> list[tuple[int, str]]:
-        async with self.db.execute(
-            "SELECT user_id, MAX(user_name) FROM messages WHERE chat_id=? AND user_id IS NOT NULL "
-            "GROUP BY user_id ORDER BY user_id",
-            (chat_id,),
-        ) as cur:
-            return [(int(r[0]), str(r[1])) for r in await cur.fetchall()]
+        return [
+            (int(r[0]), str(r[1]))
+            for r in await self.rows(
+                "SELECT user_id, MAX(user_name) FROM messages "
+                "WHERE chat_id=? AND user_id IS NOT NULL GROUP BY user_id ORDER BY user_id",
+                (chat_id,),
+            )
+        ]

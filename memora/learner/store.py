@@ -99,12 +99,10 @@ class LearnerStore:
 
     # -- plumbing --------------------------------------------------------------------------------
     async def _rows(self, sql: str, params: tuple[Any, ...]) -> list[Any]:
-        async with self.database.db.execute(sql, params) as cur:
-            return list(await cur.fetchall())
+        return await self.database.rows(sql, params)
 
     async def _one(self, sql: str, params: tuple[Any, ...]) -> Any:
-        async with self.database.db.execute(sql, params) as cur:
-            return await cur.fetchone()
+        return await self.database.row(sql, params)
 
     async def _tx(self, statements: Sequence[Statement]) -> None:
         async with self.database.transaction() as db:
