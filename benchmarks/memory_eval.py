@@ -62,7 +62,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from memora.app import open_engine
-from memora.config import load_settings
+from memora.config import Settings, load_settings
 from memora.engine import ChatRef, Engine, UserRef
 from memora.llm import LLM, ChatMessage, LLMError, OpenAILLM
 
@@ -344,27 +344,33 @@ def _label_in(text: str) -> str | None:
     return words[-1] if words else None
 
 
+def engine_settings(args: argparse.Namespace, data_dir: Path) -> Settings:
+    """The memora settings (`--config`, else the defaults and the environment) with the model
+    of the command line and a data folder of the run's own (also used by local_server.py)."""
+    settings = load_settings(args.config)
+    llm_cfg = settings.llm.model_copy(
+        update={
+            "base_url": args.base_url or settings.llm.base_url,
+            "api_key": args.api_key or settings.llm.api_key or "not-needed",
+            "model": args.model or settings.llm.model,
+            "api": args.api or settings.llm.api,
+            "max_output_tokens": args.max_output_tokens or settings.llm.max_output_tokens,
+        }
+    )
+    update: dict[str, Any] = {
+        "llm": llm_cfg,
+        "storage": settings.storage.model_copy(update={"data_dir": data_dir}),
+    }
+    if args.embeddings:
+        update["embeddings"] = settings.embeddings.model_copy(update={"provider": args.embeddings})
+    return settings.model_copy(update=update)
+
+
 async def run(args: argparse.Namespace) -> dict[str, Any]:
     convs = load_data(args.locomo, args.conversations, args.sessions)
     with tempfile.TemporaryDirectory(prefix="memora-eval-") as tmp:
-        settings = load_settings(args.config)
-        llm_cfg = settings.llm.model_copy(
-            update={
-                "base_url": args.base_url or settings.llm.base_url,
-                "api_key": args.api_key or settings.llm.api_key or "not-needed",
-                "model": args.model or settings.llm.model,
-                "api": args.api or settings.llm.api,
-            }
-        )
-        update: dict[str, Any] = {
-            "llm": llm_cfg,
-            "storage": settings.storage.model_copy(update={"data_dir": Path(tmp)}),
-        }
-        if args.embeddings:
-            update["embeddings"] = settings.embeddings.model_copy(
-                update={"provider": args.embeddings}
-            )
-        settings = settings.model_copy(update=update)
+        settings = engine_settings(args, Path(tmp))
+        llm_cfg = settings.llm
         judge_llm = OpenAILLM.for_api(
             llm_cfg.api,
             model=args.judge_model or llm_cfg.model,
@@ -372,6 +378,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             base_url=llm_cfg.base_url,
             timeout=llm_cfg.timeout,
             max_retries=llm_cfg.max_retries,
+            max_output_tokens=llm_cfg.max_output_tokens or None,
         )
         try:
             async with open_engine(settings) as engine:
@@ -516,6 +523,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--judge-model", help="model for the judge (default: --model)")
     p.add_argument("--api", choices=["responses", "chat_completions"])
     p.add_argument("--config", help="a memora TOML config for the engine's other settings")
+    p.add_argument("--max-output-tokens", type=int, help="cap every answer ([llm] key)")
     p.add_argument("--embeddings", choices=["local", "openai"], help="default: config (local)")
     p.add_argument("--locomo", type=Path, default=DEFAULT_DATA, help="folder or file")
     p.add_argument(

@@ -75,6 +75,7 @@ def _llm(settings: Settings, model: str, *, background: bool = False) -> OpenAIL
         timeout=cfg.background_timeout if background else cfg.timeout,
         max_retries=cfg.background_max_retries if background else cfg.max_retries,
         reasoning_effort=cfg.reasoning_effort or None,
+        max_output_tokens=cfg.max_output_tokens or None,
     )
 
 

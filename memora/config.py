@@ -63,6 +63,7 @@ class LLMConfig(_Section):
     background_timeout: float = Field(30.0, gt=0)
     background_max_retries: int = Field(1, ge=0, le=10)
     reasoning_effort: Literal["", "minimal", "low", "medium", "high"] = ""
+    max_output_tokens: int = Field(0, ge=0)
     summary_model: str = ""
     extraction_model: str = ""
     transcription_model: str = "gpt-4o-mini-transcribe"

@@ -96,6 +96,30 @@ SCHEMA_INSTRUCTIONS = (
     "this JSON Schema:\n{schema}"
 )
 
+
+def compact_schema(schema: type[BaseModel]) -> str:
+    """`schema`'s JSON Schema as few tokens as it can take without losing meaning: no titles
+    (pydantic's are the field names again), no spaces. The extraction schema spelled out in the
+    instructions went from ~870 to ~600 tokens; a local model with a 2,048-token context
+    (SmolLM2 on llama.cpp) could not take the extraction call with the verbose one."""
+    return json.dumps(
+        _untitled(schema.model_json_schema()), ensure_ascii=False, separators=(",", ":")
+    )
+
+
+def _untitled(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {
+            k: _untitled(v)
+            for k, v in value.items()
+            # a property may itself be named "title": only drop the annotation (a string)
+            if not (k == "title" and isinstance(v, str))
+        }
+    if isinstance(value, list):
+        return [_untitled(v) for v in value]
+    return value
+
+
 _FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL | re.IGNORECASE)
 _TRAILING_COMMA = re.compile(r",\s*([}\]])")
 
@@ -196,6 +220,17 @@ def _refuses_format(exc: openai.APIStatusError) -> bool:
     return any(word in said for word in _FORMAT_WORDS)
 
 
+_ERROR_CODE = re.compile(r"[a-z0-9_.-]{1,64}")
+
+
+def _code_of(exc: openai.APIStatusError) -> str:
+    """ " (context_length_exceeded)" when the error names its code, so /extraction and /status
+    say why (llama.cpp's server answers an over-long request with HTTP 400 and that code). Only
+    the code: an error's message may quote the request, and what reaches the log stays short."""
+    code = exc.code if isinstance(exc.code, str) else None
+    return f" ({code})" if code and _ERROR_CODE.fullmatch(code) else ""
+
+
 @contextmanager
 def translated(service: str = "the model service") -> Iterator[None]:
     """Turn every SDK failure raised inside the block into an LLMError with a short, true reason."""
@@ -204,7 +239,7 @@ def translated(service: str = "the model service") -> Iterator[None]:
     except asyncio.CancelledError:
         raise
     except openai.APIStatusError as exc:
-        raise LLMError(f"{service} answered HTTP {exc.status_code}") from exc
+        raise LLMError(f"{service} answered HTTP {exc.status_code}{_code_of(exc)}") from exc
     except openai.APITimeoutError as exc:
         raise LLMError(f"{service} timed out") from exc
     except openai.APIConnectionError as exc:
@@ -293,9 +328,13 @@ class OpenAILLM(ABC):
         timeout: float = 60.0,
         max_retries: int = 2,
         reasoning_effort: str | None = None,
+        max_output_tokens: int | None = None,
     ) -> None:
         self.model = model
         self.reasoning_effort = reasoning_effort
+        # A cap on each answer, for local servers: without one, llama.cpp's server lets a small
+        # model that repeats itself write until its context is full (minutes on a CPU).
+        self.max_output_tokens = max_output_tokens
         # Learned, not configured: some OpenAI-compatible servers answer stream=true with 400.
         self._stream_refused = False
         # Learned too: the best structured-output form this server accepts, and whether it has
@@ -389,9 +428,7 @@ class OpenAILLM(ABC):
         """The instructions, with the schema spelled out unless the server enforces it."""
         if mode == "json_schema":
             return instructions
-        return instructions + SCHEMA_INSTRUCTIONS.format(
-            schema=json.dumps(schema.model_json_schema(), ensure_ascii=False)
-        )
+        return instructions + SCHEMA_INSTRUCTIONS.format(schema=compact_schema(schema))
 
     async def count_input_tokens(self, instructions: str, messages: list[ChatMessage]) -> int:
         """The provider's own count (the Responses API's endpoint, whichever API replies)."""
@@ -437,9 +474,12 @@ class ResponsesLLM(OpenAILLM):
     usage_fields = ("input_tokens", "output_tokens")
 
     def _extra(self) -> dict[str, Any]:
+        extra: dict[str, Any] = {}
         if self.reasoning_effort:
-            return {"reasoning": {"effort": self.reasoning_effort}}
-        return {}
+            extra["reasoning"] = {"effort": self.reasoning_effort}
+        if self.max_output_tokens:
+            extra["max_output_tokens"] = self.max_output_tokens
+        return extra
 
     async def _create(self, instructions: str, messages: list[ChatMessage]) -> Completion:
         resp = await self._client.responses.create(
@@ -533,6 +573,11 @@ class ChatCompletionsLLM(OpenAILLM):
     api = "chat_completions"
     usage_fields = ("prompt_tokens", "completion_tokens")
 
+    def _extra(self) -> dict[str, Any]:
+        # `max_tokens`, which every compatible server reads (llama.cpp's, Ollama, vLLM);
+        # OpenAI's reasoning models want `max_completion_tokens`: use the Responses API there.
+        return {"max_tokens": self.max_output_tokens} if self.max_output_tokens else {}
+
     @staticmethod
     def _messages(instructions: str, messages: list[ChatMessage]) -> Any:
         out = [{"role": "system", "content": instructions}]
@@ -545,7 +590,7 @@ class ChatCompletionsLLM(OpenAILLM):
 
     async def _create(self, instructions: str, messages: list[ChatMessage]) -> Completion:
         resp = await self._client.chat.completions.create(
-            model=self.model, messages=self._messages(instructions, messages)
+            model=self.model, messages=self._messages(instructions, messages), **self._extra()
         )
         if not resp.choices:
             raise LLMError("the model returned no choices")
@@ -567,6 +612,7 @@ class ChatCompletionsLLM(OpenAILLM):
                     messages=self._messages(instructions, messages),
                     stream=True,
                     stream_options={"include_usage": True},
+                    **self._extra(),
                 )
             )
             async with stream:
@@ -594,7 +640,7 @@ class ChatCompletionsLLM(OpenAILLM):
         messages: list[ChatMessage],
         schema: type[T],
     ) -> Parsed[T]:
-        extra: dict[str, Any] = {}
+        extra = self._extra()
         if mode == "json_schema":
             extra["response_format"] = type_to_response_format_param(schema)
         elif mode == "json_object":  # llama.cpp's server constrains the output to `schema`

@@ -17,6 +17,14 @@ class Document:
     caption: str = ""
 
 
+def _reported(usage: TurnUsage) -> str:
+    """The input tokens the server reported, or "not reported" for a reply that went out with
+    none (llama.cpp's server streams without usage): a 0 there would read as a free request."""
+    if usage.actual_input == 0 and usage.counted_input > 0:
+        return "not reported"
+    return str(usage.actual_input)
+
+
 @dataclass(frozen=True)
 class TurnStats:
     """The per-turn memory status line (the seed's figures): the turn's usage plus context."""
@@ -30,7 +38,7 @@ class TurnStats:
         u = self.usage
         return (
             f"[memory] summarized +{self.newly_summarized} msgs · context {self.context_messages} "
-            f"msgs · input counted {u.counted_input} / actual {u.actual_input} · output "
+            f"msgs · input counted {u.counted_input} / actual {_reported(u)} · output "
             f"{u.output_tokens} · summary {u.summary_tokens} · memories used "
             f"{u.memories_used} · session total {self.session_total}"
         )
@@ -122,7 +130,7 @@ class Status:
                 "off" if self.memory_count is None else str(self.memory_count),
             ),
             ("Last turn: counted input tokens", str(self.last.counted_input)),
-            ("Last turn: actual input tokens", str(self.last.actual_input)),
+            ("Last turn: actual input tokens", _reported(self.last)),
             ("Last turn: output tokens", str(self.last.output_tokens)),
             ("Last turn: summary tokens", str(self.last.summary_tokens)),
             ("Last turn: extraction tokens", str(self.last.extraction_tokens)),

@@ -609,11 +609,13 @@ def _responses_stream(
 
 
 def _chat_stream(
-    req: FakeRequest, reply: FakeReply, text: str, usage: tuple[int, int]
+    req: FakeRequest, reply: FakeReply, text: str, usage: tuple[int, int], report: bool = True
 ) -> tuple[list[bytes], list[bytes], list[bytes], Callable[[int], bytes]]:
-    """(head, deltas, tail, error-frame maker) of a Chat Completions chunk stream."""
+    """(head, deltas, tail, error-frame maker) of a Chat Completions chunk stream; `report`
+    False leaves the usage chunk out even when asked for (llama.cpp's server)."""
     final = _chat_body(req, reply, text, usage)
-    with_usage = bool((req.body.get("stream_options") or {}).get("include_usage"))
+    asked = bool((req.body.get("stream_options") or {}).get("include_usage"))
+    with_usage = asked and report
     base = {
         "id": final["id"],
         "object": "chat.completion.chunk",
@@ -645,10 +647,12 @@ def _chat_stream(
 
 
 def _event_stream(
-    req: FakeRequest, reply: FakeReply, text: str, usage: tuple[int, int]
+    req: FakeRequest, reply: FakeReply, text: str, usage: tuple[int, int], report: bool = True
 ) -> _EventStream:
-    build = _responses_stream if req.api == "responses" else _chat_stream
-    head, deltas, tail, error = build(req, reply, text, usage)
+    if req.api == "responses":
+        head, deltas, tail, error = _responses_stream(req, reply, text, usage)
+    else:
+        head, deltas, tail, error = _chat_stream(req, reply, text, usage, report)
     if reply.cut_after is None:
         return _EventStream(head + deltas + tail)
     frames = head + deltas[: reply.cut_after]
@@ -674,6 +678,19 @@ def _embeddings_body(req: FakeRequest, reply: FakeReply | None) -> Any:
         "model": req.model or "text-embedding-3-small",
         "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
     }
+
+
+def llama_cpp_refusal(form: str) -> dict[str, Any]:
+    """llama-cpp-python's answer (HTTP 500) to a `response_format` type it does not know, as
+    recorded from its server (0.3.36): FastAPI's validation error, wrapped as a server error."""
+    message = (
+        "1 validation error:\n  {'type': 'literal_error', 'loc': ('body', 'response_format', "
+        "'type'), 'msg': \"Input should be 'text' or 'json_object'\", 'input': "
+        f"'{form}', 'ctx': {{'expected': \"'text' or 'json_object'\"}}}}\n\n  File "
+        '"/venv/lib/python3.11/site-packages/llama_cpp/server/app.py", line 376, in '
+        "create_chat_completion\n    POST /v1/chat/completions"
+    )
+    return error_body(message, "internal_server_error")
 
 
 def error_body(message: str, type_: str, code: str | None = None) -> dict[str, Any]:
@@ -832,6 +849,12 @@ class FakeOpenAI:
         # "json_schema" with HTTP 500 and a validation error naming response_format.
         self.refused_formats: frozenset[str] = frozenset()
         self.refused_format_status: int = 500
+        # Chat Completions streams without the usage chunk, whatever stream_options says
+        # (llama.cpp's server).
+        self.stream_usage: bool = True
+        # The model's context (prompt + max_tokens, counted by approx_tokens): a longer chat
+        # request is answered as llama.cpp's server does (see _over_context); None = no limit.
+        self.context_window: int | None = None
         self.down: bool = False  # every request answers 503
         self.retry_after_ms: float | None = 1.0  # sent with error answers; keeps retries fast
         self._lock = threading.Lock()
@@ -935,6 +958,8 @@ class FakeOpenAI:
         self.refuse_streams = False
         self.refused_formats = frozenset()
         self.refused_format_status = 500
+        self.stream_usage = True
+        self.context_window = None
         self.down = False
         self.retry_after_ms = 1.0
 
@@ -972,6 +997,36 @@ class FakeOpenAI:
             if status == 429:
                 headers["retry-after"] = "0"
         return status, error_body(message or default, type_, code), headers
+
+    def like_llama_cpp(self, context_window: int | None = None) -> FakeOpenAI:
+        """Answer as llama-cpp-python's server (0.3.36, `python -m llama_cpp.server`) was seen to
+        answer Memora: `json_schema` refused with HTTP 500 (its validation error), `json_object`
+        with a `schema` honoured, streams without usage, and with `context_window` an over-long
+        request refused with HTTP 400 `context_length_exceeded` (streamed: 200 and no events)."""
+        self.refused_formats = frozenset({"json_schema"})
+        self.refused_format_status = 500
+        self.stream_usage = False
+        self.context_window = context_window
+        return self
+
+    def _over_context(self, req: FakeRequest) -> tuple[int, Any, dict[str, str]] | None:
+        if self.context_window is None or req.api != "chat_completions":
+            return None
+        prompt = input_tokens_of(req)
+        completion = int(req.body.get("max_tokens") or 0)
+        if prompt + completion <= self.context_window:
+            return None
+        if req.stream:  # the server has sent its 200 before it finds out: the stream is empty
+            return 200, _EventStream([]), {}
+        message = (
+            f"This model's maximum context length is {self.context_window} tokens. However, "
+            f"you requested {prompt + completion} tokens ({prompt} in the messages, "
+            f"{completion} in the completion). Please reduce the length of the messages or "
+            "completion."
+        )
+        body = error_body(message, "invalid_request_error", "context_length_exceeded")
+        body["error"]["param"] = "messages"
+        return 400, body, {}
 
     def _take_failure(self, kind: Kind) -> _Failure | None:
         for f in self._failures:
@@ -1012,11 +1067,14 @@ class FakeOpenAI:
         if req.stream and (self.refuse_streams or req.kind not in GENERATION_KINDS):
             return self._error(400, "This server does not support stream=true (fake).")
         if req.response_format in self.refused_formats:
-            return self._error(
+            return (
                 self.refused_format_status,
-                "1 validation error for CreateChatCompletionRequest\nresponse_format: Input "
-                f"should be 'text' or 'json_object' (got '{req.response_format}', fake)",
+                llama_cpp_refusal(req.response_format or ""),
+                {},
             )
+        over = self._over_context(req)
+        if over is not None:
+            return over
         if req.kind == "other":
             return self._error(404, f"Invalid URL ({req.method} {req.path})")
         with self._lock:
@@ -1047,7 +1105,7 @@ class FakeOpenAI:
             usage.get("output_tokens", approx_tokens(reply.refusal or text)),
         )
         if req.stream:
-            return 200, _event_stream(req, reply, text, tokens), {}
+            return 200, _event_stream(req, reply, text, tokens, self.stream_usage), {}
         if req.api == "responses":
             return 200, _responses_body(req, reply, text, tokens), {}
         return 200, _chat_body(req, reply, text, tokens), {}

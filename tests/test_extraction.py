@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from memora.llm import LLM
+from memora.llm import LLM, LLMError
 from memora.longterm import MemoryStore
 from memora.longterm.dedupe import embedding_text, may_replace
 from memora.longterm.embeddings import LocalUSE
@@ -361,6 +361,24 @@ async def test_twice_broken_json_is_a_recorded_failure_that_keeps_no_secret() ->
     outcome = await extract(llm, user_message="x", assistant_reply="", existing=[], now=NOW)
     assert outcome.error is not None and "unusable answer" in outcome.error
     assert outcome.memories == [] and "hunter22" not in outcome.raw
+
+
+async def test_a_failed_second_ask_keeps_the_first_answer_and_both_reasons() -> None:
+    """Seen on llama.cpp with a 2,048-token context: the first answer was cut off, and asking
+    again (the answer and the error appended) no longer fit the context."""
+    llm = FakeLLM()
+    llm.parsed.extend(
+        [
+            '{"memories": [{"text": "The user lives in Tai',
+            LLMError("the model service answered HTTP 400 (context_length_exceeded)"),
+        ]
+    )
+    outcome = await extract(llm, user_message="x", assistant_reply="", existing=[], now=NOW)
+    assert outcome.error is not None
+    assert "cut off" in outcome.error and "asking again failed" in outcome.error
+    assert "context_length_exceeded" in outcome.error
+    assert outcome.raw.startswith('{"memories"') and outcome.memories == []
+    assert outcome.usage.input_tokens > 0  # the first call's usage is still counted
 
 
 async def test_extraction_through_a_server_that_refuses_json_schema(store: MemoryStore) -> None:

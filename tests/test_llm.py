@@ -79,6 +79,7 @@ async def make_llm(
     client_timeout: float = 10.0,
     max_retries: int = 2,
     reasoning_effort: str | None = None,
+    max_output_tokens: int | None = None,
 ) -> AsyncIterator[OpenAILLM]:
     llm = OpenAILLM.for_api(
         api,
@@ -88,6 +89,7 @@ async def make_llm(
         timeout=client_timeout,
         max_retries=max_retries,
         reasoning_effort=reasoning_effort,
+        max_output_tokens=max_output_tokens,
     )
     try:
         yield llm
@@ -307,6 +309,32 @@ async def test_a_server_refusing_every_format_gets_plain_instructions(
     assert out.parsed == Correction.model_validate(GOOD)
     assert [r.response_format for r in fake.requests] == ["json_schema", "json_object", None]
     assert "JSON Schema" in (fake.requests[-1].instructions or "")
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_max_output_tokens_caps_every_call_when_set(fake: FakeOpenAI, api: API) -> None:
+    """llama.cpp's server lets a model write until its context is full when no cap is sent."""
+    field = "max_tokens" if api == "chat_completions" else "max_output_tokens"
+
+    async def noop(_: str) -> None:
+        return None
+
+    for cap in (None, 64):
+        fake.reset()
+        async with make_llm(fake, api, max_output_tokens=cap) as llm:
+            await llm.complete(INSTR, MSGS)
+            await llm.complete(INSTR, MSGS, on_delta=noop)
+            await llm.parse(INSTR, MSGS, Correction)
+        assert [r.body.get(field) for r in fake.requests] == [cap, cap, cap]
+
+
+async def test_an_over_long_request_says_so(fake: FakeOpenAI) -> None:
+    fake.like_llama_cpp(context_window=10)
+    async with make_llm(fake, "chat_completions") as llm:
+        with pytest.raises(LLMError) as info:
+            await llm.complete(INSTR, MSGS)
+    assert str(info.value) == "the model service answered HTTP 400 (context_length_exceeded)"
+    assert [r.retry_count for r in fake.requests] == [0]
 
 
 async def test_an_outage_is_not_taken_for_a_refused_format(fake: FakeOpenAI) -> None:

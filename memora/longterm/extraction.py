@@ -292,7 +292,14 @@ async def extract(
                 ChatMessage("assistant", answer.text),
                 ChatMessage("user", RETRY_PROMPT.format(problem=problem)),
             ]
-            again = await llm.parse(instructions, retry, schema)
+            try:
+                again = await llm.parse(instructions, retry, schema)
+            except LLMError as exc:  # the first answer and why it failed stay in the log
+                return ExtractionOutcome(
+                    raw=_masked(raw),
+                    usage=usage,
+                    error=f"unusable answer: {problem}; asking again failed: {exc}",
+                )
             result, problem = _read(again, schema)
             raw = f"{answer.text}\n--- asked again ---\n{again.text}"
             usage = Usage(
@@ -305,9 +312,7 @@ async def extract(
         log.exception("memory extraction failed")
         return ExtractionOutcome(error=f"extraction failed: {type(exc).__name__}: {exc}")
     if result is None:
-        if looks_secret(raw):  # nothing was screened: keep no possible secret in the log
-            raw = "[redacted: the unusable answer looked like it held a secret]"
-        return ExtractionOutcome(raw=raw, usage=usage, error=f"unusable answer: {problem}")
+        return ExtractionOutcome(raw=_masked(raw), usage=usage, error=f"unusable answer: {problem}")
     learner = result if isinstance(result, LearnerExtractionResult) else None
     accepted, rejected = _screen(result)
     if learner is not None:
@@ -322,6 +327,13 @@ async def extract(
         usage=usage,
         learner=learner,
     )
+
+
+def _masked(raw: str) -> str:
+    """An unusable answer as the log may keep it: nothing was screened, so no possible secret."""
+    if looks_secret(raw):
+        return "[redacted: the unusable answer looked like it held a secret]"
+    return raw
 
 
 def _screen_learner(

