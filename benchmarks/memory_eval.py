@@ -38,7 +38,8 @@ What it measures (the method of the mem0 and Zep papers, on our engine):
 
 The data: ``benchmarks/data/locomo/*.json`` (two LoCoMo conversations, CC BY-NC 4.0, see its
 README); ``--locomo`` takes another folder or file in the same shape. ``--sessions N`` keeps the
-first N sessions and only the questions whose evidence lies in them (a cheaper honest slice).
+first N sessions and only the questions whose evidence lies in them (a cheaper honest slice);
+``--turns N`` likewise keeps the first N turns (a slice a CPU-only local model can finish).
 """
 
 from __future__ import annotations
@@ -161,7 +162,9 @@ def _evidence_sessions(evidence: Sequence[str]) -> set[int]:
     return found
 
 
-def load_conversation(path: Path, max_sessions: int | None) -> Conversation:
+def load_conversation(
+    path: Path, max_sessions: int | None, max_turns: int | None = None
+) -> Conversation:
     data = json.loads(path.read_text(encoding="utf-8"))
     conv = data.get("conversation", data)
     speakers = (str(conv["speaker_a"]), str(conv["speaker_b"]))
@@ -175,11 +178,17 @@ def load_conversation(path: Path, max_sessions: int | None) -> Conversation:
     sessions = [
         (_session_date(conv[f"session_{n}_date_time"]), conv[f"session_{n}"]) for n in numbers
     ]
+    if max_turns is not None:
+        sessions = _first_turns(sessions, max_turns)
+    turn_ids = {str(t.get("dia_id")) for _, turns in sessions for t in turns}
     result = Conversation(path.stem, speakers, sessions, [])
     kept = set(numbers)
     for i, qa in enumerate(data["qa"]):
         category = int(qa["category"])
-        if not _evidence_sessions(qa.get("evidence", [])) <= kept:
+        evidence = [str(e) for e in qa.get("evidence", [])]
+        if not _evidence_sessions(evidence) <= kept:
+            continue
+        if max_turns is not None and not set(evidence) <= turn_ids:
             continue
         if category == ADVERSARIAL or category not in CATEGORIES:
             result.skipped_adversarial += 1
@@ -195,6 +204,19 @@ def load_conversation(path: Path, max_sessions: int | None) -> Conversation:
     return result
 
 
+def _first_turns(
+    sessions: list[tuple[datetime, list[dict[str, Any]]]], n: int
+) -> list[tuple[datetime, list[dict[str, Any]]]]:
+    """The first `n` turns of the conversation, sessions cut where they run out."""
+    out = []
+    for at, turns in sessions:
+        if n <= 0:
+            break
+        out.append((at, turns[:n]))
+        n -= len(turns[:n])
+    return out
+
+
 def _asker(question: str, speakers: tuple[str, str]) -> str | None:
     """The one speaker the question names (by first name), None when it names both or neither."""
     named = [s for s in speakers if re.search(rf"\b{re.escape(s.split()[0])}\b", question)]
@@ -202,7 +224,7 @@ def _asker(question: str, speakers: tuple[str, str]) -> str | None:
 
 
 def load_data(
-    source: Path, names: list[str] | None, max_sessions: int | None
+    source: Path, names: list[str] | None, max_sessions: int | None, max_turns: int | None = None
 ) -> list[Conversation]:
     files = sorted(source.glob("*.json")) if source.is_dir() else [source]
     if names:
@@ -210,7 +232,7 @@ def load_data(
         missing = set(names) - {f.stem for f in files}
         if missing:
             raise SystemExit(f"no such conversation in {source}: {', '.join(sorted(missing))}")
-    return [load_conversation(f, max_sessions) for f in files]
+    return [load_conversation(f, max_sessions, max_turns) for f in files]
 
 
 # -- ids -------------------------------------------------------------------------------------------
@@ -367,7 +389,7 @@ def engine_settings(args: argparse.Namespace, data_dir: Path) -> Settings:
 
 
 async def run(args: argparse.Namespace) -> dict[str, Any]:
-    convs = load_data(args.locomo, args.conversations, args.sessions)
+    convs = load_data(args.locomo, args.conversations, args.sessions, args.turns)
     with tempfile.TemporaryDirectory(prefix="memora-eval-") as tmp:
         settings = engine_settings(args, Path(tmp))
         llm_cfg = settings.llm
@@ -532,6 +554,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help="comma-separated file stems, e.g. 26,30 (default: all)",
     )
     p.add_argument("--sessions", type=int, help="ingest only the first N sessions")
+    p.add_argument(
+        "--turns",
+        type=int,
+        help="ingest only the first N turns (and ask only questions whose evidence is in them)",
+    )
     p.add_argument("--limit", type=int, help="at most N questions per conversation")
     p.add_argument("--concurrency", type=int, default=4, help="exchanges ingested at once")
     p.add_argument("--no-baseline", action="store_true", help="skip the full-context baseline")

@@ -191,3 +191,15 @@ def test_figures_come_from_what_the_model_answered(
     assert records[4]["baseline"]["label"] == "CORRECT" and records[4]["baseline"]["judge_error"]
     assert full["judge_errors"] == 1 and engine["judge_errors"] == 0
     assert re.search(r"input tokens engine/full\s+0\.\d{3}", printed)
+
+
+def test_turns_keeps_the_first_turns_and_the_questions_they_answer(locomo: Path) -> None:
+    (conv,) = memory_eval.load_data(locomo, None, None, 3)
+    assert [len(turns) for _, turns in conv.sessions] == [3]
+    assert [e.text for e in conv.exchanges("Ana Lopez")] == ["Hi Ben! FACT-a1 I adopted a cat."]
+    # D1:1, D1:3 and D1:2 are in; D1:4 (a multi-hop half), D2:1 and D3:1 are not.
+    assert [q.question for q in conv.questions] == [
+        "What pet did Ana adopt?",
+        "Where does Ben live?",
+        "Would Ben enjoy hiking?",
+    ]
