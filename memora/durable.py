@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from memora.clock import utcnow
+from memora.postgres import OUTBOX_LOCK_CLASS, chat_lock_key
 from memora.storage import Database
 
 
@@ -96,8 +97,17 @@ class Outbox:
         self, chat_id: int, user_id: int | None, body: str, *, update_id: int | None = None
     ) -> bool:
         """Keep an answer to deliver; False when this update has one already (one answer per
-        update: a replayed update or an error notice after the reply adds nothing)."""
+        update: a replayed update or an error notice after the reply adds nothing).
+
+        The chat's answers are kept one transaction at a time, so their ids follow the order
+        they become visible: on PostgreSQL two replicas' inserts could otherwise commit out of
+        id order, and a sender reading between them would send the later answer first. (SQLite's
+        BEGIN IMMEDIATE already makes writers take turns.)"""
         async with self.db.transaction() as db:
+            if self.db.dialect == "postgresql":
+                await db.execute(
+                    "SELECT pg_advisory_xact_lock(?, ?)", chat_lock_key(chat_id, OUTBOX_LOCK_CLASS)
+                )
             cur = await db.execute(
                 "INSERT OR IGNORE INTO outbox(chat_id, user_id, update_id, body, created_at) "
                 "VALUES (?,?,?,?,?)",

@@ -37,7 +37,15 @@ from decimal import Decimal
 from functools import lru_cache
 from typing import Any
 
-__all__ = ["ChatLock", "PgConnection", "PgPool", "Row", "chat_lock_key", "to_postgres"]
+__all__ = [
+    "OUTBOX_LOCK_CLASS",
+    "ChatLock",
+    "PgConnection",
+    "PgPool",
+    "Row",
+    "chat_lock_key",
+    "to_postgres",
+]
 
 _DDL = re.compile(r"^\s*(CREATE\s+TABLE|ALTER\s+TABLE)\b", re.IGNORECASE)
 _INT_PK = re.compile(r"\bINTEGER\s+PRIMARY\s+KEY(\s+AUTOINCREMENT)?\b", re.IGNORECASE)
@@ -193,14 +201,15 @@ class PgConnection:
 
 
 CHAT_LOCK_CLASS = 0x6D656D6F  # "memo": the advisory-lock namespace of per-chat locks
+OUTBOX_LOCK_CLASS = 0x6F757462  # "outb": a chat's outbox writers, one transaction at a time
 
 
-def chat_lock_key(chat_id: int) -> tuple[int, int]:
+def chat_lock_key(chat_id: int, lock_class: int = CHAT_LOCK_CLASS) -> tuple[int, int]:
     """(classid, objid) of a chat's advisory lock; objid is the chat id folded into int4.
 
     Two chats that fold to the same objid only wait for each other; they never share data."""
     folded = chat_id & 0xFFFFFFFF
-    return CHAT_LOCK_CLASS, folded - (1 << 32) if folded >= 1 << 31 else folded
+    return lock_class, folded - (1 << 32) if folded >= 1 << 31 else folded
 
 
 class ChatLock:
