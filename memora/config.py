@@ -118,6 +118,7 @@ class LearnerConfig(_Section):
 class StorageConfig(_Section):
     data_dir: Path = Field(default_factory=default_data_dir)
     database_url: str = ""
+    replica_heartbeat: float = Field(2.0, gt=0, le=60)
 
     @field_validator("data_dir")
     @classmethod

@@ -7,6 +7,11 @@ exists, is lost to a crash or an outage.
   it is handled (only the id stays, for that check).
 - The outbox keeps each answer until the platform has accepted it, retried with backoff across
   restarts; a turn's `delivered_at` says whether its reply reached the chat.
+- Replicas on one store (PostgreSQL): each process has an id and beats in `replicas` every few
+  seconds; an inbox row names its owner, the replica handling it. A replica handles only its own
+  rows and takes over (one compare-and-set per row) the pending rows of a replica whose beat is
+  stale (killed, machine gone) or that left. A chat's update waits while an older one of the
+  same chat is pending at another replica, so a chat's order holds across replicas too.
 - A chat's answers are sent by one sender at a time, across every process on the store: the
   sender holds the chat's lease (a row in `outbox_leases`, taken with one atomic upsert, renewed
   while it sends, let go after). A sender that dies lets its lease expire, and another takes over.
@@ -18,6 +23,7 @@ rows of the user. Hand-written: it is a few SQL statements over the store the pr
 from __future__ import annotations
 
 import time
+import uuid
 import weakref
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -31,6 +37,49 @@ from memora.storage import Database
 class Incoming:
     update_id: int
     payload: str
+    chat_id: int | None = None
+
+
+class Replicas:
+    """This process among those on the store: its heartbeat, and who else is alive.
+
+    A replica is alive while its last beat is newer than `stale` seconds (3 beats by default).
+    One whose event loop stalls longer is taken for gone: the turn's `update_id` (unique in
+    `turns`) and the outbox's one-answer-per-update still keep a message from being answered
+    twice; only a command could run twice then."""
+
+    def __init__(self, db: Database, interval: float = 2.0, replica_id: str | None = None) -> None:
+        self.db = db
+        self.id = replica_id or uuid.uuid4().hex[:16]  # short: logs hide 24+ char tokens
+        self.interval = interval
+        self.stale = 3 * interval
+        self.live = 1  # replicas alive at the last beat, this one included
+
+    def alive_after(self) -> float:
+        """Beats after this unix time are alive ones."""
+        return time.time() - self.stale
+
+    async def beat(self) -> int:
+        """Say this replica is alive; how many are (this one included)."""
+        async with self.db.transaction() as db:
+            await db.execute(
+                "INSERT INTO replicas(replica_id, seen, started_at) VALUES (?,?,?) "
+                "ON CONFLICT(replica_id) DO UPDATE SET seen=excluded.seen",
+                (self.id, time.time(), utcnow()),
+            )
+            # Long gone replicas (a day without a beat) are only noise in this table.
+            await db.execute("DELETE FROM replicas WHERE seen < ?", (time.time() - 86400,))
+        async with self.db.db.execute(
+            "SELECT COUNT(*) FROM replicas WHERE seen >= ?", (self.alive_after(),)
+        ) as cur:
+            row = await cur.fetchone()
+        self.live = max(1, int(row[0]) if row else 1)
+        return self.live
+
+    async def leave(self) -> None:
+        """A clean stop: what this replica still holds is taken over at once, not when stale."""
+        async with self.db.transaction() as db:
+            await db.execute("DELETE FROM replicas WHERE replica_id=?", (self.id,))
 
 
 @dataclass(frozen=True)
@@ -50,25 +99,81 @@ class Inbox:
         self.db = db
 
     async def add(
-        self, update_id: int, chat_id: int | None, user_id: int | None, payload: str
+        self,
+        update_id: int,
+        chat_id: int | None,
+        user_id: int | None,
+        payload: str,
+        owner: str | None = None,
     ) -> bool:
-        """Keep an update; False when it was seen before (handled, or already pending)."""
+        """Keep an update as `owner`'s; False when it was seen before (handled, or pending)."""
         async with self.db.transaction() as db:
             cur = await db.execute(
-                "INSERT OR IGNORE INTO inbox(update_id, chat_id, user_id, payload, received_at) "
-                "VALUES (?,?,?,?,?)",
-                (update_id, chat_id, user_id, payload, utcnow()),
+                "INSERT OR IGNORE INTO inbox(update_id, chat_id, user_id, payload, received_at, "
+                "owner) VALUES (?,?,?,?,?,?)",
+                (update_id, chat_id, user_id, payload, utcnow(), owner),
             )
             return bool(cur.rowcount)
 
-    async def pending(self) -> list[Incoming]:
-        """Updates received but not handled, oldest first."""
-        return [
-            Incoming(int(r[0]), str(r[1]))
-            for r in await self.db.rows(
-                "SELECT update_id, payload FROM inbox WHERE done_at IS NULL ORDER BY update_id"
+    async def pending(self, owner: str | None = None) -> list[Incoming]:
+        """Updates received but not handled (with `owner`, only its own), oldest first."""
+        mine = "" if owner is None else " AND owner=?"
+        async with self.db.db.execute(
+            "SELECT update_id, payload, chat_id FROM inbox WHERE done_at IS NULL"
+            f"{mine} ORDER BY update_id",
+            () if owner is None else (owner,),
+        ) as cur:
+            return [_incoming(r) for r in await cur.fetchall()]
+
+    async def orphans(
+        self, alive_after: float, update_id: int | None = None
+    ) -> list[tuple[int, str, int | None]]:
+        """(update_id, owner as `take` wants it, chat_id) of the pending rows whose owner is gone
+        (none, no beat since `alive_after`, or left), oldest first; with `update_id`, that row
+        only."""
+        one = "" if update_id is None else " AND update_id=?"
+        async with self.db.db.execute(
+            "SELECT update_id, COALESCE(owner, ''), chat_id FROM inbox WHERE done_at IS NULL AND "
+            "(owner IS NULL OR owner NOT IN (SELECT replica_id FROM replicas WHERE seen >= ?))"
+            f"{one} ORDER BY update_id",
+            (alive_after,) if update_id is None else (alive_after, update_id),
+        ) as cur:
+            return [
+                (int(r[0]), str(r[1]), None if r[2] is None else int(r[2]))
+                for r in await cur.fetchall()
+            ]
+
+    async def take(self, update_id: int, old_owner: str, owner: str) -> bool:
+        """Make a pending row `owner`'s if it is still `old_owner`'s ('' for none): of replicas
+        taking over the same row at once, one gets it."""
+        async with self.db.transaction() as db:
+            cur = await db.execute(
+                "UPDATE inbox SET owner=? WHERE update_id=? AND done_at IS NULL "
+                "AND COALESCE(owner, '')=?",
+                (owner, update_id, old_owner),
             )
-        ]
+            return bool(cur.rowcount)
+
+    async def behind_others(self, chat_id: int, update_id: int, owner: str) -> bool:
+        """Whether an older update of the chat is pending at another replica (or at none)."""
+        async with self.db.db.execute(
+            "SELECT 1 FROM inbox WHERE chat_id=? AND update_id<? AND done_at IS NULL "
+            "AND COALESCE(owner, '')<>? LIMIT 1",
+            (chat_id, update_id, owner),
+        ) as cur:
+            return await cur.fetchone() is not None
+
+    async def ready(self, owner: str) -> list[Incoming]:
+        """`owner`'s pending updates that no other replica's older update of the chat holds up,
+        oldest first."""
+        async with self.db.db.execute(
+            "SELECT i.update_id, i.payload, i.chat_id FROM inbox i WHERE i.done_at IS NULL "
+            "AND i.owner=? AND NOT EXISTS (SELECT 1 FROM inbox o WHERE o.chat_id=i.chat_id "
+            "AND o.update_id<i.update_id AND o.done_at IS NULL AND COALESCE(o.owner, '')<>?) "
+            "ORDER BY i.update_id",
+            (owner, owner),
+        ) as cur:
+            return [_incoming(r) for r in await cur.fetchall()]
 
     async def done(self, update_id: int) -> None:
         """Handled: forget its content, keep its id (a second delivery is then refused)."""
@@ -219,6 +324,11 @@ def _in_process(db: Database) -> _Leases:
     if leases is None:
         leases = _LEASES[db] = _Leases()
     return leases
+
+
+def _incoming(row: object) -> Incoming:
+    r = list(row)  # type: ignore[call-overload]
+    return Incoming(int(r[0]), str(r[1]), None if r[2] is None else int(r[2]))
 
 
 def _outgoing(row: object) -> Outgoing:

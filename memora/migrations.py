@@ -303,3 +303,21 @@ async def m006_outbox_leases(db: aiosqlite.Connection) -> None:
         )
         """,
     )
+
+
+@migration
+async def m007_replicas(db: aiosqlite.Connection) -> None:
+    """Replicas on one store (issue 11): each process beats in `replicas`; an inbox row names the
+    replica handling it, and a gone replica's rows are taken over by a live one."""
+    await script(
+        db,
+        """
+        CREATE TABLE replicas (
+            replica_id TEXT PRIMARY KEY,
+            seen REAL NOT NULL,
+            started_at TEXT NOT NULL
+        );
+        ALTER TABLE inbox ADD COLUMN owner TEXT;
+        CREATE INDEX inbox_chat_pending ON inbox(chat_id, update_id) WHERE done_at IS NULL
+        """,
+    )

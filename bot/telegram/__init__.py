@@ -26,7 +26,7 @@ from telegram.request import BaseRequest
 from memora.app import open_engine
 from memora.commands import COMMANDS
 from memora.config import ConfigError, Settings, require_llm, require_telegram
-from memora.durable import Inbox, Outbox
+from memora.durable import Inbox, Outbox, Replicas
 from memora.engine import Engine
 
 from .durable import Deliverer, DurableQueue, handled
@@ -100,12 +100,17 @@ async def _post_init(app: App) -> None:
     state.reminder_jobs = ReminderJobs(app, state.need_engine().reminders)
     await state.reminder_jobs.restore()
     db = state.engine.db
+    # This process among the replicas on the store (one, on SQLite): its id names what it holds.
+    replicas = Replicas(db, interval=state.settings.storage.replica_heartbeat)
     if isinstance(app.update_queue, DurableQueue):
         inbox = Inbox(db)
-        await app.update_queue.open(inbox, app.bot)
+        await app.update_queue.open(inbox, app.bot, replicas, sole=db.dialect == "sqlite")
         if isinstance(app.update_processor, PerChatUpdateProcessor):
             app.update_processor.on_done = lambda update: handled(inbox, update)
-    state.deliverer = Deliverer(Outbox(db), app.bot)
+    state.deliverer = Deliverer(Outbox(db), app.bot, holder=replicas.id)
+    limiter = app.bot.rate_limiter
+    if isinstance(limiter, ReplyFirstRateLimiter):  # Telegram's budget is the bot's, not ours
+        limiter.share = lambda: replicas.live
     state.deliverer.start()
     try:
         await app.bot.set_my_commands(
@@ -113,7 +118,7 @@ async def _post_init(app: App) -> None:
         )
     except TelegramError as exc:  # the menu is a convenience; the bot works without it
         log.warning("could not set the command menu: %s", exc)
-    log.info("bot @%s ready", app.bot.username)
+    log.info("bot @%s ready (replica %s)", app.bot.username, replicas.id)
 
 
 async def _post_shutdown(app: App) -> None:
@@ -125,6 +130,8 @@ async def _post_shutdown(app: App) -> None:
         state.reminder_jobs = None
     if state.deliverer is not None:
         await state.deliverer.stop()
+    if isinstance(app.update_queue, DurableQueue):
+        await app.update_queue.close()
     stack, state.exit_stack = state.exit_stack, None
     if stack is not None:
         state.engine = None
