@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
+import time
 from collections.abc import AsyncIterator
 
 import pytest
@@ -44,7 +45,9 @@ async def test_one_chat_over_two_replicas_is_answered_in_order_each_turn_seeing_
     for i in range(n):  # messages arrive in order, alternately at each replica, while busy
         engine, _ = replicas[i % 2]
         tasks.append(asyncio.create_task(engine.handle_turn(CHAT, MEI, f"message {i}")))
-        await asyncio.sleep(0.01)
+        # The next arrives while this one is in its model call (holding the chat), not after a
+        # fixed sleep: which of two waiting replicas gets the chat first is not an order.
+        await until_asked(replicas, f"message {i}")
     replies = await asyncio.gather(*tasks)
     assert all(r.ok for r in replies)
     history = await replicas[0][0].db.messages(CHAT.id)
@@ -56,6 +59,18 @@ async def test_one_chat_over_two_replicas_is_answered_in_order_each_turn_seeing_
             i = int(current.rsplit(" ", 1)[1])
             seen = [m.content for m in call.messages if m.role == "user"]
             assert seen == [f"message {j}" for j in range(i + 1)], current
+
+
+async def until_asked(replicas: list[tuple[Engine, FakeLLM]], text: str) -> None:
+    """Until one replica's model has been asked to reply to `text`."""
+    deadline = time.monotonic() + 30
+    while not any(
+        c.kind == "complete" and c.messages[-1].content == text
+        for _, llm in replicas
+        for c in llm.calls
+    ):
+        assert time.monotonic() < deadline, f"nobody was asked about {text!r}"
+        await asyncio.sleep(0.005)
 
 
 HOLDER = """
