@@ -79,8 +79,8 @@ class BotProcess:
     def stop(self) -> int:
         assert self.proc is not None
         self.proc.send_signal(signal.SIGTERM)
-        try:
-            code = self.proc.wait(timeout=WAIT)
+        try:  # a graceful stop drains the after-reply work: slow on a busy machine, not stuck
+            code = self.proc.wait(timeout=3 * WAIT)
         finally:
             if self.proc.poll() is None:
                 self.proc.kill()
