@@ -551,7 +551,9 @@ def learner_figures(
 ) -> dict[str, float]:
     """hit@1, hit@3, answerable queries whose memory is returned (top_k, >= min_score), and
     unrelated queries that return nothing, for one hybrid configuration."""
-    h1 = h3 = kept = empty = n_ans = n_unrel = 0
+    from retrieval_candidates import Tally  # benchmarks/ is the script's path, as in (g)
+
+    tally = Tally()
     for qv, q in zip(qvecs, queries, strict=True):
         pool = pools[q.pool]
         sc = hybrid_scores(
@@ -564,21 +566,8 @@ def learner_figures(
             index=pool.bm25,
         ).score
         order = [int(i) for i in order_of(sc)]
-        top = [i for i in order[:TOP_K] if sc[i] >= cfg.min_score]
-        if q.relevant:
-            n_ans += 1
-            h1 += order[0] in q.relevant
-            h3 += any(i in q.relevant for i in order[:3])
-            kept += any(i in q.relevant for i in top)
-        else:
-            n_unrel += 1
-            empty += not top
-    return {
-        "hit@1": h1 / max(n_ans, 1),
-        "hit@3": h3 / max(n_ans, 1),
-        "kept": kept / max(n_ans, 1),
-        "empty": empty / max(n_unrel, 1),
-    }
+        tally.add(q.relevant, order, [i for i in order[:TOP_K] if sc[i] >= cfg.min_score])
+    return tally.figures()
 
 
 def _objective(f: dict[str, float]) -> float:

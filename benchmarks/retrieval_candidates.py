@@ -55,6 +55,38 @@ TOP_K = 5
 SCALES: dict[str, DenseScale] = {"USE": USE_SCALE, "e5": E5_SCALE}
 
 
+@dataclass
+class Tally:
+    """hit@1, hit@3, answerable queries whose memory is returned, and unrelated queries that
+    return nothing: counted alike for every learner-set table (retrieval.py uses it too)."""
+
+    h1: int = 0
+    h3: int = 0
+    kept: int = 0
+    empty: int = 0
+    n_ans: int = 0
+    n_unrel: int = 0
+
+    def add(self, relevant: set[int], order: list[int], top: list[int]) -> None:
+        """One query: its ranking (`order`) and what passed the thresholds (`top`)."""
+        if relevant:
+            self.n_ans += 1
+            self.h1 += order[0] in relevant
+            self.h3 += any(i in relevant for i in order[:3])
+            self.kept += any(i in relevant for i in top)
+        else:
+            self.n_unrel += 1
+            self.empty += not top
+
+    def figures(self) -> dict[str, float]:
+        return {
+            "hit@1": self.h1 / max(self.n_ans, 1),
+            "hit@3": self.h3 / max(self.n_ans, 1),
+            "kept": self.kept / max(self.n_ans, 1),
+            "empty": self.empty / max(self.n_unrel, 1),
+        }
+
+
 def with_terms(text: str, terms: str) -> str:
     """What is indexed for a memory with search terms (the product's rule, mirrored)."""
     return f"{text} ({terms})" if terms else text
@@ -236,28 +268,13 @@ def fused(s: Signals, cfg: Config, beta: float) -> tuple[F64, F64]:
 def figures(
     c: Candidate, cfg: Config, sigs: list[Signals], queries: list[LQuery]
 ) -> dict[str, float]:
-    h1 = h3 = kept = empty = n_ans = n_unrel = 0
+    tally = Tally()
     for s, q in zip(sigs, queries, strict=True):
         score, strongest = fused(s, cfg, c.context)
         order = [int(i) for i in np.lexsort((np.arange(len(score)), -s.dense, -score))]
         ok = (score >= cfg.min_score) & (strongest >= cfg.min_signal)
-        top = [i for i in order[:TOP_K] if ok[i]]
-        if q.relevant:
-            n_ans += 1
-            h1 += order[0] in q.relevant
-            h3 += any(i in q.relevant for i in order[:3])
-            kept += any(i in q.relevant for i in top)
-        else:
-            n_unrel += 1
-            empty += not top
-    return {
-        "hit@1": h1 / max(n_ans, 1),
-        "hit@3": h3 / max(n_ans, 1),
-        "kept": kept / max(n_ans, 1),
-        "empty": empty / max(n_unrel, 1),
-        "n_ans": n_ans,
-        "n_unrel": n_unrel,
-    }
+        tally.add(q.relevant, order, [i for i in order[:TOP_K] if ok[i]])
+    return {**tally.figures(), "n_ans": tally.n_ans, "n_unrel": tally.n_unrel}
 
 
 def objective(f: dict[str, float]) -> float:
