@@ -9,8 +9,10 @@ in parallel) and Telegram's send limit (all replies at 30 messages a second).
     .venv/bin/python benchmarks/replicas.py [--chats 100] [--messages 5] [--latency 0.5]
 
 PostgreSQL (pgserver wheel) and the Chroma server (chroma run) are started here, as in the tests.
-Note: each replica's rate limiter allows 30 sends a second on its own; the fake Bot API does not
-enforce Telegram's per-bot limit, so N replicas can send faster than Telegram would accept.
+Each replica's rate limiter spends 29/N sends a second, N = the replicas alive by their
+heartbeats, so together they stay inside Telegram's per-bot limit (the fake Bot API does not
+enforce it). All replicas share this machine's cores: on a 2-core machine 3 replicas cannot beat
+one; the figure says what replication costs, not what more machines would gain.
 """
 
 from __future__ import annotations
