@@ -56,6 +56,7 @@ from memora.longterm.ranking import (  # noqa: E402
     DEFAULT_DENSE_WEIGHT,
     DEFAULT_LEXICAL_GATE,
     DEFAULT_MIN_SCORE,
+    DEFAULT_TERMS_DENSE_WEIGHT,
     E5_SCALE,
     USE_SCALE,
     DenseScale,
@@ -620,56 +621,121 @@ def heldout_section(
     return best
 
 
+@dataclass
+class ContextPool:
+    """One learner's memories as the product holds them for section (f)."""
+
+    texts: list[str]  # what reaches the context
+    indexed: list[str]  # what is indexed (text + search terms)
+    weights: F64  # the product's dense weight per memory
+    vecs: F32
+    bm25: BM25
+
+
+def context_pools(
+    path: Path, split: str, enc: Encoder, extra: Sequence[str] = (), extra_vecs: F32 | None = None
+) -> tuple[list[ContextPool], list[Query], list[F32]]:
+    """The split's users with their memories' search terms (indexed and embedded, dense weight
+    DEFAULT_TERMS_DENSE_WEIGHT), plus `extra` memories without terms for every user."""
+    from retrieval_candidates import load, with_terms
+
+    users, lqueries = load(path, split)
+    pools = []
+    for u in users:
+        indexed = [with_terms(t, s) for t, s in zip(u.texts, u.terms, strict=True)]
+        weights = [DEFAULT_TERMS_DENSE_WEIGHT if s else DEFAULT_DENSE_WEIGHT for s in u.terms]
+        vecs = enc.passages(indexed)
+        if extra:
+            assert extra_vecs is not None
+            vecs = np.vstack([vecs, extra_vecs])
+        pools.append(
+            ContextPool(
+                [*u.texts, *extra],
+                [*indexed, *extra],
+                np.array(weights + [DEFAULT_DENSE_WEIGHT] * len(extra), dtype=np.float64),
+                vecs,
+                BM25.from_texts([*indexed, *extra]),
+            )
+        )
+    queries = [Query(q.text, q.relevant, q.user) for q in lqueries]
+    return pools, queries, [enc.query(q.text) for q in queries]
+
+
 def context_section(
-    tune: tuple[list[Pool], list[Query], list[F32]],
-    held: tuple[list[Pool], list[Query], list[F32]],
+    learner_set: Path, enc: Encoder, extra: Sequence[str], extra_vecs: F32 | None
 ) -> None:
     """What reaches the context: the share of answerable queries whose relevant memory is in
     it, unrelated queries with no memory block, and memory tokens per turn (o200k, with the
-    "- " line framing), for today's top_k + min_score and for memory token budgets."""
-    from memora.engine import within_memory_budget
+    "- " line framing), for today's top_k + min_score and for memory token budgets; for the
+    learner set's users (8 memories each, with search terms), and the same users with other
+    people's LoCoMo observations as further memories (a learner with hundreds of memories)."""
+    from memora.engine import MAX_BUDGETED_MEMORIES, within_memory_budget
     from memora.longterm.records import Memory, SearchHit
     from memora.tokens import o200k
 
-    enc = o200k()
+    def budgeted(texts: list[str], order: list[int], score: F64, budget: int) -> list[int]:
+        hits = [
+            SearchHit(Memory(str(i), 0, texts[i], "manual", "", "", ""), float(score[i]))
+            for i in order[:MAX_BUDGETED_MEMORIES]
+        ]
+        return [int(h.memory.id) for h in within_memory_budget(hits, budget, DEFAULT_MIN_SCORE)]
+
+    tok = o200k()
     print(
         "\n## (f) What reaches the context: top_k + min_score against a memory token budget "
-        "(every memory while they fit, ranked and cut past it)\n"
+        "(every memory while they fit, ranked and cut at min_score past it); memories with "
+        "their search terms, the product's ranking\n"
     )
     print(
-        "| rule | split | answerable: relevant memory in context | unrelated: no memory block "
-        "| memory tokens per turn (mean) |"
+        "| memories per user | rule | split | answerable: relevant memory in context "
+        "| unrelated: no memory block | memory tokens per turn (mean) | max |"
     )
-    print("|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|")
     rules: list[tuple[str, int]] = [(f"top_k {TOP_K_PRODUCT}, min_score {DEFAULT_MIN_SCORE}", 0)]
-    rules += [(f"memory_tokens {b}", b) for b in (60, 120, 250, 500)]
-    for label, budget in rules:
-        for split, (pools, queries, qvecs) in (("tune", tune), ("held-out", held)):
-            reached = n_ans = silent = n_unrel = tokens = 0
-            for qv, q in zip(qvecs, queries, strict=True):
-                pool = pools[q.pool]
-                sc = hybrid_scores(qv, pool.vecs["USE"], q.text, pool.texts, index=pool.bm25).score
-                order = [int(i) for i in order_of(sc)]
-                if budget:
-                    hits = [
-                        SearchHit(Memory(str(i), 0, pool.texts[i], "manual", "", "", ""), sc[i])
-                        for i in order
+    rules += [(f"memory_tokens {b}", b) for b in (120, 250, 500)]
+    sizes = [("the user's", ())] + ([(f"+ {len(extra)} observations", extra)] if extra else [])
+    for size, more in sizes:
+        splits = {
+            split: context_pools(learner_set, split, enc, more, extra_vecs if more else None)
+            for split in ("tune", "heldout")
+        }
+        for label, budget in rules:
+            for split, (pools, queries, qvecs) in splits.items():
+                reached = n_ans = silent = n_unrel = tokens = most = 0
+                for qv, q in zip(qvecs, queries, strict=True):
+                    pool = pools[q.pool]
+                    sc = hybrid_scores(
+                        qv,
+                        pool.vecs,
+                        q.text,
+                        pool.indexed,
+                        dense_weight=pool.weights,
+                        index=pool.bm25,
+                    )
+                    # the product's order: score, then cosine, then position
+                    order = [
+                        int(i) for i in np.lexsort((np.arange(len(sc.score)), -sc.dense, -sc.score))
                     ]
-                    chosen = [int(h.memory.id) for h in
-                              within_memory_budget(hits, budget, DEFAULT_MIN_SCORE)]  # fmt: skip
-                else:
-                    chosen = [i for i in order[:TOP_K_PRODUCT] if sc[i] >= DEFAULT_MIN_SCORE]
-                tokens += sum(len(enc.encode("- " + pool.texts[i])) + 1 for i in chosen)
-                if q.relevant:
-                    n_ans += 1
-                    reached += any(i in q.relevant for i in chosen)
-                else:
-                    n_unrel += 1
-                    silent += not chosen
-            print(
-                f"| {label} | {split} | {_frac(reached, n_ans)} | {_frac(silent, n_unrel)} "
-                f"| {tokens / max(len(queries), 1):.1f} |"
-            )
+                    if budget:
+                        chosen = budgeted(pool.texts, order, sc.score, budget)
+                    else:
+                        chosen = [
+                            i for i in order[:TOP_K_PRODUCT] if sc.score[i] >= DEFAULT_MIN_SCORE
+                        ]
+                    cost = sum(len(tok.encode("- " + pool.texts[i])) + 1 for i in chosen)
+                    tokens += cost
+                    most = max(most, cost)
+                    if q.relevant:
+                        n_ans += 1
+                        reached += any(i in q.relevant for i in chosen)
+                    else:
+                        n_unrel += 1
+                        silent += not chosen
+                name = f"{len(pools[0].texts):,} ({size})"
+                print(
+                    f"| {name} | {label} | {split} | {_frac(reached, n_ans)} "
+                    f"| {_frac(silent, n_unrel)} | {tokens / max(len(queries), 1):.1f} | {most} |"
+                )
 
 
 def locomo_observations(locomo: Path) -> list[str]:
@@ -719,9 +785,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     ap.add_argument("--e5", action="store_true", help="with --candidates: the e5 candidates too")
     ap.add_argument("--explain", action="store_true", help="with --candidates: list the misses")
+    ap.add_argument(
+        "--tokenizers",
+        action="store_true",
+        help="only section (h): stemmers and BM25 k1/b, tuning beside held-out",
+    )
     args = ap.parse_args(argv)
     if args.candidates:
         return candidates(args)
+    if args.tokenizers:
+        import retrieval_tokenizers
+
+        retrieval_tokenizers.run(
+            args.learner_set, args.locomo_dir, args.locomo_heldout, USEEncoder()
+        )
+        return 0
 
     print("# Memora retrieval benchmark\n")
     encoders: dict[str, Encoder] = {}
@@ -899,7 +977,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         tune_set = (lpools, lqueries, lqvecs["USE"])
         held_set = (hpools, hqueries, hqvecs["USE"])
         heldout_section(tune_set, held_set)
-        context_section(tune_set, held_set)
+        obs = locomo_observations(args.locomo_dir) if args.locomo_dir.exists() else []
+        obs_vecs = encoders["USE"].passages(obs) if obs else None
+        context_section(args.learner_set, encoders["USE"], obs, obs_vecs)
     if args.locomo_heldout is not None and tuned_locomo:
         locomo_heldout_section(args.locomo_heldout, methods, encoders, tuned_locomo)
     return 0

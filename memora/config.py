@@ -78,11 +78,27 @@ class MemoryConfig(_Section):
     safety_margin: float = Field(0.0, ge=0.0, le=1.0)
 
 
+# The memory token budget: every memory of the learner goes into the context while they fit in
+# this many tokens (best first); past it, the ranked memories at or above min_score until it is
+# spent. `benchmarks/retrieval.py --quick`, section (f), learner set with search terms (8
+# memories a user, ~100 tokens in all), tuning / held-out users: top_k 3 + min_score puts the
+# relevant memory in the context for 0.86 / 0.82 of answerable messages at 10 / 14 memory
+# tokens a turn; with the budget 250, 1.00 / 1.00 at 99 / 101 tokens a turn (120: 0.99 / 0.99
+# at 85 / 90). The misses it removes are inference hops ("plan my weekend" needs "has a
+# daughter") that no ranking finds. With 361 memories a user (+ LoCoMo observations) the
+# budget is exceeded and it falls back to the ranking: 0.85 / 0.84 at 23 / 33 tokens (top_k 3:
+# 0.85 / 0.81 at 17 / 22), at most 222. 250 tokens fit about 20 short memories, a quarter of
+# the default input budget: "a learner with a few dozen short memories can afford to send them
+# all" (issue 12). The cost: an unrelated message also carries the memory block (data, not
+# instructions), which is what lets the model use a fact the message never mentions.
+DEFAULT_MEMORY_TOKENS = 250
+
+
 class RetrievalConfig(_Section):
     top_k: int = Field(3, ge=0, le=50)
     min_score: float | None = Field(None, ge=0.0, le=1.0)
     use_last_turn: bool = False
-    memory_tokens: int = Field(0, ge=0, le=8000)
+    memory_tokens: int = Field(DEFAULT_MEMORY_TOKENS, ge=0, le=8000)
     group_memories: Literal["group", "all"] = "group"
 
 

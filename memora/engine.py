@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from memora.blocking import background
 from memora.clock import as_utc, utcnow
+from memora.config import DEFAULT_MEMORY_TOKENS
 from memora.learner.service import Learner
 from memora.llm import LLM, ChatMessage, Completion, LLMError, OnDelta
 from memora.longterm.ranking import DEFAULT_MIN_SCORE
@@ -105,7 +106,7 @@ class EngineConfig:
     top_k: int = 3
     min_score: float = DEFAULT_MIN_SCORE
     use_last_turn: bool = False
-    memory_tokens: int = 0  # > 0: send every memory when they fit, rank and cut past it
+    memory_tokens: int = DEFAULT_MEMORY_TOKENS  # 0: top_k and min_score alone decide
     group_memories: Literal["group", "all"] = "group"
     extraction_enabled: bool = True
     learner_enabled: bool = True

@@ -17,6 +17,7 @@ from memora.longterm import MemoryNotFound, MemoryStore, NewMemory, StoreError
 from memora.longterm.cache import UserLocks
 from memora.longterm.dedupe import DUP_MIN, Relation, embedding_text, normalise_text, relation
 from memora.longterm.embeddings import Embedded, Kind, LocalUSE
+from memora.longterm.ranking import DEFAULT_DENSE_WEIGHT, USE_SCALE
 
 NOW = datetime(2026, 11, 15, 8, 30, tzinfo=UTC)
 
@@ -462,3 +463,25 @@ async def test_search_terms_make_a_cross_lingual_message_match_lexically(
         assert updated.terms == ()  # the terms described the old text
         restored = await s.revert(1, dog.id)
         assert restored is not None and restored.text == text and restored.terms == ()
+
+
+async def test_inflections_and_traditional_simplified_meet_in_search(
+    store: MemoryStore, embedder: LocalUSE
+) -> None:
+    """The lexical half of search folds English inflections and 繁/简: a question with
+    "painting" finds the memory that says "painted", one in 简体 the memory written in 繁體, each
+    first and scoring well above what its cosine alone would give (the shared terms count)."""
+    texts = [
+        "The user painted a sunrise over the lake last summer.",
+        "The user runs every morning before work.",
+        "使用者正在準備多益考試，目標 850 分。",
+        "使用者喜歡看韓劇學口語。",
+    ]
+    await store.add_many(12, [NewMemory(t) for t in texts], now=NOW)
+    for query, expected in (("any tips for my painting?", 0), ("准备考试好累", 2)):
+        hits = (await store.search(12, query, top_k=4, min_score=0.0)).hits
+        assert hits[0].memory.text == texts[expected]
+        vecs = (await embedder.embed([texts[expected], query])).vectors
+        cosine = float(np.dot(vecs[0], vecs[1]))
+        dense_part = DEFAULT_DENSE_WEIGHT * min(1.0, max(0.0, cosine) / USE_SCALE.ceiling)
+        assert hits[0].score > dense_part + 0.15, (query, hits[0].score, cosine)

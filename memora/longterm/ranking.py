@@ -62,6 +62,7 @@ __all__ = [
     "Hit",
     "Scores",
     "dense_scale_for",
+    "fuse",
     "hybrid_rank",
     "hybrid_scores",
 ]
@@ -188,11 +189,27 @@ def hybrid_scores(
     elif len(index) != n:
         raise ValueError("the BM25 index must cover exactly doc_texts")
     dense = (docs @ query).astype(np.float64)
-    dense01 = np.clip((dense - scale.floor) / (scale.ceiling - scale.floor), 0.0, 1.0)
     lexical = index.coverage(tokenize(query_text))
-    agree = np.minimum(1.0, dense01 / lexical_gate) if lexical_gate > 0.0 else 1.0
-    score = np.clip(weight * dense01 + (1.0 - weight) * lexical * agree, 0.0, 1.0)
+    score = fuse(dense, lexical, dense_weight=weight, scale=scale, lexical_gate=lexical_gate)
     return Scores(score=score, dense=dense, lexical=lexical)
+
+
+def fuse(
+    dense: npt.NDArray[np.float64],
+    lexical: npt.NDArray[np.float64],
+    *,
+    dense_weight: float | npt.NDArray[np.float64] = DEFAULT_DENSE_WEIGHT,
+    scale: DenseScale = USE_SCALE,
+    lexical_gate: float = DEFAULT_LEXICAL_GATE,
+) -> npt.NDArray[np.float64]:
+    """The fused score from each candidate's cosine and lexical coverage (the module
+    docstring's formula; the benchmarks call it with the coverage of other tokenizers)."""
+    dense01 = np.clip((dense - scale.floor) / (scale.ceiling - scale.floor), 0.0, 1.0)
+    agree = np.minimum(1.0, dense01 / lexical_gate) if lexical_gate > 0.0 else 1.0
+    score: npt.NDArray[np.float64] = np.clip(
+        dense_weight * dense01 + (1.0 - dense_weight) * lexical * agree, 0.0, 1.0
+    )
+    return score
 
 
 def hybrid_rank(
