@@ -184,9 +184,10 @@ def test_figures_come_from_what_the_model_answered(
         assert side["counted_median"] > 0
         assert 0 <= side["latency_median_ms"] <= side["latency_p95_ms"]
     assert re.search(r"latency p95 ms\s+\d+\s+\d+", printed)
-    # Memories in the context: 1, 1, 1, 0, 0 → median 1; the baseline has none.
-    assert [r["engine"]["memories"] for r in records] == [1, 1, 1, 0, 0]
-    assert engine["memories_median"] == 1 and full["memories_median"] == 0
+    # Memories in the context: each asker's three fit the default memory_tokens budget, so all
+    # three go in (their own only, as checked above); the baseline has none.
+    assert [r["engine"]["memories"] for r in records] == [3, 3, 3, 3, 3]
+    assert engine["memories_median"] == 3 and full["memories_median"] == 0
     # The judge's one answer outside the schema was read, and counted as a judge error.
     assert records[4]["baseline"]["label"] == "CORRECT" and records[4]["baseline"]["judge_error"]
     assert full["judge_errors"] == 1 and engine["judge_errors"] == 0

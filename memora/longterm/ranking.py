@@ -102,15 +102,17 @@ DEFAULT_DENSE_WEIGHT = 0.4
 # The weight for a memory that has search terms (written by the extraction call in English and
 # the learner's language, indexed and embedded with the text): shared words are then the
 # stronger evidence on cross-lingual memories too. Chosen on the tuning part only by
-# `.venv/bin/python benchmarks/retrieval.py --candidates` ("+ terms (lexical + dense), w <= 0.4,
-# gate >= 0.5"), with the gate and min_score left where they were: learner set tuning users
-# hit@1 0.931 / answerable kept 0.861 / unrelated → nothing 0.947; held-out users 0.823 / 0.835
-# / 0.828. The cap at 0.4 keeps LoCoMo's tuning NDCG@10 (0.476 at 0.3, 0.468 at 0.4, 0.415 at
-# 0.6 with gate 0.25); without it the tuning users pick 0.6 / gate 0.25 / min_score 0.24
-# (held-out 0.835 / 0.848 / 0.828, about the same). A memory without terms (/remember, or stored
-# before terms existed) keeps DEFAULT_DENSE_WEIGHT: at 0.3 it would need a cosine of 0.28
-# instead of 0.21 to pass on its own, and the text-only baseline keeps 0.74 of answerable
-# queries instead of 0.89 (tuning users).
+# `.venv/bin/python benchmarks/retrieval.py --candidates` ("+ terms (lexical + dense)"), with
+# the gate and min_score left where they were: learner set tuning users hit@1 0.944 / answerable
+# kept 0.861 / unrelated → nothing 0.947; held-out users 0.835 / 0.835 / 0.828 (with the
+# lexical tokenizer of 2026-12-01: lemma + Snowball stems, BM25 k1 0.9 / b 0.4; the grid of
+# weight × gate × min_score picks these same values, with or without the cap at 0.4 that keeps
+# LoCoMo's tuning NDCG@10: 0.516 at 0.3, 0.512 at 0.4, 0.458 at 0.6). A memory without terms
+# (/remember, or stored before terms existed) keeps DEFAULT_DENSE_WEIGHT: at 0.3 it would need
+# a cosine of 0.28 instead of 0.21 to pass on its own, and the text-only baseline keeps 0.74 of
+# answerable queries instead of 0.89 (tuning users). LoCoMo's turns (no terms) would rank
+# better at 0.2-0.3 (held-out NDCG@10 0.512 / 0.502 against 0.483 at 0.4), but that weight is
+# chosen on the learner set, whose text-only memories lose their recall at it.
 DEFAULT_TERMS_DENSE_WEIGHT = 0.3
 
 # dense01 at and above which the lexical evidence counts in full (0.5 on USE_SCALE = cosine 0.3).
