@@ -15,6 +15,10 @@ change. Printed per split (tuning / held-out):
   hybrid at the default dense weight for memories without terms, NDCG@10 and recall_any@10, and
   BM25 alone.
 
+With ``opencc`` or ``jieba`` installed (not dependencies), two more rows: OpenCC's full 繁→简
+conversion in place of the product's table, and jieba's words added to the Han unigrams and
+bigrams; neither moved a tuning figure (2026-12-01), so the product keeps neither.
+
 The choice is made on the tuning columns only: the learner set hardly moves with the stemmer and
 not at all with k1/b (short memories of similar length), so LoCoMo's tuning NDCG@10 decides.
 """
@@ -23,7 +27,8 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Sequence
+import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -47,6 +52,7 @@ from memora.longterm.ranking import (
     DEFAULT_TERMS_DENSE_WEIGHT,
     fuse,
 )
+from memora.text import HAN, to_simplified
 from memora.text import stem as light_stem
 
 F32 = npt.NDArray[np.float32]
@@ -73,6 +79,8 @@ class Variant:
     stemmer: Stemmer | None
     k1: float
     b: float
+    fold: Callable[[str], str] | None = None  # applied to the text before tokenizing
+    extra: Callable[[str], list[str]] | None = None  # terms added after tokenizing
 
 
 CHOSEN = Variant(
@@ -117,7 +125,44 @@ Split = tuple[list[Space], list[Q]]
 
 
 def _tokens(text: str, v: Variant) -> list[str]:
-    return tokenize(text, stemmer=v.stemmer)
+    out = tokenize(v.fold(text) if v.fold else text, stemmer=v.stemmer)
+    return out + v.extra(text) if v.extra else out
+
+
+def optional_variants() -> list[Variant]:
+    """Rows for libraries the product does not depend on, when installed (``pip install
+    opencc jieba``): OpenCC's full 繁→简 conversion before the tokenizer (the product folds with
+    the table in ``memora.text``), and jieba's words of three or more characters added to the
+    Han unigrams and bigrams."""
+    out = []
+    try:
+        import opencc  # type: ignore[import-not-found,unused-ignore]
+
+        t2s = opencc.OpenCC("t2s")
+        out.append(
+            Variant(CHOSEN.name.split(" (")[0] + ", + OpenCC t2s", search_stem, DEFAULT_K1,
+                    DEFAULT_B, fold=t2s.convert)
+        )  # fmt: skip
+    except ImportError:
+        print("OpenCC row skipped (pip install opencc)")
+    try:
+        import logging
+
+        import jieba  # type: ignore[import-not-found,import-untyped,unused-ignore]
+
+        jieba.setLogLevel(logging.WARNING)
+
+        def words(text: str) -> list[str]:
+            runs = re.findall(f"[{HAN}]+", to_simplified(text))
+            return [w for r in runs for w in jieba.cut_for_search(r) if len(w) > 2]
+
+        out.append(
+            Variant(CHOSEN.name.split(" (")[0] + ", + jieba words", search_stem, DEFAULT_K1,
+                    DEFAULT_B, extra=words)
+        )  # fmt: skip
+    except ImportError:
+        print("jieba row skipped (pip install jieba)")
+    return out
 
 
 def _scores(split: Split, v: Variant) -> list[tuple[F64, F64, F64, Q]]:
@@ -203,8 +248,9 @@ def run(
     locomo_tune: Path,
     locomo_heldout: Path | None,
     embed: object,
-    variants: Sequence[Variant] = VARIANTS,
+    variants: Sequence[Variant] | None = None,
 ) -> None:
+    variants = [*VARIANTS, *optional_variants()] if variants is None else variants
     learner = {s: learner_split(learner_set, s, embed) for s in ("tune", "heldout")}
     locomo = {"tune": locomo_split(locomo_tune, embed)}
     if locomo_heldout is not None:
