@@ -377,13 +377,21 @@ async def test_a_memory_budget_sends_every_memory_that_fits_and_ranks_past_it(
     for text in ("The user has a 6-year-old daughter.", "The user's level is B1.",
                  "The user lives in Taichung."):  # fmt: skip
         await store.add(ALICE.id, text, source="manual")
+    # the default budget (DEFAULT_MEMORY_TOKENS) holds all three
     roomy = Engine(db=db, llm=llm, counter=LocalTokenCounter(), store=store,
-                   config=EngineConfig(memory_tokens=200))  # fmt: skip
+                   config=EngineConfig())  # fmt: skip
     await roomy.handle_turn(CHAT, ALICE, "Can you help me plan my weekend in English?")
     block = llm.calls[-1].messages[0].content
     assert block.startswith(MEMORY_BLOCK)
     assert all(w in block for w in ("daughter", "B1", "Taichung"))
     await roomy.drain()
+
+    # no budget: top_k and min_score, and the message never mentions the daughter
+    ranked = Engine(db=db, llm=llm, counter=LocalTokenCounter(), store=store,
+                    config=EngineConfig(memory_tokens=0))  # fmt: skip
+    await ranked.handle_turn(ChatRef(3), ALICE, "Can you help me plan my weekend in English?")
+    assert "daughter" not in llm.calls[-1].messages[0].content
+    await ranked.drain()
 
     tight = Engine(db=db, llm=llm, counter=LocalTokenCounter(), store=store,
                    config=EngineConfig(memory_tokens=12))  # fmt: skip
