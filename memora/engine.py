@@ -697,6 +697,9 @@ class Engine:
         now = now or self.clock()
         try:
             existing = await self.store.similar(user.id, text, k=5)
+            # This user's memories without search terms (a /remember fact, an older memory):
+            # the same call writes theirs. Only this user's: the call never sees another's.
+            needs = extraction.needing_terms(await self.store.memories(user.id))
         except Exception as exc:
             log.exception("memory lookup before extraction failed")
             await self._log_extraction(user, chat, "failed", "", f"store: {exc}", 0)
@@ -708,6 +711,7 @@ class Engine:
             existing=existing,
             now=now,
             profile_lines=await self._profile_lines(user) if self.config.learner_enabled else None,
+            needs_terms=needs,
         )
         tokens = outcome.usage.total_tokens
         raw = outcome.raw  # extraction has masked every rejected secret in it already
@@ -726,14 +730,19 @@ class Engine:
                 message_id=done.message_id,  # the platform's id of the learner's message
                 now=now,
             )
+            filled, filled_tokens = await extraction.apply_terms(
+                self.store, user.id, outcome, needs
+            )
         except Exception as exc:  # the embedder or the store failed; the reply already went out
             log.exception("storing extracted memories failed for user %s", user.id)
             spent = (turn_id, TurnUsage(extraction_tokens=tokens))
             await self._log_extraction(user, chat, "failed", raw, f"store: {exc}", tokens, spent)
             return
-        embed = sum(r.embedding_tokens for r in results)
+        embed = sum(r.embedding_tokens for r in results) + filled_tokens
         spent = (turn_id, TurnUsage(extraction_tokens=tokens, embedding_tokens=embed))
         detail = "\n".join(f"{r.action}: {r.memory.text}" for r in results)
+        detail += "".join(f"\nsearch terms added: {m.text} ({', '.join(m.terms)})" for m in filled)
+        detail += "".join(f"\nignored terms for unlisted memory {n}" for n in outcome.unlisted)
         if outcome.rejected:
             detail += "\n" + "\n".join(
                 f"rejected ({why}): {'[redacted]' if why is extraction.Rejection.SECRET else text}"

@@ -237,6 +237,42 @@ def extraction_answer(*items: tuple[str, str, Sequence[str]]) -> dict[str, Any]:
     }
 
 
+_NEEDS_TERMS = re.compile(r"<needs_terms>\n(.*?)\n</needs_terms>", re.DOTALL)
+_LISTED = re.compile(r"^(\d+)\. (.*)$")
+
+
+def needs_terms_listed(req: FakeRequest) -> dict[int, str]:
+    """The memories an extraction request asks search terms for (number → text), read from its
+    <needs_terms> block as a model would; empty when it asks for none."""
+    found = _NEEDS_TERMS.search(req.last_user_message)
+    if found is None:
+        return {}
+    listed = (_LISTED.match(line) for line in found.group(1).splitlines())
+    return {int(m.group(1)): m.group(2) for m in listed if m}
+
+
+def terms_writer(
+    terms: dict[str, Sequence[str]], also: dict[str, Any] | None = None
+) -> Callable[[FakeRequest], Answer]:
+    """A responder that answers each extraction request like a model that writes search terms:
+    for every memory listed in <needs_terms> whose text is a key of `terms`, that memory's
+    number and those terms (`also`: more fields of the answer, e.g. "memories"); other
+    requests as the default responder. A memory not in `terms` gets no answer."""
+
+    def respond(req: FakeRequest) -> Answer:
+        if req.kind != "structured":
+            return default_responder(req)
+        listed = needs_terms_listed(req)
+        answer = minimal_instance(req.schema) if req.schema else {}
+        answer.update(also or {})
+        answer["terms_for"] = [
+            {"id": n, "terms": list(terms[text])} for n, text in listed.items() if text in terms
+        ]
+        return answer
+
+    return respond
+
+
 # -- request parsing -------------------------------------------------------------------------------
 def _content_text(content: Any) -> str:
     """Flatten message content: a string, or a list of parts with `text`."""

@@ -507,3 +507,23 @@ async def test_an_answer_without_terms_still_stores_the_memory(store: MemoryStor
     _, actions = await run(llm, store, 32, "I'm a nurse")
     assert actions == ["added"]
     assert (await store.memories(32))[0].terms == ()
+
+
+async def test_backfill_terms_in_near_shapes_are_read_as_meant() -> None:
+    """A small model that answers only `terms_for`, with its terms as one string: read as meant,
+    not mistaken for a bare list of memories."""
+    from memora.longterm.extraction import TERMS_FOR_INSTRUCTIONS
+    from memora.longterm.records import Memory
+
+    bare = Memory("m1", 1, "The user plays the violin.", "manual", "other", "t", "t")
+    llm = FakeLLM()
+    llm.parsed.append(json.dumps({"terms_for": [{"id": 1, "terms": "violin, 小提琴"}]}))
+    outcome = await extract(
+        llm, user_message="hi", assistant_reply="", existing=[], now=NOW, needs_terms=[bare]
+    )
+    assert outcome.error is None and outcome.memories == []
+    assert outcome.terms_for == {1: ("violin", "小提琴")}
+    call = llm.calls[-1]
+    assert call.instructions == EXTRACTION_INSTRUCTIONS + TERMS_FOR_INSTRUCTIONS
+    prompt = call.messages[-1].content
+    assert "<needs_terms>\n1. The user plays the violin.\n</needs_terms>" in prompt

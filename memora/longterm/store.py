@@ -26,7 +26,8 @@ import functools
 import logging
 import uuid
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal, cast
@@ -58,6 +59,7 @@ from memora.longterm.records import (
     Source,
     StoreError,
     check_user,
+    clean_terms,
     clean_text,
     from_record,
     indexed_text,
@@ -562,6 +564,37 @@ class MemoryStore:
             )
             await self._rewrite(user_id, data, entry, memory)
             return memory
+
+    async def add_terms(
+        self, user_id: int, terms: Mapping[str, tuple[str, Sequence[str]]]
+    ) -> tuple[list[Memory], int]:
+        """Give memories that have no search terms the terms written for them (the extraction
+        call's backfill: a /remember fact, a memory older than terms, or one whose update
+        dropped its old terms). `terms` maps a memory id to (the text the terms were written
+        for, the terms). Skipped: a memory of another user or gone, one whose text changed
+        since (the terms described the old text), one that has terms already, empty terms.
+        The updated memories are re-indexed like any write (one embedding call, one upsert);
+        their text and `updated_at` stay. Returns them and the embedding tokens spent."""
+        check_user(user_id)
+        async with self._locks.hold(user_id):
+            data = await self._data(user_id)
+            todo: list[tuple[Entry, Memory]] = []
+            for memory_id, (text, words) in terms.items():
+                entry = data.find(memory_id)
+                cleaned = clean_terms(words)
+                if entry is None or entry.memory.terms or entry.memory.text != text or not cleaned:
+                    continue
+                todo.append((entry, replace(entry.memory, terms=cleaned)))
+            if not todo:
+                return [], 0
+            texts = [indexed_text(m.text, m.terms) for _, m in todo]
+            vectors, tokens = await self._embed(texts, "passage")
+            written = [Entry(m, e.seq, v) for (e, m), v in zip(todo, vectors, strict=True)]
+            after = data
+            for new in written:
+                after = after.with_entry(new)
+            await self._write(user_id, written, after)
+        return [m for _, m in todo], tokens
 
     async def delete(self, user_id: int, memory_id: str) -> bool:
         """Delete one of the user's memories; False if the user has no memory with that id."""
