@@ -211,6 +211,9 @@ class Engine:
         self._held: dict[int, SharedChatLock] = {}
         # Bumped by forget_user: work begun before it must not write anything about the user.
         self._epochs: dict[int, int] = {}
+        # The extraction call's form: "compact" once the model's server refused the full one as
+        # longer than its context (learned like the LLM's structured-output form; see extract).
+        self.extraction_form: Literal["full", "compact"] = "full"
 
     # -- ordering -------------------------------------------------------------------------------
     def lock(self, chat_id: int) -> asyncio.Lock:
@@ -712,7 +715,9 @@ class Engine:
             now=now,
             profile_lines=await self._profile_lines(user) if self.config.learner_enabled else None,
             needs_terms=needs,
+            form=self.extraction_form,
         )
+        self.extraction_form = outcome.form
         tokens = outcome.usage.total_tokens
         raw = outcome.raw  # extraction has masked every rejected secret in it already
         if outcome.error:

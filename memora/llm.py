@@ -92,32 +92,43 @@ the schema attached (llama.cpp's server, which refuses `json_schema`), then only
 the instructions and a lenient reading of the text (any server)."""
 
 SCHEMA_INSTRUCTIONS = (
-    "\n\nAnswer with one JSON object and nothing else (no prose, no code fence). It must fit "
-    "this JSON Schema:\n{schema}"
+    "\n\nAnswer with one JSON object and nothing else (no prose, no code fence), of this shape "
+    "(a type in place of each value; lists may be empty or longer):\n{schema}"
 )
 
 
-def compact_schema(schema: type[BaseModel]) -> str:
-    """`schema`'s JSON Schema as few tokens as it can take without losing meaning: no titles
-    (pydantic's are the field names again), no spaces. The extraction schema spelled out in the
-    instructions went from ~870 to ~600 tokens; a local model with a 2,048-token context
-    (SmolLM2 on llama.cpp) could not take the extraction call with the verbose one."""
-    return json.dumps(
-        _untitled(schema.model_json_schema()), ensure_ascii=False, separators=(",", ":")
-    )
+def schema_sketch(schema: type[BaseModel]) -> str:
+    """`schema` as the shape of an answer, in as few tokens as it takes: keys, nesting, enums
+    and types, e.g. ``{"memories":[{"text":string,"replaces":int|null}]}``.
+
+    It is what the instructions spell out when the server does not enforce a strict schema
+    (JSON mode, where llama.cpp enforces the full schema sent beside the request as a grammar,
+    or plain instructions). The JSON Schema itself repeated what the instructions already say
+    about each field: for the extraction call with the learner model it was 933 SmolLM2 tokens
+    (the sketch: see README "Local models"), and a 2,048-token local model could not take it.
+    """
+    root = schema.model_json_schema()
+    return _sketch(root, root.get("$defs", {}))
 
 
-def _untitled(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {
-            k: _untitled(v)
-            for k, v in value.items()
-            # a property may itself be named "title": only drop the annotation (a string)
-            if not (k == "title" and isinstance(v, str))
-        }
-    if isinstance(value, list):
-        return [_untitled(v) for v in value]
-    return value
+def _sketch(node: dict[str, Any], defs: dict[str, Any]) -> str:
+    if "$ref" in node:
+        return _sketch(defs[str(node["$ref"]).rsplit("/", 1)[-1]], defs)
+    if "enum" in node or "const" in node:
+        values = node.get("enum", [node.get("const")])
+        return "|".join(json.dumps(v, ensure_ascii=False) for v in values)
+    for key in ("anyOf", "oneOf", "allOf"):
+        if key in node:
+            return "|".join(_sketch(option, defs) for option in node[key])
+    kind = node.get("type")
+    if kind == "object" or "properties" in node:
+        props: dict[str, Any] = node.get("properties", {})
+        inner = ",".join(f"{json.dumps(k)}:{_sketch(v, defs)}" for k, v in props.items())
+        return "{" + inner + "}"
+    if kind == "array":
+        return "[" + _sketch(node.get("items", {}), defs) + "]"
+    names = {"integer": "int", "boolean": "bool", None: "any"}
+    return names.get(kind, str(kind))
 
 
 _FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL | re.IGNORECASE)
@@ -193,7 +204,14 @@ def _short(exc: Exception) -> str:
 
 
 class LLMError(Exception):
-    """The model could not answer (outage, timeout, refusal, bad response)."""
+    """The model could not answer (outage, timeout, refusal, bad response).
+
+    `code` is the error code the server named, if any (e.g. "context_length_exceeded": the
+    caller may ask again in fewer tokens)."""
+
+    def __init__(self, message: str, code: str | None = None) -> None:
+        super().__init__(message)
+        self.code = code
 
 
 class _StreamRefused(Exception):
@@ -223,12 +241,13 @@ def _refuses_format(exc: openai.APIStatusError) -> bool:
 _ERROR_CODE = re.compile(r"[a-z0-9_.-]{1,64}")
 
 
-def _code_of(exc: openai.APIStatusError) -> str:
-    """ " (context_length_exceeded)" when the error names its code, so /extraction and /status
-    say why (llama.cpp's server answers an over-long request with HTTP 400 and that code). Only
-    the code: an error's message may quote the request, and what reaches the log stays short."""
+def _code_of(exc: openai.APIStatusError) -> str | None:
+    """The code the error names, if it looks like one (llama.cpp's server answers an over-long
+    request with HTTP 400 and "context_length_exceeded"), so /extraction and /status say why.
+    Only the code: an error's message may quote the request, and what reaches the log stays
+    short."""
     code = exc.code if isinstance(exc.code, str) else None
-    return f" ({code})" if code and _ERROR_CODE.fullmatch(code) else ""
+    return code if code and _ERROR_CODE.fullmatch(code) else None
 
 
 @contextmanager
@@ -239,7 +258,9 @@ def translated(service: str = "the model service") -> Iterator[None]:
     except asyncio.CancelledError:
         raise
     except openai.APIStatusError as exc:
-        raise LLMError(f"{service} answered HTTP {exc.status_code}{_code_of(exc)}") from exc
+        code = _code_of(exc)
+        named = f" ({code})" if code else ""
+        raise LLMError(f"{service} answered HTTP {exc.status_code}{named}", code) from exc
     except openai.APITimeoutError as exc:
         raise LLMError(f"{service} timed out") from exc
     except openai.APIConnectionError as exc:
@@ -428,7 +449,7 @@ class OpenAILLM(ABC):
         """The instructions, with the schema spelled out unless the server enforces it."""
         if mode == "json_schema":
             return instructions
-        return instructions + SCHEMA_INSTRUCTIONS.format(schema=compact_schema(schema))
+        return instructions + SCHEMA_INSTRUCTIONS.format(schema=schema_sketch(schema))
 
     async def count_input_tokens(self, instructions: str, messages: list[ChatMessage]) -> int:
         """The provider's own count (the Responses API's endpoint, whichever API replies)."""

@@ -13,6 +13,8 @@ from memora.longterm import MemoryStore
 from memora.longterm.dedupe import embedding_text, may_replace
 from memora.longterm.embeddings import LocalUSE
 from memora.longterm.extraction import (
+    COMPACT_INSTRUCTIONS,
+    COMPACT_LEARNER_INSTRUCTIONS,
     EXTRACTION_INSTRUCTIONS,
     ExtractionOutcome,
     ExtractionResult,
@@ -105,7 +107,9 @@ async def test_prompt_grounds_time_and_numbers_existing_memories(store: MemorySt
     assert "I have an IELTS exam next month." in prompt
     assert "Good luck! Let's practise speaking." in prompt
     for rule in ("next month", "password", "one-time requests", "replaces", "language"):
-        assert rule in EXTRACTION_INSTRUCTIONS
+        assert rule in EXTRACTION_INSTRUCTIONS and rule in COMPACT_INSTRUCTIONS
+    for part in ("profile", "mistakes", "vocabulary", "YYYY-MM-DD", "IANA", "only in profile"):
+        assert part in COMPACT_LEARNER_INSTRUCTIONS
 
 
 async def test_model_failures_never_raise(store: MemoryStore) -> None:
@@ -527,3 +531,43 @@ async def test_backfill_terms_in_near_shapes_are_read_as_meant() -> None:
     assert call.instructions == EXTRACTION_INSTRUCTIONS + TERMS_FOR_INSTRUCTIONS
     prompt = call.messages[-1].content
     assert "<needs_terms>\n1. The user plays the violin.\n</needs_terms>" in prompt
+
+
+async def test_the_compact_form_shows_fewer_memories_and_only_those_can_be_replaced(
+    store: MemoryStore,
+) -> None:
+    facts = ["The user lives in Taipei.", "The user is a nurse.", "The user likes jazz.",
+             "The user has a cat.", "The user studies at night."]  # fmt: skip
+    for fact in facts:
+        await store.add(24, fact, source="manual", category="personal")
+    existing = await store.memories(24)
+    llm = FakeLLM()
+    llm.parsed.append({"memories": [mem("The user now studies in the morning.", "other", 5)]})
+    outcome = await extract(
+        llm, user_message="I study in the morning now", assistant_reply="", existing=existing,
+        now=NOW, form="compact", needs_terms=existing,
+    )  # fmt: skip
+    call = llm.calls[-1]
+    assert call.instructions.startswith(COMPACT_INSTRUCTIONS)
+    prompt = call.messages[-1].content
+    assert "3. [personal] The user likes jazz." in prompt and "4. [" not in prompt
+    assert "2. The user is a nurse." in prompt and "3. The user likes jazz.\n</needs" not in prompt
+    assert outcome.form == "compact" and outcome.listed == 3
+    results = await apply(store, 24, outcome, existing, chat_id=1, message_id=2)
+    assert [r.action for r in results] == ["added"]  # memory 5 was not shown: not replaced
+    assert "The user studies at night." in [m.text for m in await store.memories(24)]
+
+
+async def test_no_room_to_ask_again_falls_back_to_the_compact_form() -> None:
+    """An answer cut at the context's end (broken JSON), then the second ask refused as too
+    long: the call is made again in the compact form, which the outcome reports."""
+    llm = FakeLLM()
+    too_long = LLMError("the model service answered HTTP 400", "context_length_exceeded")
+    llm.parsed.extend(['{"memories": [{"text": "The us', too_long, facts_json("a nurse")])
+    outcome = await extract(
+        llm, user_message="I'm a nurse", assistant_reply="", existing=[], now=NOW
+    )
+    assert outcome.error is None and outcome.form == "compact"
+    assert [m.text for m in outcome.memories] == ["The user is a nurse."]
+    assert llm.calls[-1].instructions.startswith(COMPACT_INSTRUCTIONS)
+    assert llm.count("parse") == 3

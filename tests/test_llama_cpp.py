@@ -17,8 +17,9 @@ from pathlib import Path
 import pytest
 
 from memora.engine import ChatRef, Engine, EngineConfig, UserRef
-from memora.llm import ChatCompletionsLLM
+from memora.llm import ChatCompletionsLLM, schema_sketch
 from memora.longterm import MemoryStore
+from memora.longterm.extraction import COMPACT_INSTRUCTIONS, ExtractionResult
 from memora.storage import Database
 from memora.tokens import LocalTokenCounter
 from tests.fake_openai import FakeOpenAI, input_tokens_of
@@ -93,31 +94,58 @@ async def test_a_streamed_conversation_keeps_its_facts_on_a_llama_cpp_server(
     assert [r.response_format for r in structured] == ["json_schema", "json_object", "json_object"]
     assert [r.retry_count for r in structured] == [0, 0, 0]
     assert all(r.schema is not None for r in structured[1:])
-    # The schema spelled out in the instructions is the compact one (no titles, no spaces).
+    # The instructions spell out the answer's shape, not the JSON Schema the grammar enforces.
     instructions = structured[1].instructions or ""
-    assert '"memories":{"items":' in instructions and '"title"' not in instructions
+    assert schema_sketch(ExtractionResult) in instructions and '"title"' not in instructions
     log = await engine.extraction_log(MEI.id)
     assert log is not None and log.status == "ok, 1 memories"
 
 
-async def test_an_extraction_too_long_for_the_context_is_recorded_with_its_reason(
+async def test_an_extraction_too_long_for_the_context_is_asked_again_compact_for_good(
+    fake: FakeOpenAI, engine: Engine
+) -> None:
+    """`--n_ctx 2048` refuses the full extraction call: it is asked again at once in the compact
+    form, which the engine keeps (the next turn sends it straight away); nothing is lost."""
+    ok, _ = await turn(engine, "Hi, I am Mei.", stream=False)
+    assert ok
+    (reply_request,) = fake.requests_of("reply")
+    full = input_tokens_of(fake.requests_of("structured")[-1])
+    fake.context_window = full * 2 // 3  # the reply fits, the full extraction call does not
+    assert input_tokens_of(reply_request) + 60 < fake.context_window
+    before = len(fake.requests_of("structured"))
+    fake.queue_reply({"memories": [memory("The user lives in Taipei.")]}, kind="structured")
+    ok, _ = await turn(engine, "I live in Taipei.", stream=False)
+    assert ok and engine.extraction_form == "compact"
+    refused, compact = fake.requests_of("structured")[before:]
+    assert input_tokens_of(refused) > fake.context_window >= input_tokens_of(compact)
+    assert refused.retry_count == 0 and compact.response_format == "json_object"
+    assert (compact.instructions or "").startswith(COMPACT_INSTRUCTIONS)
+    assert [m.text for m in await engine.memories(MEI.id)] == ["The user lives in Taipei."]
+    log = await engine.extraction_log(MEI.id)
+    assert log is not None and log.status == "ok, 1 memories"
+
+    ok, _ = await turn(engine, "I like jazz.", stream=False)
+    assert ok
+    (only,) = fake.requests_of("structured")[before + 2 :]  # compact at once: no refusal first
+    assert (only.instructions or "").startswith(COMPACT_INSTRUCTIONS)
+
+
+async def test_an_extraction_too_long_even_compact_is_recorded_with_its_reason(
     fake: FakeOpenAI, engine: Engine
 ) -> None:
     ok, _ = await turn(engine, "Hi, I am Mei.", stream=False)
     assert ok
     (reply_request,) = fake.requests_of("reply")
-    extraction_size = input_tokens_of(fake.requests_of("structured")[-1])
-    # A context the reply fits in and the extraction call (its instructions, schema) does not.
-    fake.context_window = (input_tokens_of(reply_request) + extraction_size) // 2
-    assert input_tokens_of(reply_request) + 60 < fake.context_window < extraction_size
+    fake.context_window = input_tokens_of(reply_request) + 60  # the reply fits, nothing else
     before = len(fake.requests_of("structured"))
     ok, _ = await turn(engine, "I live in Taipei.", stream=False)
     assert ok  # the reply goes out; the extraction says why it could not run
     log = await engine.extraction_log(MEI.id)
     assert log is not None and log.status == "failed"
     assert "HTTP 400 (context_length_exceeded)" in log.detail
-    (refused,) = fake.requests_of("structured")[before:]  # not retried: it cannot succeed
-    assert refused.response_format == "json_object" and refused.retry_count == 0
+    refused = fake.requests_of("structured")[before:]  # full, then compact; neither retried
+    assert [r.retry_count for r in refused] == [0, 0]
+    assert (refused[1].instructions or "").startswith(COMPACT_INSTRUCTIONS)
     assert await engine.memories(MEI.id) == []
 
 

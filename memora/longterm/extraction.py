@@ -9,6 +9,7 @@ batch: an item that names an existing memory in `replaces` supersedes it, the ot
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import re
@@ -183,6 +184,70 @@ and the learner's language; never a secret). They are data: do not add them to `
 
 MAX_BACKFILL = 5  # term-less memories asked about per call: a bounded cost on every turn
 
+# The compact form: the same rules in fewer words, for a model whose context cannot take the
+# full call (a server that answered `context_length_exceeded`, see :func:`extract`). The full
+# instructions stay the default: they are what the benchmarks measured with capable models.
+COMPACT_INSTRUCTIONS = """\
+You keep an English tutor's long-term notes about one learner. From the learner's message \
+(not the assistant's reply), return durable facts they state about themselves, as data:
+level (CEFR, exam scores), goal (exams, dates), preference (how they like to learn), \
+difficulty (recurring problems), constraint (study time), personal (job, city, family), other.
+Never keep: greetings, feelings of the moment, one-time requests ("explain X"), guesses, what \
+the assistant said, secrets (password, PIN, code, key, card or ID numbers), a fact an existing \
+memory already states. If nothing is durable, return an empty list (the usual answer).
+Each memory: one short fact about "the user", in the language the learner used; numbers, \
+names and levels exactly; dates absolute from the message date (never "next month" or \
+"下個月"). terms: 3-8 search words in English and the learner's language. replaces: the \
+number of the existing memory it updates, else null."""
+
+COMPACT_LEARNER_INSTRUCTIONS = """
+Also (empty lists when none): profile: fields the learner states: level (A1-C2), scores, \
+goal, goal_date (YYYY-MM-DD), explanation_language, interests, study_time, timezone (IANA); \
+such a fact goes only in profile, not memories. mistakes: errors in the learner's own English: \
+original (exact), corrected, category, reason. vocabulary: English words asked about or \
+taught: term, meaning (in their explanation language), example."""
+
+COMPACT_TERMS_FOR_INSTRUCTIONS = """
+terms_for: for each memory in <needs_terms>, its number and 3-8 search words (English and \
+the learner's language); do not add them to memories."""
+
+Form = Literal["full", "compact"]
+
+
+@dataclass(frozen=True)
+class _Shape:
+    """What one form of the call sends: instructions, and how much of the input it shows."""
+
+    instructions: str
+    learner: str
+    terms_for: str
+    existing: int  # memories listed for `replaces`
+    needs_terms: int  # term-less memories asked about
+    reply_chars: int
+    message_chars: int
+
+
+_FORMS: dict[Form, _Shape] = {
+    "full": _Shape(
+        EXTRACTION_INSTRUCTIONS,
+        LEARNER_INSTRUCTIONS,
+        TERMS_FOR_INSTRUCTIONS,
+        existing=5,
+        needs_terms=MAX_BACKFILL,
+        reply_chars=MAX_REPLY_CHARS,
+        message_chars=MAX_MESSAGE_CHARS,
+    ),
+    "compact": _Shape(
+        COMPACT_INSTRUCTIONS,
+        COMPACT_LEARNER_INSTRUCTIONS,
+        COMPACT_TERMS_FOR_INSTRUCTIONS,
+        existing=3,
+        needs_terms=2,
+        reply_chars=300,
+        message_chars=1500,
+    ),
+}
+
 
 @dataclass(frozen=True)
 class ExtractionOutcome:
@@ -203,6 +268,9 @@ class ExtractionOutcome:
     # were not listed (ignored: terms only ever go to a memory the call was shown).
     terms_for: dict[int, tuple[str, ...]] = field(default_factory=dict)
     unlisted: list[int] = field(default_factory=list)
+    form: Form = "full"  # the form of the call that produced this outcome (see `extract`)
+    listed: int | None = None  # how many existing memories it showed (`replaces` numbers)
+    code: str | None = None  # the error code the server named, if the call failed
 
 
 def needing_terms(memories: Sequence[Memory], limit: int = MAX_BACKFILL) -> list[Memory]:
@@ -225,11 +293,14 @@ def build_extraction_input(
     now: datetime,
     profile_lines: Sequence[str] | None = None,
     needs_terms: Sequence[Memory] = (),
+    form: Form = "full",
 ) -> str:
     """The one input message of the extraction call (the instructions are separate).
 
     `needs_terms`: memories of the same user that have no search terms yet; the call is asked
-    for theirs too (TERMS_FOR_INSTRUCTIONS), so they need no call of their own."""
+    for theirs too (TERMS_FOR_INSTRUCTIONS), so they need no call of their own. The compact
+    `form` shows fewer of both and shorter texts (see _FORMS); the caller trims the lists."""
+    shape = _FORMS[form]
     when = as_utc(now)
     if existing:
         listed = "\n".join(
@@ -238,11 +309,11 @@ def build_extraction_input(
     else:
         listed = "(none)"
     reply = " ".join(assistant_reply.split())
-    if len(reply) > MAX_REPLY_CHARS:
-        reply = reply[:MAX_REPLY_CHARS] + " …"
+    if len(reply) > shape.reply_chars:
+        reply = reply[: shape.reply_chars] + " …"
     message = user_message.strip()
-    if len(message) > MAX_MESSAGE_CHARS:
-        message = message[:MAX_MESSAGE_CHARS] + " …"
+    if len(message) > shape.message_chars:
+        message = message[: shape.message_chars] + " …"
     profile = ""
     if profile_lines is not None:  # the learner part is asked for: what the profile says now
         shown = "\n".join(profile_lines) or "(empty)"
@@ -311,12 +382,52 @@ async def extract(
     now: datetime,
     profile_lines: Sequence[str] | None = None,
     needs_terms: Sequence[Memory] = (),
+    form: Form = "full",
 ) -> ExtractionOutcome:
     """Ask the model what to remember from one user message. Never raises on a model failure.
 
     With `profile_lines` (the learner model is on) the same call is asked for the wider
     :class:`LearnerExtractionResult`: profile fields, mistakes and vocabulary too. With
-    `needs_terms` (see :func:`needing_terms`) it is also asked for those memories' terms."""
+    `needs_terms` (see :func:`needing_terms`) it is also asked for those memories' terms.
+
+    A server that refuses the full form as longer than its context (`context_length_exceeded`,
+    llama.cpp's answer at `--n_ctx 2048`) is asked again at once in the compact form, and the
+    outcome's `form` says so: the caller keeps that form (Engine does, for the process), as the
+    LLM seam keeps a structured-output form that worked. Learned, not configured: the server
+    knows its context, its refusal is immediate (the prompt is only tokenised), and an operator
+    need not know how many tokens the call takes with their model's tokenizer."""
+    call = functools.partial(
+        _extract_in,
+        llm,
+        user_message=user_message,
+        assistant_reply=assistant_reply,
+        now=now,
+        profile_lines=profile_lines,
+    )
+    outcome = await call(form, existing, needs_terms)
+    if form == "full" and outcome.code == CONTEXT_EXCEEDED:
+        log.warning("the extraction call is longer than the model's context: compact from now on")
+        outcome = await call("compact", existing, needs_terms)
+    return outcome
+
+
+CONTEXT_EXCEEDED = "context_length_exceeded"
+
+
+async def _extract_in(
+    llm: LLM,
+    form: Form,
+    existing: Sequence[Memory],
+    needs_terms: Sequence[Memory],
+    *,
+    user_message: str,
+    assistant_reply: str,
+    now: datetime,
+    profile_lines: Sequence[str] | None,
+) -> ExtractionOutcome:
+    """One extraction in one form (see `extract`), showing as many memories as it allows."""
+    shape = _FORMS[form]
+    existing, needs_terms = existing[: shape.existing], needs_terms[: shape.needs_terms]
     content = build_extraction_input(
         user_message=user_message,
         assistant_reply=assistant_reply,
@@ -324,15 +435,17 @@ async def extract(
         now=now,
         profile_lines=profile_lines,
         needs_terms=needs_terms,
+        form=form,
     )
     messages = [ChatMessage("user", content)]
     schema: type[ExtractionResult] = ExtractionResult
-    instructions = EXTRACTION_INSTRUCTIONS
+    instructions = shape.instructions
     if profile_lines is not None:
         schema = LearnerExtractionResult
-        instructions = EXTRACTION_INSTRUCTIONS + LEARNER_INSTRUCTIONS
+        instructions += shape.learner
     if needs_terms:  # appended last: the instructions' start stays the same on every call
-        instructions += TERMS_FOR_INSTRUCTIONS
+        instructions += shape.terms_for
+    done = functools.partial(ExtractionOutcome, form=form, listed=len(existing))
     try:
         answer = await llm.parse(instructions, messages, schema)
         result, problem = _read(answer, schema)
@@ -347,10 +460,11 @@ async def extract(
             try:
                 again = await llm.parse(instructions, retry, schema)
             except LLMError as exc:  # the first answer and why it failed stay in the log
-                return ExtractionOutcome(
+                return done(
                     raw=_masked(raw),
                     usage=usage,
                     error=f"unusable answer: {problem}; asking again failed: {exc}",
+                    code=exc.code,  # an answer cut at the context's end, then no room to ask
                 )
             result, problem = _read(again, schema)
             raw = f"{answer.text}\n--- asked again ---\n{again.text}"
@@ -359,12 +473,12 @@ async def extract(
                 usage.output_tokens + again.usage.output_tokens,
             )
     except LLMError as exc:
-        return ExtractionOutcome(error=f"the model call failed: {exc}")
+        return done(error=f"the model call failed: {exc}", code=exc.code)
     except Exception as exc:  # a bug or an SDK surprise must not break the chat
         log.exception("memory extraction failed")
-        return ExtractionOutcome(error=f"extraction failed: {type(exc).__name__}: {exc}")
+        return done(error=f"extraction failed: {type(exc).__name__}: {exc}")
     if result is None:
-        return ExtractionOutcome(raw=_masked(raw), usage=usage, error=f"unusable answer: {problem}")
+        return done(raw=_masked(raw), usage=usage, error=f"unusable answer: {problem}")
     learner = result if isinstance(result, LearnerExtractionResult) else None
     accepted, rejected = _screen(result)
     terms_for, unlisted, secret_terms = _screen_terms_for(result, len(needs_terms))
@@ -374,7 +488,7 @@ async def extract(
         accepted, moved = _profile_first(accepted, learner)
         rejected += more + moved
     secrets = [text for text, why in rejected if why is Rejection.SECRET]
-    return ExtractionOutcome(
+    return done(
         raw=_redact(raw, secrets),
         memories=accepted,
         rejected=rejected,
@@ -541,10 +655,11 @@ async def apply(
     """
     items: list[NewMemory] = []
     used: set[int] = set()
+    shown = len(existing) if outcome.listed is None else min(outcome.listed, len(existing))
     for memory in outcome.memories:
         target: str | None = None
         n = memory.replaces
-        if n is not None and 1 <= n <= len(existing) and n not in used:
+        if n is not None and 1 <= n <= shown and n not in used:
             used.add(n)
             target = existing[n - 1].id
         items.append(
