@@ -701,8 +701,10 @@ class Engine:
         try:
             existing = await self.store.similar(user.id, text, k=5)
             # This user's memories without search terms (a /remember fact, an older memory):
-            # the same call writes theirs. Only this user's: the call never sees another's.
-            needs = extraction.needing_terms(await self.store.memories(user.id))
+            # the same call writes theirs. Only this user's: the call never sees another's. In a
+            # group, only those said in that group: /extraction there shows what was written.
+            origin = chat.id if chat.is_group else None
+            needs = extraction.needing_terms(await self.store.memories(user.id, origin_chat=origin))
         except Exception as exc:
             log.exception("memory lookup before extraction failed")
             await self._log_extraction(user, chat, "failed", "", f"store: {exc}", 0)

@@ -206,3 +206,22 @@ async def test_store_add_terms_only_fills_what_it_was_asked_for(store: MemorySto
     assert (await store.memories(52))[0].terms == ()
     hits = await store.search(51, "我喜歡爵士樂", top_k=1, min_score=0.0)
     assert hits.hits[0].memory.id == one.id
+
+
+async def test_in_a_group_only_memories_said_in_that_group_are_listed(
+    engine: Engine, fake: FakeOpenAI, store: MemoryStore
+) -> None:
+    """/extraction in a group shows what the call wrote: never terms for a private memory."""
+    group = ChatRef(-4100, "group", "Study group")
+    await engine.remember(CHAT, MEI, SISTER)  # said in the private chat
+    await engine.remember(group, MEI, "I lead the group's Friday reading session.")
+    fake.responder = terms_writer({SISTER: SISTER_TERMS})
+    await turn(engine, "Hi everyone!", chat=group)
+    (request,) = fake.requests_of("structured")
+    assert list(needs_terms_listed(request).values()) == [
+        "I lead the group's Friday reading session."
+    ]
+    assert "妹妹" not in await extraction_log(engine, chat=group)
+    await turn(engine, "Hi!")  # the private chat: its own memory gets its terms there
+    by_text = {m.text: m.terms for m in await store.memories(MEI.id)}
+    assert by_text[SISTER] == tuple(SISTER_TERMS)
