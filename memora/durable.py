@@ -12,6 +12,12 @@ exists, is lost to a crash or an outage.
   rows and takes over (one compare-and-set per row) the pending rows of a replica whose beat is
   stale (killed, machine gone) or that left. A chat's update waits while an older one of the
   same chat is pending at another replica, so a chat's order holds across replicas too.
+- Not only answers: each row has a `kind` the platform adapter sends by (an answer to an update,
+  a reminder, a plain message, an edit of a message already sent), so everything the bot says in a
+  chat is kept, ordered and retried the same way. A row that is useless late (a reminder once its
+  day is over) carries `expires`: past it, the row is dropped unsent and recorded (`failed`, with
+  the reason). A row can also be kept inside a caller's transaction (`keep`), so a reminder's
+  once-a-day claim and the reminder itself are written together.
 - A chat's answers are sent by one sender at a time, across every process on the store: the
   sender holds the chat's lease (a row in `outbox_leases`, taken with one atomic upsert, renewed
   while it sends, let go after). A sender that dies lets its lease expire, and another takes over.
@@ -27,6 +33,7 @@ import uuid
 import weakref
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from memora.clock import utcnow
 from memora.postgres import OUTBOX_LOCK_CLASS, chat_lock_key
@@ -82,6 +89,22 @@ class Replicas:
             await db.execute("DELETE FROM replicas WHERE replica_id=?", (self.id,))
 
 
+ANSWER = "answer"  # an update's answer, rendered by the platform adapter
+REMINDER = "reminder"  # {"text"}: a practice reminder; refused for good → reminders off
+MESSAGE = "message"  # {"text", "buttons"}: a plain message to the chat
+EDIT = "edit"  # {"message_id", "text", "buttons"}: a message already sent, shown anew
+
+
+@dataclass(frozen=True)
+class Kept:
+    """One row to keep: what it is (`kind`), the body its sender reads, and when (unix time) it
+    is no longer worth sending (None: never too late)."""
+
+    body: str
+    kind: str = ANSWER
+    expires: float | None = None
+
+
 @dataclass(frozen=True)
 class Outgoing:
     id: int
@@ -90,6 +113,12 @@ class Outgoing:
     body: str
     attempts: int
     next_at: float  # unix time of the next attempt
+    kind: str = ANSWER
+    user_id: int | None = None
+    expires: float | None = None
+
+    def expired(self, now: float | None = None) -> bool:
+        return self.expires is not None and (time.time() if now is None else now) > self.expires
 
 
 class Inbox:
@@ -199,34 +228,35 @@ class Outbox:
         self.db = db
 
     async def put(
-        self, chat_id: int, user_id: int | None, body: str, *, update_id: int | None = None
+        self,
+        chat_id: int,
+        user_id: int | None,
+        body: str,
+        *,
+        update_id: int | None = None,
+        kind: str = ANSWER,
+        expires: float | None = None,
     ) -> bool:
         """Keep an answer to deliver; False when this update has one already (one answer per
-        update: a replayed update or an error notice after the reply adds nothing).
+        update: a replayed update or an error notice after the reply adds nothing)."""
+        return await self.put_all(chat_id, user_id, [Kept(body, kind, expires)], update_id)
 
-        The chat's answers are kept one transaction at a time, so their ids follow the order
-        they become visible: on PostgreSQL two replicas' inserts could otherwise commit out of
-        id order, and a sender reading between them would send the later answer first. (SQLite's
-        BEGIN IMMEDIATE already makes writers take turns.)"""
+    async def put_all(
+        self, chat_id: int, user_id: int | None, rows: list[Kept], update_id: int | None = None
+    ) -> bool:
+        """Keep several rows for one chat at once, in this order (a tap's edit and the card
+        after it); the first carries `update_id`. False, and nothing kept, when this update has
+        an answer already."""
         async with self.db.transaction() as db:
-            if self.db.dialect == "postgresql":
-                await db.execute(
-                    "SELECT pg_advisory_xact_lock(?, ?)", chat_lock_key(chat_id, OUTBOX_LOCK_CLASS)
-                )
-            cur = await db.execute(
-                "INSERT OR IGNORE INTO outbox(chat_id, user_id, update_id, body, created_at) "
-                "VALUES (?,?,?,?,?)",
-                (chat_id, user_id, update_id, body, utcnow()),
-            )
-            return bool(cur.rowcount)
+            return await keep(db, self.db.dialect, chat_id, user_id, rows, update_id)
 
     async def pending(self, chat_id: int) -> list[Outgoing]:
         """The chat's undelivered answers, in the order they were made."""
         return [
             _outgoing(r)
             for r in await self.db.rows(
-                "SELECT id, chat_id, update_id, body, attempts, next_at FROM outbox "
-                "WHERE state='pending' AND chat_id=? ORDER BY id",
+                "SELECT id, chat_id, update_id, body, attempts, next_at, kind, user_id, expires "
+                "FROM outbox WHERE state='pending' AND chat_id=? ORDER BY id",
                 (chat_id,),
             )
         ]
@@ -286,6 +316,16 @@ class Outbox:
                 "DELETE FROM outbox_leases WHERE chat_id=? AND holder=?", (chat_id, holder)
             )
 
+    async def expired(self, item: Outgoing) -> None:
+        """Too late to be worth sending (a reminder whose day is over): dropped, the reason
+        kept on the row."""
+        when = datetime.fromtimestamp(item.expires or 0, UTC).isoformat(timespec="seconds")
+        async with self.db.transaction() as db:
+            await db.execute(
+                "UPDATE outbox SET state='failed', body='', last_error=? || last_error WHERE id=?",
+                (f"expired: not delivered by {when}; last error: ", item.id),
+            )
+
     async def failed(self, item: Outgoing, error: str) -> None:
         """The platform refuses it for good (the user blocked the bot, the chat is gone)."""
         async with self.db.transaction() as db:
@@ -333,4 +373,46 @@ def _incoming(row: object) -> Incoming:
 
 def _outgoing(row: object) -> Outgoing:
     r = list(row)  # type: ignore[call-overload]
-    return Outgoing(int(r[0]), int(r[1]), r[2], str(r[3]), int(r[4]), float(r[5]))
+    return Outgoing(
+        int(r[0]),
+        int(r[1]),
+        r[2],
+        str(r[3]),
+        int(r[4]),
+        float(r[5]),
+        kind=str(r[6]),
+        user_id=None if r[7] is None else int(r[7]),
+        expires=None if r[8] is None else float(r[8]),
+    )
+
+
+async def keep(
+    db: Any,
+    dialect: str,
+    chat_id: int,
+    user_id: int | None,
+    rows: list[Kept],
+    update_id: int | None = None,
+) -> bool:
+    """Keep rows for a chat inside the caller's transaction `db` (so whatever else it writes,
+    such as a reminder's claim, commits with them or not at all); the first row carries
+    `update_id`. False, and nothing kept, when that update has an answer already.
+
+    A chat's rows are kept one transaction at a time, so their ids follow the order they become
+    visible: on PostgreSQL two replicas' inserts could otherwise commit out of id order, and a
+    sender reading between them would send the later row first. (SQLite's BEGIN IMMEDIATE
+    already makes writers take turns.)"""
+    if dialect == "postgresql":
+        await db.execute(
+            "SELECT pg_advisory_xact_lock(?, ?)", chat_lock_key(chat_id, OUTBOX_LOCK_CLASS)
+        )
+    now = utcnow()
+    for n, row in enumerate(rows):
+        cur = await db.execute(
+            "INSERT OR IGNORE INTO outbox(chat_id, user_id, update_id, body, created_at, kind, "
+            "expires) VALUES (?,?,?,?,?,?,?)",
+            (chat_id, user_id, update_id if n == 0 else None, row.body, now, row.kind, row.expires),
+        )
+        if n == 0 and not cur.rowcount:
+            return False
+    return True

@@ -321,3 +321,17 @@ async def m007_replicas(db: aiosqlite.Connection) -> None:
         CREATE INDEX inbox_chat_pending ON inbox(chat_id, update_id) WHERE done_at IS NULL
         """,
     )
+
+
+@migration
+async def m008_outbox_kinds(db: aiosqlite.Connection) -> None:
+    """More than answers in the outbox (issue 11): a row's `kind` says what it is and how the
+    platform sends it (an answer, a reminder, a message, an edit of a sent message), and one that
+    is useless late (a reminder, once its day is over) carries `expires` (unix time)."""
+    await script(
+        db,
+        """
+        ALTER TABLE outbox ADD COLUMN kind TEXT NOT NULL DEFAULT 'answer';
+        ALTER TABLE outbox ADD COLUMN expires REAL
+        """,
+    )

@@ -3,13 +3,22 @@
 Platform-neutral: this module stores the setting, decides whether a reminder is due *now*, claims
 the day's send durably (so a restart, a catch-up and a second replica never send twice) and
 writes the text from the learner model — cards due, goal countdown, recurring difficulty, streak —
-without any LLM call. The Telegram adapter schedules it (PTB's JobQueue) and sends it.
+without any LLM call. The Telegram adapter schedules it (PTB's JobQueue); the durable outbox
+sends it.
+
+The claim and the reminder are written in one transaction (`queue`): the day is taken and the
+reminder kept in the outbox together, so a crash after the claim still delivers it (the outbox
+sends what it holds after a restart), 429s and outages are retried by the outbox's sender, and it
+goes out once whichever replica claimed it. A reminder is for its day: one still undelivered when
+the learner's local day ends (an outage of many hours) is dropped, not sent the next morning, and
+the outbox row says why (`failed`, "expired: …").
 
 Time is always passed in (`now`), so tests never wait for 20:00.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 from collections.abc import Callable
@@ -18,6 +27,7 @@ from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
+from memora.durable import REMINDER, Kept, keep
 from memora.learner.service import Learner, ReminderFacts
 from memora.storage import Database
 
@@ -227,14 +237,19 @@ class Reminders:
         }
 
     async def claim(self, user_id: int, day: date) -> bool:
-        """Record that today's reminder goes out; False if it already went (or is off). The
-        claim is made before sending: a crash in between costs one reminder, never a second."""
+        """Record that the day's reminder goes out; False if it already went (or is off)."""
         async with self.db.transaction() as db:
-            cur = await db.execute(
-                "UPDATE reminders SET last_sent=? WHERE user_id=? AND enabled=1 AND last_sent < ?",
-                (day.isoformat(), user_id, day.isoformat()),
-            )
-            return (cur.rowcount or 0) == 1
+            return await _claim(db, user_id, day)
+
+    async def queue(self, reminder: Reminder, day: date, text: str, zone: str) -> bool:
+        """Claim the day and keep the reminder in the outbox, in one transaction: False (and
+        nothing kept) if the day was claimed already or the reminder is off. It expires when
+        the learner's local day ends (`expires_at`)."""
+        row = Kept(json.dumps({"text": text}), REMINDER, expires_at(day, zone).timestamp())
+        async with self.db.transaction() as db:
+            if not await _claim(db, reminder.user_id, day):
+                return False
+            return await keep(db, self.db.dialect, reminder.chat_id, reminder.user_id, [row])
 
     async def set_timezone(self, user_id: int, zone: str, now: datetime) -> Reminder | None:
         """Store the learner's zone in their profile (the one place it lives); their reminder,
@@ -282,6 +297,21 @@ class Reminders:
             if day.weekday() in reminder.days and when > local:
                 return when
         return None
+
+
+def expires_at(day: date, zone: str) -> datetime:
+    """When a reminder for `day` stops being worth sending: midnight ending that day, in the
+    learner's zone. A reminder is about today's practice; delivered tomorrow it would be noise
+    (and tomorrow's comes anyway)."""
+    return datetime.combine(day + timedelta(days=1), time(0), tzinfo=ZoneInfo(zone))
+
+
+async def _claim(db: Any, user_id: int, day: date) -> bool:
+    cur = await db.execute(
+        "UPDATE reminders SET last_sent=? WHERE user_id=? AND enabled=1 AND last_sent < ?",
+        (day.isoformat(), user_id, day.isoformat()),
+    )
+    return (cur.rowcount or 0) == 1
 
 
 def _days_text(days: tuple[int, ...]) -> str:

@@ -7,7 +7,9 @@ down) the moment the process starts."""
 from __future__ import annotations
 
 import asyncio
+import signal
 import sqlite3
+import time as clock
 from datetime import UTC, datetime, time, timedelta
 from pathlib import Path
 
@@ -85,3 +87,35 @@ def test_voice_and_reminders_through_the_real_process(tmp_path: Path) -> None:
         sent = tg.calls_to("sendMessage")[calls_before:]
         assert [int(c["chat_id"]) for c in sent] == [ALICE]  # only the /remind answer
         assert "Traceback" not in bot.output()
+
+
+def test_a_reminder_claimed_before_a_kill_9_arrives_once_after_the_restart(tmp_path: Path) -> None:
+    """The day is claimed and the reminder kept in one transaction; Telegram is down, so it is
+    not out yet when the process is killed -9. After the restart it arrives, once."""
+    if datetime.now(UTC).time() > time(23, 58):
+        pytest.skip("the reminder's day could end (at midnight UTC) before the restart")
+    data = tmp_path / "data"
+    asyncio.run(seed_reminder(data, ALICE))
+    with FakeTelegram() as tg, FakeOpenAI() as llm:
+        bot = BotProcess(tg, llm, data, tmp_path / "bot.log")
+        tg.fail_next("sendMessage", 10_000, status=502)
+        bot.start()
+        tg.wait_for(lambda: tg.errors, WAIT, "the reminder's failed send")
+        assert bot.proc is not None
+        bot.proc.send_signal(signal.SIGKILL)
+        bot.proc.wait(timeout=10)
+        bot.proc = None
+        with sqlite3.connect(data / "memora.sqlite3") as conn:
+            claimed = conn.execute("SELECT last_sent FROM reminders WHERE user_id=?", (ALICE,))
+            assert claimed.fetchone() == (datetime.now(UTC).date().isoformat(),)
+            kept = conn.execute("SELECT kind, state FROM outbox WHERE user_id=?", (ALICE,))
+            assert kept.fetchall() == [("reminder", "pending")]
+        tg.stop_failing()
+        bot.start()
+        tg.wait_for(lambda: reminders_to(tg, ALICE), WAIT, "the reminder")
+        clock.sleep(1.0)  # room for a second copy to show up
+        assert len(reminders_to(tg, ALICE)) == 1
+        assert bot.stop() == 0
+        with sqlite3.connect(data / "memora.sqlite3") as conn:
+            kept = conn.execute("SELECT kind, state FROM outbox WHERE user_id=?", (ALICE,))
+            assert kept.fetchall() == [("reminder", "sent")]

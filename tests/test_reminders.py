@@ -377,6 +377,140 @@ async def test_flood_control_is_waited_out_by_the_rate_limiter(
     assert sent["text"].startswith("⏰") and [e[2] for e in tg.errors] == [429]
 
 
+def near_midnight() -> bool:
+    """A reminder queued now for 00:00 today expires at midnight UTC: too close to test with."""
+    return datetime.now(UTC).time() >= time(23, 58)
+
+
+async def missed_today(engine: Engine, clock: Clock, user: int = ALICE) -> None:
+    """Set yesterday for 00:00 every day: due (missed) now, and the clock back to now."""
+    if near_midnight():
+        pytest.skip("too close to midnight UTC, when a reminder's day ends")
+    clock.now = datetime.now(UTC) - timedelta(days=1)
+    await engine.reminders.set(user, user, time(0, 0), EVERY_DAY)
+    clock.now = datetime.now(UTC)
+
+
+async def outbox_rows(db: Database, user: int = ALICE) -> list[tuple[str, str, str]]:
+    """(kind, state, last_error) of the user's outbox rows, oldest first."""
+    rows = await db.rows(
+        "SELECT kind, state, last_error FROM outbox WHERE user_id=? ORDER BY id", (user,)
+    )
+    return [(str(r[0]), str(r[1]), str(r[2])) for r in rows]
+
+
+async def test_a_reminder_under_ten_429s_is_kept_and_delivered_once(
+    running: tuple[Any, Engine, Clock], tg: FakeTelegram, db: Database
+) -> None:
+    """Beyond the rate limiter's own retries, the outbox keeps it and its sender retries."""
+    app, engine, clock = running
+    await missed_today(engine, clock)
+    tg.fail_next("sendMessage", 10, retry_after=1)
+    await start(app)
+    (sent,) = await tg.await_for(lambda: tg.sent_messages(ALICE), 60, "the reminder")
+    assert sent["text"].startswith("⏰ Time for your English practice.")
+    assert [status for _, _, status, _ in tg.errors] == [429] * 10
+    await asyncio.sleep(0.5)  # room for a second copy to show up
+    assert len(tg.sent_messages(ALICE)) == 1
+    assert [(k, s) for k, s, _ in await outbox_rows(db)] == [("reminder", "sent")]
+
+
+async def test_a_reminder_claimed_by_a_process_that_died_before_sending_arrives_once(
+    running: tuple[Any, Engine, Clock], tg: FakeTelegram, db: Database
+) -> None:
+    """The job's one transaction (claim + outbox row) committed, then the process died: the
+    next start does not claim the day again, and the outbox sends what was kept, once."""
+    app, engine, clock = running
+    await missed_today(engine, clock)
+    reminder = await engine.reminders.get(ALICE)
+    assert reminder is not None
+    day = await engine.reminders.due(reminder, clock.now)
+    assert day is not None
+    assert await engine.reminders.queue(reminder, day, "⏰ kept before the crash", "UTC")
+    assert not await engine.reminders.queue(reminder, day, "⏰ a second one", "UTC")
+    await start(app)  # restore: the day is claimed, so no catch-up; the outbox sends the row
+    (sent,) = await sent_to(tg, ALICE)
+    assert sent["text"] == "⏰ kept before the crash"
+    await asyncio.sleep(0.3)
+    assert len(tg.sent_messages(ALICE)) == 1
+
+
+async def test_a_reminder_still_undelivered_when_its_day_ends_is_dropped_and_recorded(
+    running: tuple[Any, Engine, Clock], tg: FakeTelegram, db: Database
+) -> None:
+    """An outage of many hours: yesterday's practice reminder is not sent the next day."""
+    app, engine, clock = running
+    await missed_today(engine, clock)
+    tg.fail_next("sendMessage", 10_000, status=502)  # Telegram is down
+    await start(app)
+    await tg.await_for(lambda: tg.errors, 10, "the failed send")
+    assert [(k, s) for k, s, _ in await outbox_rows(db)] == [("reminder", "pending")]
+    midnight = datetime.combine(clock.now.date() + timedelta(days=1), time(0), tzinfo=UTC)
+    clock.now = midnight + timedelta(minutes=1)  # the learner's day is over
+    tg.stop_failing()  # and Telegram is back
+    rows: list[tuple[str, str, str]] = []
+
+    async def dropped() -> bool:
+        rows[:] = await outbox_rows(db)
+        return rows[0][1] == "failed"
+
+    deadline = asyncio.get_running_loop().time() + 15
+    while not await dropped():
+        assert asyncio.get_running_loop().time() < deadline, rows
+        await asyncio.sleep(0.1)
+    ((kind, _, error),) = rows
+    assert kind == "reminder"
+    assert error.startswith(f"expired: not delivered by {midnight.isoformat()}; last error: ")
+    assert "Internal Server Error" in error or "502" in error or "Bad Gateway" in error
+    assert tg.sent_messages(ALICE) == []
+
+
+async def test_two_replicas_send_a_reminder_due_on_both_once(
+    tg: FakeTelegram, postgres_url: str
+) -> None:
+    """Two processes on one PostgreSQL, each with its JobQueue, outbox sender and catch-up:
+    while one is in the middle of sending the reminder, the other claims nothing and leaves
+    the kept row to the lease holder. One reminder arrives."""
+    if near_midnight():
+        pytest.skip("too close to midnight UTC, when a reminder's day ends")
+    apps, dbs = [], []
+    for _ in range(2):
+        db = Database(url=postgres_url)
+        await db.open()
+        dbs.append(db)
+        engine = Engine(db=db, llm=FakeLLM(), counter=LocalTokenCounter())
+        settings = Settings(
+            telegram=TelegramConfig(
+                token=tg.token, base_url=tg.base_url, base_file_url=tg.base_file_url
+            )
+        )
+        apps.append(build_application(settings, engine))
+    yesterday = datetime.now(UTC) - timedelta(days=1)
+    await Reminders(dbs[0], clock=lambda: yesterday).set(ALICE, ALICE, time(0, 0), EVERY_DAY)
+    tg.hold("sendMessage")
+    try:
+        first = await start(apps[0])  # its catch-up claims the day and starts sending
+        await tg.await_calls("sendMessage", 1, timeout=10)
+        second = await start(apps[1])  # its catch-up finds the day claimed
+        assert await second.deliver(ALICE) is False
+        assert await first.deliver(ALICE) is False
+        await apps[1].bot_data.deliverer.flush(ALICE)  # the row is held by the first's lease
+        assert len(tg.calls_to("sendMessage")) == 1
+        tg.release("sendMessage")
+        await sent_to(tg, ALICE)
+        await asyncio.sleep(0.5)
+        assert len(tg.calls_to("sendMessage")) == 1 and len(tg.sent_messages(ALICE)) == 1
+    finally:
+        tg.release()
+        for app in apps:
+            if app.running:
+                await app.stop()
+            await app.shutdown()
+            await app.post_shutdown(app)
+        for db in dbs:
+            await db.close()
+
+
 async def test_a_learner_who_moved_is_reminded_in_their_new_zone(
     running: tuple[Any, Engine, Clock], tg: FakeTelegram
 ) -> None:

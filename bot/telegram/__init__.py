@@ -97,8 +97,6 @@ async def _post_init(app: App) -> None:
             await stack.aclose()
             raise
         state.exit_stack = stack
-    state.reminder_jobs = ReminderJobs(app, state.need_engine().reminders)
-    await state.reminder_jobs.restore()
     db = state.engine.db
     # This process among the replicas on the store (one, on SQLite): its id names what it holds.
     replicas = Replicas(db, interval=state.settings.storage.replica_heartbeat)
@@ -108,6 +106,8 @@ async def _post_init(app: App) -> None:
         if isinstance(app.update_processor, PerChatUpdateProcessor):
             app.update_processor.on_done = lambda update: handled(inbox, update)
     state.deliverer = Deliverer(Outbox(db), app.bot, holder=replicas.id)
+    state.reminder_jobs = ReminderJobs(app, state.need_engine().reminders, state.deliverer)
+    await state.reminder_jobs.restore()
     limiter = app.bot.rate_limiter
     if isinstance(limiter, ReplyFirstRateLimiter):  # Telegram's budget is the bot's, not ours
         limiter.share = lambda: replicas.live

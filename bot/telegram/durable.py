@@ -29,19 +29,19 @@ import time
 import uuid
 import warnings
 import weakref
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, replace
 from datetime import timedelta
 from typing import Any
 
-from telegram import Bot, Message, Update
+from telegram import Bot, InlineKeyboardButton, InlineKeyboardMarkup, Message, Update
 from telegram.error import BadRequest, Forbidden, RetryAfter, TelegramError
 
-from memora.durable import Inbox, Outbox, Outgoing, Replicas
+from memora.durable import ANSWER, EDIT, Inbox, Kept, Outbox, Outgoing, Replicas
 from memora.views import Document, Reply
 
 from .processor import chat_key
-from .render import send_reply
+from .render import not_modified, send_reply
 
 log = logging.getLogger(__name__)
 
@@ -250,6 +250,29 @@ class Answer:
         )
 
 
+Buttons = list[list[tuple[str, str]]]  # rows of (label, callback data), as kept in a body
+
+
+def message_body(text: str, buttons: Buttons | None = None, message_id: int | None = None) -> str:
+    """The body of a MESSAGE row (or an EDIT row, with the message to edit)."""
+    body: dict[str, Any] = {"text": text, "buttons": buttons or []}
+    if message_id is not None:
+        body["message_id"] = message_id
+    return json.dumps(body)
+
+
+def markup_of(buttons: Buttons) -> InlineKeyboardMarkup | None:
+    """Rows of (label, data) as Telegram's inline keyboard (None without buttons)."""
+    if not buttons:
+        return None
+    return InlineKeyboardMarkup(
+        [
+            [InlineKeyboardButton(label, callback_data=data) for label, data in row]
+            for row in buttons
+        ]
+    )
+
+
 def _retry_after(exc: RetryAfter) -> float:
     with warnings.catch_warnings():  # PTB 22 warns when the int form is read
         warnings.simplefilter("ignore")
@@ -272,6 +295,23 @@ class Deliverer:
         self._locks: weakref.WeakValueDictionary[int, asyncio.Lock] = weakref.WeakValueDictionary()
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
+        # kind → what to do when Telegram refuses such a row for good (Forbidden, BadRequest)
+        self.on_refused: dict[str, Callable[[Outgoing, TelegramError], Awaitable[None]]] = {}
+        # What "now" is for a row's expiry (unix time): the product's clock, which tests set.
+        self.clock: Callable[[], float] = time.time
+
+    async def keep(
+        self,
+        chat_id: int,
+        user_id: int | None,
+        rows: list[Kept],
+        *,
+        update_id: int | None = None,
+    ) -> None:
+        """Keep rows other than answers (an edit, a plain message) and deliver the chat's rows
+        in order."""
+        await self.outbox.put_all(chat_id, user_id, rows, update_id)
+        await self.flush(chat_id)
 
     async def answer(
         self, answer: Answer, *, update_id: int | None = None, edit: Message | None = None
@@ -349,8 +389,45 @@ class Deliverer:
 
     async def _send(self, item: Outgoing) -> bool:
         """One attempt; False when the chat must wait (its later answers stay behind this one)."""
-        answer = Answer.decode(item.body, self.bot)
+        if item.expired(self.clock()):
+            log.warning(
+                "chat %s: a %s kept past its time was dropped unsent (%d attempts)",
+                item.chat_id,
+                item.kind,
+                item.attempts,
+            )
+            await self.outbox.expired(item)
+            return True
         try:
+            await self._perform(item)
+        except RetryAfter as exc:
+            delay = max(_retry_after(exc), backoff(item.attempts))
+            log.warning(
+                "chat %s: flood control, %s kept, retry in %.0f s", item.chat_id, item.kind, delay
+            )
+            await self.outbox.retry_later(item, str(exc), delay)
+            return False
+        except (Forbidden, BadRequest) as exc:
+            log.warning(
+                "chat %s: Telegram refused the %s for good: %s", item.chat_id, item.kind, exc
+            )
+            await self.outbox.failed(item, str(exc))
+            await self._refused(item, exc)
+            return True
+        except TelegramError as exc:  # network trouble, Telegram down: keep it and wait
+            delay = backoff(item.attempts)
+            log.warning(
+                "chat %s: %s not sent (%s), retry in %.0f s", item.chat_id, item.kind, exc, delay
+            )
+            await self.outbox.retry_later(item, str(exc), delay)
+            return False
+        await self.outbox.sent(item)
+        return True
+
+    async def _perform(self, item: Outgoing) -> None:
+        """Send one row as its kind says."""
+        if item.kind == ANSWER:
+            answer = Answer.decode(item.body, self.bot)
             await send_reply(
                 answer.message,
                 answer.reply,
@@ -359,22 +436,35 @@ class Deliverer:
                 quote=answer.quote,
                 edit=answer.edit,
             )
-        except RetryAfter as exc:
-            delay = max(_retry_after(exc), backoff(item.attempts))
-            log.warning("chat %s: flood control, answer kept, retry in %.0f s", item.chat_id, delay)
-            await self.outbox.retry_later(item, str(exc), delay)
-            return False
-        except (Forbidden, BadRequest) as exc:
-            log.warning("chat %s: Telegram refused the answer for good: %s", item.chat_id, exc)
-            await self.outbox.failed(item, str(exc))
-            return True
-        except TelegramError as exc:  # network trouble, Telegram down: keep it and wait
-            delay = backoff(item.attempts)
-            log.warning("chat %s: answer not sent (%s), retry in %.0f s", item.chat_id, exc, delay)
-            await self.outbox.retry_later(item, str(exc), delay)
-            return False
-        await self.outbox.sent(item)
-        return True
+            return
+        data: dict[str, Any] = json.loads(item.body)
+        markup = markup_of(data.get("buttons") or [])
+        if item.kind == EDIT:
+            try:
+                await self.bot.edit_message_text(
+                    data["text"],
+                    chat_id=item.chat_id,
+                    message_id=int(data["message_id"]),
+                    reply_markup=markup,
+                    parse_mode=None,
+                )
+            except BadRequest as exc:
+                if not not_modified(exc):  # showing it already is what was wanted
+                    raise
+            return
+        await self.bot.send_message(
+            item.chat_id, data["text"], parse_mode=None, reply_markup=markup
+        )
+
+    async def _refused(self, item: Outgoing, exc: TelegramError) -> None:
+        """Tell whoever cares about this kind (reminders: the learner blocked the bot)."""
+        hook = self.on_refused.get(item.kind)
+        if hook is None:
+            return
+        try:
+            await hook(item, exc)
+        except Exception:
+            log.exception("chat %s: handling a refused %s failed", item.chat_id, item.kind)
 
     # -- the background sender -------------------------------------------------------------------
     def start(self) -> None:

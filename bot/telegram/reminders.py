@@ -1,11 +1,14 @@
 """Practice reminders on Telegram: one PTB JobQueue daily job per learner, restored at start-up.
 
 The core decides (memora.reminders): whether a reminder is due now, the once-a-day claim, the
-text. This module only schedules and sends: `run_daily` in the learner's time zone; at start-up
-every stored reminder is scheduled again and one that fell due while the bot was down goes out
-once, if it is still the same day. Sends go through the bot's rate limiter (AIORateLimiter), so a
-thousand learners at 20:00 queue up instead of tripping Telegram's limits. A learner who blocked
-the bot (Forbidden) has their reminder switched off and logged, never retried.
+text. This module only schedules: `run_daily` in the learner's time zone; at start-up every
+stored reminder is scheduled again and one that fell due while the bot was down goes out once,
+if it is still the same day. The job claims the day and keeps the reminder in the durable outbox
+in one transaction, then asks the outbox's sender to deliver the chat: a crash after the claim,
+429s beyond the rate limiter's retries and outages are the outbox's to retry, and every send goes
+through the bot's rate limiter, so a thousand learners at 20:00 queue up instead of tripping
+Telegram's limits. A learner who blocked the bot (Forbidden, reported back by the sender for a
+reminder row) has their reminder switched off and logged, never retried.
 """
 
 from __future__ import annotations
@@ -18,7 +21,10 @@ from zoneinfo import ZoneInfo
 from telegram.error import Forbidden, TelegramError
 from telegram.ext import Application, ContextTypes, Job, JobQueue
 
+from memora.durable import REMINDER, Outgoing
 from memora.reminders import Reminder, Reminders
+
+from .durable import Deliverer
 
 log = logging.getLogger(__name__)
 
@@ -37,12 +43,20 @@ def _ptb_days(days: tuple[int, ...]) -> tuple[int, ...]:
 class ReminderJobs:
     """Keeps the JobQueue in step with the stored reminders of one Application."""
 
-    def __init__(self, app: Application[Any, Any, Any, Any, Any, Any], store: Reminders) -> None:
+    def __init__(
+        self,
+        app: Application[Any, Any, Any, Any, Any, Any],
+        store: Reminders,
+        deliverer: Deliverer,
+    ) -> None:
         if app.job_queue is None:
             raise RuntimeError("reminders need the JobQueue: pip install 'memora' (job-queue)")
         self.app = app
         self.jobs: JobQueue[Any] = app.job_queue
         self.store = store
+        self.deliverer = deliverer
+        deliverer.on_refused[REMINDER] = self.refused
+        deliverer.clock = lambda: store.clock().timestamp()  # a reminder's day ends by its clock
         self.zones: dict[int, str] = {}  # the zone each job was scheduled in
         # Each learner's job, kept here: JobQueue.get_jobs_by_name scans every job, which made
         # restoring N reminders O(N²) (minutes for a few thousand learners).
@@ -113,7 +127,9 @@ class ReminderJobs:
         await self.deliver(job.data)
 
     async def deliver(self, user_id: int) -> bool:
-        """Send the learner's reminder if it is due now and not yet sent today."""
+        """Keep the learner's reminder in the outbox if it is due now and not yet claimed
+        today, then deliver the chat. True when this call claimed it (the outbox sends it, now
+        or, after a 429, an outage or a crash, later)."""
         store = self.store
         reminder = await store.get(user_id)
         if reminder is None or not reminder.enabled:
@@ -124,16 +140,17 @@ class ReminderJobs:
         if self.zones.get(user_id, zone) != zone:  # the learner moved: follow their zone
             self.schedule(reminder, zone)
         day = await store.due(reminder, now)
-        if day is None or not await store.claim(user_id, day):
+        if day is None:
             return False
         text = await store.text(user_id, now)
-        try:
-            await self.app.bot.send_message(reminder.chat_id, text)
-        except Forbidden as exc:
-            log.warning("reminder for user %s: %s; their reminders are now off", user_id, exc)
-            await store.off(user_id, reason="blocked")
+        if not await store.queue(reminder, day, text, zone):
             return False
-        except TelegramError as exc:
-            log.warning("reminder for user %s not sent: %s", user_id, exc)
-            return False
+        await self.deliverer.flush(reminder.chat_id)
         return True
+
+    async def refused(self, item: Outgoing, exc: TelegramError) -> None:
+        """The outbox's report: Telegram refused a reminder for good. Blocked → off, with why."""
+        if item.user_id is None or not isinstance(exc, Forbidden):
+            return
+        log.warning("reminder for user %s: %s; their reminders are now off", item.user_id, exc)
+        await self.store.off(item.user_id, reason="blocked")
