@@ -787,6 +787,20 @@ class FakeTelegram:
         audio.update(duration=duration, file_name=filename)
         return self._user_message({"audio": audio}, user_id=user_id, **where)
 
+    def user_sends_sticker(self, emoji: str = "👍", user_id: int = DEFAULT_USER_ID) -> JSON:
+        """A sticker (no text): the bot answers with a short notice."""
+        sticker = {
+            "file_id": f"sticker-{emoji}",
+            "file_unique_id": f"u-sticker-{emoji}",
+            "type": "regular",
+            "width": 512,
+            "height": 512,
+            "is_animated": False,
+            "is_video": False,
+            "emoji": emoji,
+        }
+        return self._user_message({"sticker": sticker}, user_id=user_id)
+
     def _user_message(
         self,
         body: JSON,

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from bot.telegram.handlers import NOT_TEXT
 from tests.fake_openai import FakeOpenAI
 from tests.fake_telegram import FakeTelegram
 from tests.test_e2e_telegram import ALICE, WAIT, BotProcess
@@ -99,6 +100,31 @@ def test_a_reply_kept_through_an_outage_is_delivered_after_a_restart(bot: BotPro
     assert reply["text"] == "Echo: Telegram is down"
     assert len(bot.llm.requests_of("reply")) == 1  # answered from what was kept, not again
     bot.tg.wait_for(lambda: turns(bot)[0][1], WAIT, "the turn marked delivered")
+
+
+def test_short_notices_kept_through_an_outage_arrive_once_in_order_after_a_restart(
+    bot: BotProcess,
+) -> None:
+    """A sticker and an unknown command get short notices, kept like any answer: Telegram is
+    down, the process is killed -9, and after the restart they arrive once each, in order."""
+    bot.start()
+    bot.tg.fail_next("sendMessage", 10_000, status=502)
+    bot.tg.user_sends_sticker()
+    bot.tg.user_sends("/nosuchcommand")
+    bot.tg.user_sends("after them")
+    bot.tg.wait_for(lambda: turns(bot), WAIT, "the turn to be stored")
+    bot.tg.wait_for(lambda: len(bot.tg.errors) >= 2, WAIT, "a few failed sends")
+    kill9(bot)
+    bot.tg.stop_failing()
+    bot.start()
+    bot.tg.wait_for(lambda: len(bot.tg.texts(ALICE)) >= 3, WAIT, "every answer")
+    time.sleep(1.0)  # room for a duplicate to show up
+    assert bot.tg.texts(ALICE) == [
+        NOT_TEXT,
+        "I don't know /nosuchcommand. Try /help for the list of commands.",
+        "Echo: after them",
+    ], bot.output()
+    assert len(bot.llm.requests_of("reply")) == 1  # the kept answer, not a second turn
 
 
 def test_webhook_updates_acknowledged_before_a_kill_are_answered_after_it(tmp_path: Path) -> None:

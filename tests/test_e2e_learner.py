@@ -5,6 +5,7 @@ grade that survives kill -9, and the progress photo follow."""
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +41,13 @@ def last_to(tg: FakeTelegram, chat_id: int) -> dict[str, Any]:
     return tg.sent_messages(chat_id)[-1]
 
 
+def edits_sent(tmp_path: Path) -> list[int]:
+    """The attempts each sent edit row needed (once the sender has marked every one sent)."""
+    with sqlite3.connect(tmp_path / "data" / "memora.sqlite3") as conn:
+        rows = conn.execute("SELECT state, attempts FROM outbox WHERE kind='edit'").fetchall()
+    return [int(a) for _, a in rows] if rows and all(s == "sent" for s, _ in rows) else []
+
+
 def test_mistake_to_card_to_grade_survives_kill_9(tmp_path: Path) -> None:
     with FakeTelegram() as tg, FakeOpenAI() as llm:
         bot = BotProcess(tg, llm, tmp_path / "data", tmp_path / "bot.log")
@@ -57,13 +65,24 @@ def test_mistake_to_card_to_grade_survives_kill_9(tmp_path: Path) -> None:
             card = tg.user_sends("/review")
             (first,) = tg.wait_messages(count=1, after=card, timeout=WAIT)
             assert "Yesterday I go to the park" in first["text"]
+            # Flood control beyond the rate limiter's 3 retries: the tap is answered at once
+            # (answerCallbackQuery is no chat message), the edit is kept and sent later.
+            tg.fail_next("editMessageText", 5, retry_after=1)
             tg.user_taps(first, keyboard(first)["Show answer"])
+            tg.wait_for(lambda: tg.callback_answers, WAIT, "the tap answered")
+            assert tg.sent_messages(ALICE)[-1]["text"] == first["text"]  # not edited yet
             shown = tg.wait_for(
                 lambda: [m for m in tg.sent_messages(ALICE) if "Good" in keyboard(m)],
                 WAIT,
                 "the answer with grade buttons",
             )[0]
             assert "Yesterday I went to the park" in shown["text"]
+            assert shown["message_id"] == first["message_id"]  # the tapped card, edited
+            edit = [s for m, _, s, _ in tg.errors if m == "editMessageText"]
+            assert edit == [429] * 5
+            # The outbox's sender retried it (attempts), and knows it went out.
+            (attempts,) = tg.wait_for(lambda: edits_sent(tmp_path), WAIT, "the edit marked sent")
+            assert attempts >= 1
             good = keyboard(shown)["Good"]
             before = len(tg.sent_messages(ALICE))
             tg.user_taps(shown, good)

@@ -14,7 +14,7 @@ from typing import Any, TypeAlias
 from urllib.parse import urlsplit
 
 from telegram import BotCommand, Update
-from telegram.error import InvalidToken, TelegramError
+from telegram.error import InvalidToken, RetryAfter, TelegramError
 from telegram.ext import (
     Application,
     BaseRateLimiter,
@@ -174,11 +174,17 @@ def build_application(
     return app
 
 
-class _NoTracebackForBadToken(logging.Filter):
-    """PTB logs a rejected token with a full traceback; run_bot reports it as one line."""
+class _NoTracebackFor(logging.Filter):
+    """PTB logs some expected failures with a full traceback: a rejected token (run_bot reports
+    it as one line), and flood control beyond the rate limiter's retries (the outbox keeps the
+    message and says so in one line). One line each, without the traceback."""
+
+    def __init__(self, *errors: type[BaseException]) -> None:
+        super().__init__()
+        self.errors = errors
 
     def filter(self, record: logging.LogRecord) -> bool:
-        if record.exc_info and isinstance(record.exc_info[1], InvalidToken):
+        if record.exc_info and isinstance(record.exc_info[1], self.errors):
             record.exc_info, record.exc_text = None, None
         return True
 
@@ -187,7 +193,8 @@ def run_bot(settings: Settings) -> int:
     """Run until SIGINT/SIGTERM; the exit status for the CLI. A token the Bot API rejects is a
     ConfigError; any other Bot API failure at start is logged in one line and returns 1."""
     app = build_application(settings)
-    logging.getLogger("telegram.ext").addFilter(_NoTracebackForBadToken())
+    logging.getLogger("telegram.ext").addFilter(_NoTracebackFor(InvalidToken))
+    logging.getLogger("telegram.ext.AIORateLimiter").addFilter(_NoTracebackFor(RetryAfter))
     try:
         _run(app, settings)
     except InvalidToken:

@@ -10,7 +10,11 @@ done; what a crash left pending is queued again first at the next start.
 Outbox: every answer a handler produces goes through `Deliverer.answer`: kept first, then sent in
 the chat's order. A send that fails for a while (429s beyond the rate limiter's own retries, a
 network outage) stays kept and is retried with backoff by a background task, across restarts;
-one Telegram refuses for good (blocked by the user, chat gone) is dropped and logged.
+one Telegram refuses for good (blocked by the user, chat gone) is dropped and logged, and the
+row's kind decides who else hears of it (`on_refused`: a refused reminder switches the learner's
+reminders off). Rows other than answers: a reminder or a plain message (text and inline buttons:
+a short notice, the next review card) and an edit of a message already sent (a button tap's
+result); one past its `expires` (a reminder whose day is over) is dropped unsent and recorded.
 
 Replicas share the outbox (PostgreSQL): a chat's answers are sent by whoever holds its lease in
 the store (`Outbox.lease`), never by two senders at once, so each answer goes out once and in

@@ -28,12 +28,13 @@ from telegram.ext import (
 
 from memora.commands import COMMANDS, CommandContext, run_command
 from memora.config import Settings, TelegramConfig
+from memora.durable import MESSAGE, Kept
 from memora.engine import EMPTY, ChatRef, Engine, UserRef
 from memora.llm import OnDelta
 from memora.views import Reply
 
 from ..inputs import clean
-from .durable import Answer, Deliverer
+from .durable import Answer, Deliverer, message_body
 from .learner import needs_learner_rendering, on_button, send_learner_reply
 from .streaming import answer_streamed
 
@@ -80,11 +81,20 @@ class BotState:
             raise RuntimeError("the engine is not open (post_init has not run)")
         return self.engine
 
-    async def answer(self, update: Update, answer: Answer, edit: Message | None = None) -> None:
-        """Deliver an update's answer through the outbox (kept until Telegram has it)."""
+    def need_deliverer(self) -> Deliverer:
         if self.deliverer is None:
             raise RuntimeError("the outbox is not open (post_init has not run)")
-        await self.deliverer.answer(answer, update_id=update.update_id, edit=edit)
+        return self.deliverer
+
+    async def answer(self, update: Update, answer: Answer, edit: Message | None = None) -> None:
+        """Deliver an update's answer through the outbox (kept until Telegram has it)."""
+        await self.need_deliverer().answer(answer, update_id=update.update_id, edit=edit)
+
+    async def notice(self, update: Update, message: Message, text: str) -> None:
+        """A short plain answer under `message` (quoting it in groups), through the outbox like
+        any answer: an unknown command, a sticker, an edited message, a bare mention."""
+        answer = Answer(message, Reply(text), markdown=False, quote=is_group(message.chat))
+        await self.answer(update, answer)
 
 
 Context: TypeAlias = CallbackContext[ExtBot[None], dict[Any, Any], dict[Any, Any], BotState]
@@ -208,7 +218,7 @@ async def gate(update: Update, context: Context) -> None:
         return
     log.info("user %s is not allowed; ignored their message", user.id)
     if update.message is not None and answers(message, context.bot.username, context.bot.id):
-        await message.reply_text(NOT_ALLOWED.format(user_id=user.id))
+        await context.bot_data.notice(update, message, NOT_ALLOWED.format(user_id=user.id))
     raise ApplicationHandlerStop
 
 
@@ -232,7 +242,7 @@ async def on_command(update: Update, context: Context) -> None:
     async with _maybe_typing(message, command is not None and command.runs_turn and bool(arg)):
         reply = await run_command(state.need_engine(), name, ctx)
     if needs_learner_rendering(reply):  # review cards, the progress chart
-        await send_learner_reply(message, reply, context, name=name)
+        await send_learner_reply(update, message, reply, context, name=name)
         return
     answer = Answer(message, reply, markdown=reply.markdown, name=name, quote=chat.is_group)
     await state.answer(update, answer)
@@ -247,7 +257,8 @@ async def on_unknown_command(update: Update, context: Context) -> None:
     name, target, _ = parse_command(text)
     if chat.is_group and target.lower() != context.bot.username.lower():
         return  # "/foo" or "/foo@otherbot" in a group may be meant for another bot
-    await message.reply_text(f"I don't know /{name}. Try /help for the list of commands.")
+    text = f"I don't know /{name}. Try /help for the list of commands."
+    await context.bot_data.notice(update, message, text)
 
 
 async def on_text(update: Update, context: Context) -> None:
@@ -265,7 +276,7 @@ async def on_text(update: Update, context: Context) -> None:
         text = clean(text)
     state = context.bot_data
     if not text:  # a bare mention, or nothing visible at all
-        await message.reply_text(BARE_MENTION if chat.is_group else EMPTY)
+        await state.notice(update, message, BARE_MENTION if chat.is_group else EMPTY)
         return
     engine, question = state.need_engine(), text
 
@@ -304,7 +315,7 @@ async def on_not_text(update: Update, context: Context) -> None:
         return
     if who[0].is_group and addressed_text(message, context.bot.username, context.bot.id) is None:
         return
-    await message.reply_text(NOT_TEXT)
+    await context.bot_data.notice(update, message, NOT_TEXT)
 
 
 async def on_edited(update: Update, context: Context) -> None:
@@ -312,7 +323,7 @@ async def on_edited(update: Update, context: Context) -> None:
     message = update.edited_message
     if message is None or message.chat.type != ChatType.PRIVATE or message.text is None:
         return
-    await message.reply_text(EDITED)
+    await context.bot_data.notice(update, message, EDITED)
 
 
 async def on_my_chat_member(update: Update, context: Context) -> None:
@@ -323,12 +334,12 @@ async def on_my_chat_member(update: Update, context: Context) -> None:
     joined = (ChatMemberStatus.MEMBER, ChatMemberStatus.ADMINISTRATOR)
     gone = (ChatMemberStatus.LEFT, ChatMemberStatus.BANNED)
     if change.new_chat_member.status in joined and change.old_chat_member.status in gone:
-        try:
-            await context.bot.send_message(
-                change.chat.id, JOINED.format(username=context.bot.username)
-            )
-        except TelegramError as exc:
-            log.warning("could not greet group %s: %s", change.chat.id, exc)
+        text = JOINED.format(username=context.bot.username)
+        greeting = Kept(message_body(text), MESSAGE)
+        who = change.from_user.id if change.from_user else None
+        await context.bot_data.need_deliverer().keep(
+            change.chat.id, who, [greeting], update_id=update.update_id
+        )
 
 
 def _stale_tap(error: object) -> bool:

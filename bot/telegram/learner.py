@@ -10,19 +10,16 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from telegram import (
-    InlineKeyboardButton,
-    InlineKeyboardMarkup,
-    Message,
-    Update,
-)
-from telegram.error import BadRequest, Forbidden, TelegramError
+from telegram import InlineKeyboardMarkup, Message, Update
+from telegram.error import BadRequest, Forbidden
 
 from memora.commands import press_button
+from memora.durable import EDIT, MESSAGE, Kept
 from memora.engine import UserRef
 from memora.views import Reply
 
-from .render import MAX_CAPTION, not_modified, quoting, send_reply, split_text, tg_len
+from .durable import Answer, Buttons, markup_of, message_body
+from .render import MAX_CAPTION, quoting, send_reply, split_text, tg_len
 
 if TYPE_CHECKING:
     from .handlers import Context
@@ -37,15 +34,13 @@ CANNOT_DM = (
 NOT_ALLOWED = "Sorry, this bot is private and you are not on its list of learners."
 
 
+def buttons_of(reply: Reply) -> Buttons:
+    """A reply's buttons as an outbox body keeps them: rows of (label, callback data)."""
+    return [[(b.label, b.data) for b in row] for row in reply.buttons]
+
+
 def keyboard(reply: Reply) -> InlineKeyboardMarkup | None:
-    if not reply.buttons:
-        return None
-    return InlineKeyboardMarkup(
-        [
-            [InlineKeyboardButton(b.label, callback_data=b.data) for b in row]
-            for row in reply.buttons
-        ]
-    )
+    return markup_of(buttons_of(reply))
 
 
 def needs_learner_rendering(reply: Reply) -> bool:
@@ -53,23 +48,22 @@ def needs_learner_rendering(reply: Reply) -> bool:
 
 
 async def send_learner_reply(
-    message: Message, reply: Reply, context: Context, *, name: str
+    update: Update, message: Message, reply: Reply, context: Context, *, name: str
 ) -> None:
-    """A reply with buttons, a photo, or for the caller's private chat only."""
+    """A reply with buttons, a photo, or for the caller's private chat only. Through the outbox
+    except the review sent privately from a group (whether Telegram lets the bot write to the
+    caller decides what the group is told) and the progress photo (PNG bytes)."""
+    state = context.bot_data
     if reply.private and message.chat.type != "private" and message.from_user is not None:
         who = message.from_user
         try:
             await _send_to(context, who.id, reply)
         except (Forbidden, BadRequest) as exc:
             log.info("cannot message user %s privately: %s", who.id, exc)
-            await message.reply_text(
-                CANNOT_DM.format(name=who.first_name, bot=context.bot.username),
-                **quoting(message, True),
-            )
+            text = CANNOT_DM.format(name=who.first_name, bot=context.bot.username)
+            await state.notice(update, message, text)
             return
-        await message.reply_text(
-            SENT_PRIVATELY.format(name=who.first_name), **quoting(message, True)
-        )
+        await state.notice(update, message, SENT_PRIVATELY.format(name=who.first_name))
         return
     group = message.chat.type != "private"  # in a group the answer quotes the question
     if reply.photo is not None:
@@ -81,11 +75,11 @@ async def send_learner_reply(
             await send_reply(message, Reply(reply.text, ok=reply.ok), markdown=False, name=name)
         return
     if reply.buttons:
-        await message.reply_text(
-            reply.text, reply_markup=keyboard(reply), parse_mode=None, **quoting(message, group)
-        )
+        user = message.from_user.id if message.from_user else None
+        rows = message_rows(reply)
+        await state.need_deliverer().keep(message.chat_id, user, rows, update_id=update.update_id)
         return
-    await send_reply(message, reply, markdown=False, name=name, quote=group)
+    await state.answer(update, Answer(message, reply, markdown=False, name=name, quote=group))
 
 
 async def _send_to(context: Context, chat_id: int, reply: Reply) -> None:
@@ -98,7 +92,12 @@ async def _send_to(context: Context, chat_id: int, reply: Reply) -> None:
 
 
 async def on_button(update: Update, context: Context) -> None:
-    """A tap on an inline button → the core checks and acts → answer, edit, then the next card."""
+    """A tap on an inline button → the core checks and acts → answer, edit, then the next card.
+
+    The answer to the tap (answerCallbackQuery) goes at once: it is not a chat message, and
+    Telegram shows a spinner on the button until it comes. The edit of the tapped message and
+    the card after it are kept in the outbox, in that order, like any answer: a 429 or an outage
+    delays them, never loses them."""
     from .handlers import allowed
 
     query = update.callback_query
@@ -114,17 +113,21 @@ async def on_button(update: Update, context: Context) -> None:
     )
     await query.answer(answer.notice or None, show_alert=answer.alert)
     shown = query.message if isinstance(query.message, Message) else None
+    rows: list[Kept] = []
     if answer.edit is not None and shown is not None:
-        try:
-            await query.edit_message_text(
-                answer.edit.text, reply_markup=keyboard(answer.edit), parse_mode=None
-            )
-        except BadRequest as exc:
-            if not not_modified(exc):
-                raise
+        body = message_body(answer.edit.text, buttons_of(answer.edit), shown.message_id)
+        rows.append(Kept(body, EDIT))
     if answer.then is not None:
+        rows += message_rows(answer.then)
+    if rows:
         target = shown.chat.id if shown is not None else tapper.id
-        try:
-            await _send_to(context, target, answer.then)
-        except TelegramError as exc:
-            log.warning("could not send the next card to chat %s: %s", target, exc)
+        await state.need_deliverer().keep(target, tapper.id, rows, update_id=update.update_id)
+
+
+def message_rows(reply: Reply) -> list[Kept]:
+    """A plain reply as outbox rows: its chunks in order, the buttons under the last."""
+    chunks = split_text(reply.text)
+    return [
+        Kept(message_body(chunk, buttons_of(reply) if i == len(chunks) - 1 else None), MESSAGE)
+        for i, chunk in enumerate(chunks)
+    ]

@@ -62,13 +62,13 @@ async def on_voice(update: Update, context: Context) -> None:
     state = context.bot_data
     engine = state.need_engine()
     if engine.transcriber is None:
-        await message.reply_text(VOICE_OFF)
+        await state.notice(update, message, VOICE_OFF)
         return
     cfg = state.settings.voice
     limits = VoiceLimits(max_seconds=cfg.max_seconds, max_bytes=cfg.max_bytes)
     refusal = limits.refusal(_seconds(media), media.file_size)
     if refusal is not None:
-        await message.reply_text(refusal)
+        await state.notice(update, message, refusal)
         return
     async with typing(message):
         try:
