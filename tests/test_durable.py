@@ -51,14 +51,20 @@ def turns(bot: BotProcess) -> list[tuple[int, str | None]]:
 
 
 def test_kill_9_with_messages_waiting_loses_none(bot: BotProcess) -> None:
-    """The issue's scenario: five messages 50 ms apart, a 1 s model, kill -9 after 2.5 s."""
+    """The issue's scenario: five messages 50 ms apart, a 1 s model, kill -9 while the second is
+    with the model (the issue killed after 2.5 s: under load that could land between Telegram
+    taking a reply and the outbox marking it sent, the one window where a kill -9 sends a reply
+    twice, as no Bot API call can be made idempotent)."""
     bot.llm.kind_latency["reply"] = 1.0
     bot.start()
     sent = []
     for n in range(1, 6):
         sent.append(bot.tg.user_sends(f"message {n}"))
         time.sleep(0.05)
-    time.sleep(2.5)
+    # The chat's turns run in order: the model asked about message 2 means message 1's answer
+    # is sent and marked sent, and message 2's is a second away.
+    bot.tg.wait_for(lambda: len(bot.llm.requests_of("reply")) >= 2, WAIT, "the second turn")
+    time.sleep(0.2)
     kill9(bot)
     before = bot.tg.texts(ALICE)
     assert len(before) < 5, "the kill came too late to test anything"

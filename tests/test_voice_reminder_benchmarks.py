@@ -33,3 +33,4 @@ async def test_reminders_burst_runs(tmp_path: Path, capsys: pytest.CaptureFixtur
     out = capsys.readouterr().out
     assert "distinct learners reached: 5" in out
     assert "sent again when re-run the same day: 0 of 5" in out
+    assert "reminder rows in the outbox: 5 sent" in out  # through the outbox, each once
