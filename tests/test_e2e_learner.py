@@ -107,8 +107,10 @@ def test_mistake_to_card_to_grade_survives_kill_9(tmp_path: Path) -> None:
             tg.wait_for(lambda: len(tg.callback_answers) >= 4, WAIT, "the forged tap's answer")
             assert "isn't one I can use" in tg.callback_answers[-1]["text"]
 
+            tg.fail_next("sendPhoto", 5, retry_after=1)  # kept in the outbox, sent later
             progress = tg.user_sends("/progress")
             tg.wait_for(lambda: tg.photos(ALICE), WAIT, "the progress chart")
+            assert [s for m, _, s, _ in tg.errors if m == "sendPhoto"] == [429] * 5
             (photo,) = tg.photos(ALICE)
             assert photo["content"].startswith(b"\x89PNG")
             texts = [m.get("caption") or m.get("text") or "" for m in tg.sent_messages(ALICE)]

@@ -230,6 +230,9 @@ class Answer:
                 "name": self.name,
                 "quote": self.quote,
                 "edit": None if self.edit is None else self.edit.to_dict(),
+                "photo": None
+                if self.reply.photo is None
+                else base64.b64encode(self.reply.photo).decode(),
             }  # ASCII escapes: a lone surrogate in the learner's message is stored, not fatal
         )
 
@@ -246,6 +249,7 @@ class Answer:
                 document=document,
                 markdown=data["reply_markdown"],
                 note=data["note"],
+                photo=None if data.get("photo") is None else base64.b64decode(data["photo"]),
             ),
             markdown=data["markdown"],
             name=data["name"],

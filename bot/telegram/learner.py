@@ -19,7 +19,7 @@ from memora.engine import UserRef
 from memora.views import Reply
 
 from .durable import Answer, Buttons, markup_of, message_body
-from .render import MAX_CAPTION, quoting, send_reply, split_text, tg_len
+from .render import split_text
 
 if TYPE_CHECKING:
     from .handlers import Context
@@ -52,7 +52,7 @@ async def send_learner_reply(
 ) -> None:
     """A reply with buttons, a photo, or for the caller's private chat only. Through the outbox
     except the review sent privately from a group (whether Telegram lets the bot write to the
-    caller decides what the group is told) and the progress photo (PNG bytes)."""
+    caller decides what the group is told)."""
     state = context.bot_data
     if reply.private and message.chat.type != "private" and message.from_user is not None:
         who = message.from_user
@@ -66,14 +66,6 @@ async def send_learner_reply(
         await state.notice(update, message, SENT_PRIVATELY.format(name=who.first_name))
         return
     group = message.chat.type != "private"  # in a group the answer quotes the question
-    if reply.photo is not None:
-        caption = reply.text if tg_len(reply.text) <= MAX_CAPTION else ""
-        await message.reply_photo(
-            photo=reply.photo, caption=caption or None, parse_mode=None, **quoting(message, group)
-        )
-        if not caption:
-            await send_reply(message, Reply(reply.text, ok=reply.ok), markdown=False, name=name)
-        return
     if reply.buttons:
         user = message.from_user.id if message.from_user else None
         rows = message_rows(reply)

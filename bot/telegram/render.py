@@ -303,7 +303,19 @@ async def send_reply(
     `edit` is a message already sent for this reply (a streamed preview): it is edited into the
     first chunk instead of sending one, so the chat ends exactly as if the reply had been sent
     normally. If it cannot be edited, or the reply has no text chunk (it goes out as a file), it
-    is deleted and everything is sent as new messages."""
+    is deleted and everything is sent as new messages.
+
+    A reply with a photo (the progress chart) sends it first, with the text as its caption when
+    it fits, else the text after it."""
+    if reply.photo is not None:
+        caption = reply.plain if tg_len(reply.plain) <= MAX_CAPTION else ""
+        photo = await message.reply_photo(
+            photo=reply.photo, caption=caption or None, parse_mode=None, **quoting(message, quote)
+        )
+        if caption:
+            return [photo]
+        rest = replace(reply, photo=None, note="", text=reply.plain)
+        return [photo, *await send_reply(message, rest, markdown=False, name=name)]
     out = plan(reply, markdown=markdown, name=name)
     if not out.messages and not out.documents:  # never leave a message unanswered
         out = Outgoing([EMPTY_ANSWER], False)
