@@ -93,6 +93,7 @@ ANSWER = "answer"  # an update's answer, rendered by the platform adapter
 REMINDER = "reminder"  # {"text"}: a practice reminder; refused for good → reminders off
 MESSAGE = "message"  # {"text", "buttons"}: a plain message to the chat
 EDIT = "edit"  # {"message_id", "text", "buttons"}: a message already sent, shown anew
+VOICE = "voice"  # a spoken answer (audio), after the written one
 
 
 @dataclass(frozen=True)

@@ -353,8 +353,11 @@ async def test_a_spoken_answer_goes_out_as_a_voice_note(
     voice_engine.speaker = voice_engine.transcriber  # type: ignore[assignment]
     fake_openai.queue_reply(SAID, kind="transcribe")
     llm.replies.append("Lovely. What did you see there?")
+    # Flood control beyond the rate limiter's retries: kept in the outbox, sent by its sender.
+    harness.tg.fail_next("sendVoice", 5, retry_after=1)
     await harness.push(harness.voice())
-    (voice,) = harness.tg.voices(ALICE)
+    (voice,) = await harness.tg.await_for(lambda: harness.tg.voices(ALICE), 30, "the voice note")
+    assert [s for m, _, s, _ in harness.tg.errors if m == "sendVoice"] == [429] * 5
     assert voice["content"][:4] == b"OggS"
     (req,) = fake_openai.requests_of("speech")
     assert req.body["input"] == "Lovely. What did you see there?"  # not the "I heard" line

@@ -41,11 +41,11 @@ from typing import Any
 from telegram import Bot, InlineKeyboardButton, InlineKeyboardMarkup, Message, Update
 from telegram.error import BadRequest, Forbidden, RetryAfter, TelegramError
 
-from memora.durable import ANSWER, EDIT, Inbox, Kept, Outbox, Outgoing, Replicas
+from memora.durable import ANSWER, EDIT, VOICE, Inbox, Kept, Outbox, Outgoing, Replicas
 from memora.views import Document, Reply
 
 from .processor import chat_key
-from .render import not_modified, send_reply
+from .render import not_modified, quoting, send_reply
 
 log = logging.getLogger(__name__)
 
@@ -269,6 +269,12 @@ def message_body(text: str, buttons: Buttons | None = None, message_id: int | No
     return json.dumps(body)
 
 
+def voice_body(message: Message, speech: bytes, *, quote: bool) -> str:
+    """The body of a VOICE row: the spoken answer, under the learner's message."""
+    audio = base64.b64encode(speech).decode()
+    return json.dumps({"message": message.to_dict(), "voice": audio, "quote": quote})
+
+
 def markup_of(buttons: Buttons) -> InlineKeyboardMarkup | None:
     """Rows of (label, data) as Telegram's inline keyboard (None without buttons)."""
     if not buttons:
@@ -446,6 +452,13 @@ class Deliverer:
             )
             return
         data: dict[str, Any] = json.loads(item.body)
+        if item.kind == VOICE:
+            message = Message.de_json(data["message"], self.bot)
+            speech = base64.b64decode(data["voice"])
+            await message.reply_voice(
+                speech, filename="answer.ogg", **quoting(message, bool(data["quote"]))
+            )
+            return
         markup = markup_of(data.get("buttons") or [])
         if item.kind == EDIT:
             try:

@@ -10,11 +10,12 @@ from telegram import Audio, Message, Update, Voice
 from telegram.constants import ChatAction
 from telegram.error import TelegramError
 
+from memora.durable import VOICE, Kept
 from memora.engine import Engine
 from memora.views import Reply
 from memora.voice import VOICE_OFF, VoiceLimits, spoken, voice_turn
 
-from .durable import Answer
+from .durable import Answer, Deliverer, voice_body
 from .handlers import Context, addressed_text, refs, typing
 
 log = logging.getLogger(__name__)
@@ -90,15 +91,21 @@ async def on_voice(update: Update, context: Context) -> None:
     answer = Answer(message, reply, markdown=reply.markdown, quote=chat.is_group)
     await state.answer(update, answer)
     if engine.speaker is not None and reply.stored:
-        await _answer_aloud(engine, message, reply)
+        await _answer_aloud(engine, message, reply, state.need_deliverer(), group=chat.is_group)
 
 
-async def _answer_aloud(engine: Engine, message: Message, reply: Reply) -> None:
-    """The written reply is out already: a failure here costs only the voice note."""
+async def _answer_aloud(
+    engine: Engine, message: Message, reply: Reply, deliverer: Deliverer, *, group: bool
+) -> None:
+    """The written reply is kept already; the voice note follows it through the outbox (after it
+    in the chat's order). A failed speech call costs only the voice note."""
     try:
         await message.get_bot().send_chat_action(message.chat_id, ChatAction.RECORD_VOICE)
-        speech = await spoken(engine, reply)
-        if speech is not None:
-            await message.reply_voice(speech, filename="answer.ogg")
-    except TelegramError as exc:
-        log.warning("could not send the spoken answer in chat %s: %s", message.chat_id, exc)
+    except TelegramError as exc:  # a courtesy
+        log.debug("chat action failed in chat %s: %s", message.chat_id, exc)
+    speech = await spoken(engine, reply)
+    if speech is None:
+        return
+    user = message.from_user.id if message.from_user else None
+    row = Kept(voice_body(message, speech, quote=group), VOICE)
+    await deliverer.keep(message.chat_id, user, [row])
