@@ -12,9 +12,11 @@ the chat's order. A send that fails for a while (429s beyond the rate limiter's 
 network outage) stays kept and is retried with backoff by a background task, across restarts;
 one Telegram refuses for good (blocked by the user, chat gone) is dropped and logged, and the
 row's kind decides who else hears of it (`on_refused`: a refused reminder switches the learner's
-reminders off). Rows other than answers: a reminder or a plain message (text and inline buttons:
-a short notice, the next review card) and an edit of a message already sent (a button tap's
-result); one past its `expires` (a reminder whose day is over) is dropped unsent and recorded.
+reminders off). Rows other than answers (whose body is an `Answer`: text, a file or a photo
+under the learner's message): a reminder or a plain message (text and inline buttons: the next
+review card, a group greeting), an edit of a message already sent (a button tap's result) and a
+spoken answer (a voice note); one past its `expires` (a reminder whose day is over) is dropped
+unsent and recorded.
 
 Replicas share the outbox (PostgreSQL): a chat's answers are sent by whoever holds its lease in
 the store (`Outbox.lease`), never by two senders at once, so each answer goes out once and in
@@ -322,8 +324,8 @@ class Deliverer:
         *,
         update_id: int | None = None,
     ) -> None:
-        """Keep rows other than answers (an edit, a plain message) and deliver the chat's rows
-        in order."""
+        """Keep rows other than answers (an edit, a plain message, a voice note) and deliver
+        the chat's rows in order."""
         await self.outbox.put_all(chat_id, user_id, rows, update_id)
         await self.flush(chat_id)
 
