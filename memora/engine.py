@@ -214,6 +214,9 @@ class Engine:
         # The extraction call's form: "compact" once the model's server refused the full one as
         # longer than its context (learned like the LLM's structured-output form; see extract).
         self.extraction_form: Literal["full", "compact"] = "full"
+        # Per user, term-less memories the extraction call was asked about and did not answer
+        # (memory id → times); see extraction.MAX_ASKS. In process only: a restart asks again.
+        self._terms_unanswered: dict[int, dict[str, int]] = {}
 
     # -- ordering -------------------------------------------------------------------------------
     def lock(self, chat_id: int) -> asyncio.Lock:
@@ -295,6 +298,7 @@ class Engine:
         """Delete everything stored about a user, including what in-flight work would write."""
         self._epochs[user_id] = self._epochs.get(user_id, 0) + 1
         await self.drain()  # summaries and extractions already under way finish first
+        self._terms_unanswered.pop(user_id, None)
         counts = await self.db.forget_user(user_id)
         counts["reminders"] = await self.reminders.delete_user(user_id)
         counts["memories"] = await self.store.delete_user(user_id) if self.store else 0
@@ -704,7 +708,9 @@ class Engine:
             # the same call writes theirs. Only this user's: the call never sees another's. In a
             # group, only those said in that group: /extraction there shows what was written.
             origin = chat.id if chat.is_group else None
-            needs = extraction.needing_terms(await self.store.memories(user.id, origin_chat=origin))
+            mine = await self.store.memories(user.id, origin_chat=origin)
+            unanswered = self._terms_unanswered.setdefault(user.id, {})
+            needs = extraction.needing_terms(mine, unanswered=unanswered)
         except Exception as exc:
             log.exception("memory lookup before extraction failed")
             await self._log_extraction(user, chat, "failed", "", f"store: {exc}", 0)
@@ -745,6 +751,12 @@ class Engine:
             spent = (turn_id, TurnUsage(extraction_tokens=tokens))
             await self._log_extraction(user, chat, "failed", raw, f"store: {exc}", tokens, spent)
             return
+        got = {m.id for m in filled}
+        for memory in needs[: outcome.terms_listed]:  # listed in a call that was answered
+            if memory.id in got:
+                unanswered.pop(memory.id, None)
+            else:
+                unanswered[memory.id] = unanswered.get(memory.id, 0) + 1
         embed = sum(r.embedding_tokens for r in results) + filled_tokens
         spent = (turn_id, TurnUsage(extraction_tokens=tokens, embedding_tokens=embed))
         detail = "\n".join(f"{r.action}: {r.memory.text}" for r in results)

@@ -14,7 +14,7 @@ from memora.commands import CommandContext, run_command
 from memora.engine import ChatRef, Engine, EngineConfig, UserRef
 from memora.llm import ResponsesLLM
 from memora.longterm import MemoryStore
-from memora.longterm.extraction import MAX_BACKFILL
+from memora.longterm.extraction import MAX_ASKS, MAX_BACKFILL
 from memora.longterm.lexical import BM25, tokenize
 from memora.longterm.records import indexed_text
 from memora.storage import Database
@@ -225,3 +225,25 @@ async def test_in_a_group_only_memories_said_in_that_group_are_listed(
     await turn(engine, "Hi!")  # the private chat: its own memory gets its terms there
     by_text = {m.text: m.terms for m in await store.memories(MEI.id)}
     assert by_text[SISTER] == tuple(SISTER_TERMS)
+
+
+async def test_a_memory_the_model_never_gives_terms_is_not_asked_about_forever(
+    engine: Engine, fake: FakeOpenAI, store: MemoryStore
+) -> None:
+    """A model that never writes terms would carry the same memories in every call: after
+    MAX_ASKS answered calls without its terms, a memory is left out (a failed call is no ask)."""
+    await engine.remember(CHAT, MEI, SISTER)
+    fake.queue_reply("not json", kind="structured")
+    fake.queue_reply("still not json", kind="structured")
+    await turn(engine, "Turn zero.")  # broken twice: not counted
+    fake.responder = terms_writer({})  # answers, never with terms
+    for n in range(MAX_ASKS):
+        await turn(engine, f"Turn {n + 1}.")
+        assert list(needs_terms_listed(fake.requests_of("structured")[-1]).values()) == [SISTER]
+    await turn(engine, "One more.")
+    assert needs_terms_listed(fake.requests_of("structured")[-1]) == {}
+    assert (await store.memories(MEI.id))[0].terms == ()
+    await engine.remember(CHAT, MEI, "I prefer short explanations.")  # a new one is asked about
+    await turn(engine, "And again.")
+    listed = needs_terms_listed(fake.requests_of("structured")[-1])
+    assert list(listed.values()) == ["I prefer short explanations."]

@@ -13,7 +13,7 @@ import functools
 import json
 import logging
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
@@ -183,6 +183,10 @@ return its number and 3 to 8 search terms in `terms_for`, written as for a new m
 and the learner's language; never a secret). They are data: do not add them to `memories`."""
 
 MAX_BACKFILL = 5  # term-less memories asked about per call: a bounded cost on every turn
+# A memory the model was asked about this many times without answering its terms is not asked
+# about again (by this process): a model that never writes them would otherwise carry the same
+# memories, and their tokens, in every call.
+MAX_ASKS = 3
 
 # The compact form: the same rules in fewer words, for a model whose context cannot take the
 # full call (a server that answered `context_length_exceeded`, see :func:`extract`). The full
@@ -270,13 +274,22 @@ class ExtractionOutcome:
     unlisted: list[int] = field(default_factory=list)
     form: Form = "full"  # the form of the call that produced this outcome (see `extract`)
     listed: int | None = None  # how many existing memories it showed (`replaces` numbers)
+    terms_listed: int = 0  # how many term-less memories it showed (the first of `needs_terms`)
     code: str | None = None  # the error code the server named, if the call failed
 
 
-def needing_terms(memories: Sequence[Memory], limit: int = MAX_BACKFILL) -> list[Memory]:
+def needing_terms(
+    memories: Sequence[Memory],
+    limit: int = MAX_BACKFILL,
+    unanswered: Mapping[str, int] | None = None,
+) -> list[Memory]:
     """The memories to ask search terms for in this call: those without terms, most recently
-    written first (a /remember fact at the learner's next turn; older ones over time)."""
-    bare = [m for m in reversed(memories) if not m.terms]  # `memories` is oldest first
+    written first (a /remember fact at the learner's next turn; older ones over time), except
+    those asked about MAX_ASKS times already without an answer (`unanswered`: id → times)."""
+    asked = unanswered or {}
+    bare = [  # `memories` is oldest first
+        m for m in reversed(memories) if not m.terms and asked.get(m.id, 0) < MAX_ASKS
+    ]
     return sorted(bare, key=lambda m: m.updated_at, reverse=True)[:limit]  # stable on ties
 
 
@@ -445,7 +458,9 @@ async def _extract_in(
         instructions += shape.learner
     if needs_terms:  # appended last: the instructions' start stays the same on every call
         instructions += shape.terms_for
-    done = functools.partial(ExtractionOutcome, form=form, listed=len(existing))
+    done = functools.partial(
+        ExtractionOutcome, form=form, listed=len(existing), terms_listed=len(needs_terms)
+    )
     try:
         answer = await llm.parse(instructions, messages, schema)
         result, problem = _read(answer, schema)
