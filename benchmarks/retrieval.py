@@ -56,11 +56,12 @@ from memora.longterm.ranking import (  # noqa: E402
     DEFAULT_DENSE_WEIGHT,
     DEFAULT_LEXICAL_GATE,
     DEFAULT_MIN_SCORE,
-    DEFAULT_TERMS_DENSE_WEIGHT,
     E5_SCALE,
     USE_SCALE,
     DenseScale,
+    dense_weight_pair,
     hybrid_scores,
+    weights_for_query,
 )
 
 F32 = npt.NDArray[np.float32]
@@ -130,6 +131,13 @@ class Pool:
     texts: list[str]
     vecs: dict[str, F32] = field(default_factory=dict)  # encoder name -> (n, d)
     bm25: BM25 | None = None
+    weight_pairs: F64 | None = None  # (n, 2): ranking.dense_weight_pair of each text
+
+    def weights_for(self, query: str) -> F64:
+        """The product's dense weight of each memory (no search terms) for this message."""
+        if self.weight_pairs is None:
+            self.weight_pairs = np.array([dense_weight_pair(t, False) for t in self.texts])
+        return weights_for_query(self.weight_pairs, query)
 
 
 @dataclass
@@ -157,7 +165,12 @@ def _hybrid(
     scale: DenseScale,
     weight: float = DEFAULT_DENSE_WEIGHT,
     gate: float = DEFAULT_LEXICAL_GATE,
+    *,
+    script: bool = False,
 ) -> Callable[[F32 | None, Pool, str], F64]:
+    """The fused score at one dense weight, or (`script`) at the product's weights for memories
+    without terms: lower for a memory in the message's script (ranking.dense_weight_pair)."""
+
     def score(qv: F32 | None, pool: Pool, q: str) -> F64:
         assert qv is not None
         return hybrid_scores(
@@ -165,7 +178,7 @@ def _hybrid(
             pool.vecs[enc],
             q,
             pool.texts,
-            dense_weight=weight,
+            dense_weight=pool.weights_for(q) if script else weight,
             scale=scale,
             lexical_gate=gate,
             index=pool.bm25,
@@ -227,7 +240,8 @@ def build_methods(encoders: Sequence[str]) -> list[Method]:
         methods += [
             Method("USE dense (LocalUSE)", "USE", _dense("USE")),
             Method("RRF k=60 (BM25 + USE)", "USE", _rrf("USE")),
-            Method("hybrid (BM25 + USE) *", "USE", _hybrid("USE", USE_SCALE)),
+            Method("hybrid (BM25 + USE) *", "USE", _hybrid("USE", USE_SCALE, script=True)),
+            Method("hybrid, one dense weight 0.4", "USE", _hybrid("USE", USE_SCALE)),
             # Lower dense weights, for the held-out table (e): memories without search terms
             # keep DEFAULT_DENSE_WEIGHT, LoCoMo turns have none.
             Method("hybrid, dense weight 0.3", "USE", _hybrid("USE", USE_SCALE, 0.3)),
@@ -627,7 +641,7 @@ class ContextPool:
 
     texts: list[str]  # what reaches the context
     indexed: list[str]  # what is indexed (text + search terms)
-    weights: F64  # the product's dense weight per memory
+    weights: F64  # the product's dense weights per memory: (n, 2), ranking.dense_weight_pair
     vecs: F32
     bm25: BM25
 
@@ -635,15 +649,16 @@ class ContextPool:
 def context_pools(
     path: Path, split: str, enc: Encoder, extra: Sequence[str] = (), extra_vecs: F32 | None = None
 ) -> tuple[list[ContextPool], list[Query], list[F32]]:
-    """The split's users with their memories' search terms (indexed and embedded, dense weight
-    DEFAULT_TERMS_DENSE_WEIGHT), plus `extra` memories without terms for every user."""
+    """The split's users with their memories' search terms (indexed and embedded, the product's
+    dense weights), plus `extra` memories without terms for every user."""
     from retrieval_candidates import load, with_terms
 
     users, lqueries = load(path, split)
     pools = []
     for u in users:
         indexed = [with_terms(t, s) for t, s in zip(u.texts, u.terms, strict=True)]
-        weights = [DEFAULT_TERMS_DENSE_WEIGHT if s else DEFAULT_DENSE_WEIGHT for s in u.terms]
+        pairs = [dense_weight_pair(t, bool(s)) for t, s in zip(u.texts, u.terms, strict=True)]
+        pairs += [dense_weight_pair(t, False) for t in extra]
         vecs = enc.passages(indexed)
         if extra:
             assert extra_vecs is not None
@@ -652,7 +667,7 @@ def context_pools(
             ContextPool(
                 [*u.texts, *extra],
                 [*indexed, *extra],
-                np.array(weights + [DEFAULT_DENSE_WEIGHT] * len(extra), dtype=np.float64),
+                np.array(pairs, dtype=np.float64),
                 vecs,
                 BM25.from_texts([*indexed, *extra]),
             )
@@ -709,7 +724,7 @@ def context_section(
                         pool.vecs,
                         q.text,
                         pool.indexed,
-                        dense_weight=pool.weights,
+                        dense_weight=weights_for_query(pool.weights, q.text),
                         index=pool.bm25,
                     )
                     # the product's order: score, then cosine, then position

@@ -13,6 +13,10 @@ Candidates (all use the product's fused score, ``memora.longterm.ranking``; they
 indexed, what the query is, and which dense models are averaged):
 
 * ``baseline``: the memory text, BM25 + USE.
+* ``script-aware weight``: the memory text; the dense weight is lower for a memory in the
+  message's script (both mostly Han or both mostly Latin: words can be shared) than for one in
+  the other script (only the dense side can find it). The product's rule for memories without
+  search terms.
 * ``+ terms (lexical)``: each memory's search terms (written by the extraction call, in English
   and the learner's language; the data file says how the benchmark's were written) are appended
   to the text that BM25 indexes.
@@ -43,10 +47,12 @@ from memora.longterm.ranking import (
     DEFAULT_DENSE_WEIGHT,
     DEFAULT_LEXICAL_GATE,
     DEFAULT_MIN_SCORE,
+    DEFAULT_SAME_SCRIPT_DENSE_WEIGHT,
     DEFAULT_TERMS_DENSE_WEIGHT,
     E5_SCALE,
     USE_SCALE,
     DenseScale,
+    han_dominant,
 )
 
 F32 = npt.NDArray[np.float32]
@@ -168,6 +174,7 @@ class Candidate:
     min_signal: bool = False  # the two-signals gate
     locomo_safe: bool = False  # only weights and gates that keep LoCoMo's tuning NDCG@10
     null: float = 0.0  # lambda: cosine minus lambda x the mean top-3 cosine to the Background
+    script: bool = False  # the dense weight is `same_weight` for memories in the query's script
 
 
 @dataclass(frozen=True)
@@ -176,9 +183,12 @@ class Config:
     gate: float
     min_score: float
     min_signal: float = 0.0
+    same_weight: float | None = None  # script-aware candidates: the same-script weight
 
     def __str__(self) -> str:
         s = f"w {self.weight:g}, gate {self.gate:g}, min_score {self.min_score:g}"
+        if self.same_weight is not None:
+            s = f"w same script {self.same_weight:g}, other " + s[2:]
         return s + (f", min_signal {self.min_signal:g}" if self.min_signal else "")
 
 
@@ -191,6 +201,7 @@ class Signals:
     prev_dense: F64 | None
     prev_lexical: F64 | None
     joined: bool = False
+    same_script: npt.NDArray[np.bool_] | None = None  # memory in the query's script
 
 
 @dataclass
@@ -242,16 +253,24 @@ def signals(
         elif c.joined and q.previous:
             pd = dense01(q.joined_vec)
             pl = index.coverage(tokenize(q.joined))
-        out.append(Signals(d, lex, pd, pl, c.joined))
+        same = None
+        if c.script:
+            q_han = han_dominant(q.text)
+            same = np.array([han_dominant(t) == q_han for t in u.texts])
+        out.append(Signals(d, lex, pd, pl, c.joined, same))
     return out
 
 
 def fused(s: Signals, cfg: Config, beta: float) -> tuple[F64, F64]:
     """The score and the evidence of the strongest single signal, per memory."""
 
+    weight: float | F64 = cfg.weight
+    if cfg.same_weight is not None and s.same_script is not None:
+        weight = np.where(s.same_script, cfg.same_weight, cfg.weight)
+
     def one(d: F64, lex: F64) -> F64:
         agree = np.minimum(1.0, d / cfg.gate) if cfg.gate > 0 else 1.0
-        return np.clip(cfg.weight * d + (1 - cfg.weight) * lex * agree, 0.0, 1.0)
+        return np.clip(weight * d + (1 - weight) * lex * agree, 0.0, 1.0)
 
     score = one(s.dense, s.lexical)
     strongest = np.maximum(s.dense, s.lexical)
@@ -285,13 +304,28 @@ DEFAULT = Config(DEFAULT_DENSE_WEIGHT, DEFAULT_LEXICAL_GATE, DEFAULT_MIN_SCORE)
 
 
 def product_default(c: Candidate) -> Config:
-    """The product's defaults for this candidate's memories: with terms, their dense weight."""
+    """The product's defaults for this candidate's memories: with terms, their dense weight;
+    without, the script-aware weights when the candidate has them."""
     if c.terms_lexical or c.terms_dense:
         return Config(DEFAULT_TERMS_DENSE_WEIGHT, DEFAULT_LEXICAL_GATE, DEFAULT_MIN_SCORE)
+    if c.script:
+        return Config(
+            DEFAULT_DENSE_WEIGHT,
+            DEFAULT_LEXICAL_GATE,
+            DEFAULT_MIN_SCORE,
+            same_weight=DEFAULT_SAME_SCRIPT_DENSE_WEIGHT,
+        )
     return DEFAULT
 
 
 def grid(c: Candidate) -> list[Config]:
+    if c.script:  # the gate stays; the same-script weight, the other one and min_score vary
+        return [
+            Config(w, DEFAULT_LEXICAL_GATE, round(float(m), 2), same_weight=ws)
+            for ws in (0.1, 0.2, 0.3, 0.4)
+            for w in (0.4, 0.5)
+            for m in np.arange(0.06, 0.301, 0.02)
+        ]
     signals_ = (0.0, 0.3, 0.4, 0.5, 0.6) if c.min_signal else (0.0,)
     # LoCoMo's two tuning conversations lose NDCG@10 with more dense weight or a lower gate
     # (0.468 at w 0.4 / gate 0.5, 0.458 at 0.5 / 0.25, 0.415 at 0.6 / 0.25; 0.476 at 0.3 / 0.5).
@@ -317,6 +351,7 @@ def choose(c: Candidate, sigs: list[Signals], queries: list[LQuery]) -> Config:
             + abs(cfg.gate - DEFAULT.gate)
             + abs(cfg.min_score - DEFAULT.min_score)
             + cfg.min_signal
+            + abs((cfg.same_weight or DEFAULT.weight) - DEFAULT.weight)
         )
 
     return min((cfg for cfg, v in scored if v >= best - 1e-9), key=closeness)
@@ -324,6 +359,7 @@ def choose(c: Candidate, sigs: list[Signals], queries: list[LQuery]) -> Config:
 
 CANDIDATES = [
     Candidate("baseline (text, BM25 + USE)"),
+    Candidate("script-aware weight (text)", script=True),
     Candidate("+ terms (lexical)", terms_lexical=True),
     Candidate("+ terms (lexical + dense)", terms_lexical=True, terms_dense=True),
     Candidate(
@@ -409,7 +445,7 @@ def run(
     for c in cands:
         ts = signals(c, tune_u, tune_q, tune_bg)
         hs = signals(c, held_u, held_q, held_bg)
-        product = c.name.startswith("baseline") or c.name.startswith("+ terms (lexical + dense)")
+        product = c.name.startswith(("baseline", "script-aware", "+ terms (lexical + dense)"))
         cfgs = [("defaults", product_default(c))] if product and not c.null else []
         best = choose(c, ts, tune_q)
         chosen.append((c, best))

@@ -12,8 +12,8 @@ change. Printed per split (tuning / held-out):
   product's defaults for them (dense weight, gate, ``min_score``, top_k 5): hit@1, answerable
   queries whose memory is kept, unrelated queries that return nothing;
 * LoCoMo turns (conversations 26 and 30 shipped here; ``--locomo-heldout`` the others): the
-  hybrid at the default dense weight for memories without terms, NDCG@10 and recall_any@10, and
-  BM25 alone.
+  hybrid at the product's dense weights for memories without terms (the same-script one, as the
+  turns and the questions are English), NDCG@10 and recall_any@10, and BM25 alone.
 
 With ``opencc`` or ``jieba`` installed (not dependencies), two more rows: OpenCC's full 繁→简
 conversion in place of the product's table, and jieba's words added to the Han unigrams and
@@ -49,8 +49,11 @@ from memora.longterm.ranking import (
     DEFAULT_DENSE_WEIGHT,
     DEFAULT_LEXICAL_GATE,
     DEFAULT_MIN_SCORE,
+    DEFAULT_SAME_SCRIPT_DENSE_WEIGHT,
     DEFAULT_TERMS_DENSE_WEIGHT,
+    dense_weight_pair,
     fuse,
+    weights_for_query,
 )
 from memora.text import HAN, to_simplified
 from memora.text import stem as light_stem
@@ -110,7 +113,7 @@ class Space:
 
     texts: list[str]  # what BM25 indexes
     vecs: F32  # what the dense side compares with
-    weight: float  # the product's dense weight for these memories
+    weights: F64  # the product's dense weights, (n, 2): ranking.dense_weight_pair
 
 
 @dataclass
@@ -177,7 +180,7 @@ def _scores(split: Split, v: Variant) -> list[tuple[F64, F64, F64, Q]]:
         fused = fuse(
             dense,
             index[q.space].coverage(terms),
-            dense_weight=s.weight,
+            dense_weight=weights_for_query(s.weights, q.text),
             lexical_gate=DEFAULT_LEXICAL_GATE,
         )
         out.append((fused, dense, index[q.space].scores(terms), q))
@@ -223,10 +226,8 @@ def learner_split(path: Path, split: str, embed: object) -> Split:
     for u in users:
         indexed = [with_terms(t, s) for t, s in zip(u.texts, u.terms, strict=True)]
         vecs = embed.passages(indexed)  # type: ignore[attr-defined]
-        weights = [DEFAULT_TERMS_DENSE_WEIGHT if s else DEFAULT_DENSE_WEIGHT for s in u.terms]
-        if len(set(weights)) != 1:
-            raise SystemExit("the learner set mixes memories with and without terms")
-        spaces.append(Space(indexed, vecs, weights[0]))
+        pairs = [dense_weight_pair(t, bool(s)) for t, s in zip(u.texts, u.terms, strict=True)]
+        spaces.append(Space(indexed, vecs, np.array(pairs, dtype=np.float64)))
     qs = [Q(q.text, embed.query(q.text), q.relevant, q.user) for q in queries]  # type: ignore[attr-defined]
     return spaces, qs
 
@@ -236,7 +237,11 @@ def locomo_split(path: Path, embed: object) -> Split:
 
     pools, queries, _, _ = load_locomo(path)
     spaces = [
-        Space(p.texts, embed.passages(p.texts), DEFAULT_DENSE_WEIGHT)  # type: ignore[attr-defined]
+        Space(
+            p.texts,
+            embed.passages(p.texts),  # type: ignore[attr-defined]
+            np.array([dense_weight_pair(t, False) for t in p.texts], dtype=np.float64),
+        )
         for p in pools
     ]
     qs = [Q(q.text, embed.query(q.text), q.relevant, q.pool) for q in queries]  # type: ignore[attr-defined]
@@ -259,8 +264,10 @@ def run(
         "\n## (h) Lexical candidates: English stemming and BM25 k1/b, tuning / held-out\n\n"
         f"Learner set with terms at the product's defaults (dense weight "
         f"{DEFAULT_TERMS_DENSE_WEIGHT:g}, gate {DEFAULT_LEXICAL_GATE:g}, min_score "
-        f"{DEFAULT_MIN_SCORE:g}, top_k {TOP_K}); LoCoMo turns: hybrid at dense weight "
-        f"{DEFAULT_DENSE_WEIGHT:g} (no terms), and BM25 alone. Each cell: tuning / held-out"
+        f"{DEFAULT_MIN_SCORE:g}, top_k {TOP_K}); LoCoMo turns (no terms, English like the "
+        f"questions): hybrid at the same-script dense weight {DEFAULT_SAME_SCRIPT_DENSE_WEIGHT:g} "
+        f"(one weight {DEFAULT_DENSE_WEIGHT:g} before 2026-12-01: see --candidates), and BM25 "
+        "alone. Each cell: tuning / held-out"
         + ("" if locomo_heldout else " (LoCoMo held-out: pass --locomo-heldout DIR)")
         + ".\n"
     )

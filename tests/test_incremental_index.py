@@ -100,7 +100,7 @@ def assert_same_data(got: UserData, want: UserData) -> None:
     assert np.array_equal(got.vectors, want.vectors)
     assert got.texts == want.texts
     assert got.keys == want.keys
-    assert np.array_equal(got.dense_weights, want.dense_weights)  # 0.3 with terms, else 0.4
+    assert np.array_equal(got.dense_weights, want.dense_weights)  # (n, 2): per message script
     assert_same_index(got.bm25, want.bm25)
 
 

@@ -10,13 +10,17 @@ from memora.longterm.lexical import BM25, tokenize
 from memora.longterm.ranking import (
     DEFAULT_DENSE_WEIGHT,
     DEFAULT_MIN_SCORE,
+    DEFAULT_SAME_SCRIPT_DENSE_WEIGHT,
     DEFAULT_TERMS_DENSE_WEIGHT,
     USE_SCALE,
     DenseScale,
     Hit,
     dense_scale_for,
+    dense_weight_pair,
+    han_dominant,
     hybrid_rank,
     hybrid_scores,
+    weights_for_query,
 )
 
 # ----------------------------------------------------------------------------- tokenizer
@@ -284,3 +288,43 @@ def test_dense_scale_lookup() -> None:
     assert dense_scale_for("use-multilingual-v3") == USE_SCALE
     assert dense_scale_for("text-embedding-3-small") == USE_SCALE
     assert dense_scale_for("multilingual-e5-small").floor > USE_SCALE.floor
+
+
+# ----------------------------------------------------------------------------- script-aware weight
+
+
+def test_han_dominant_counts_han_characters_against_latin_letters() -> None:
+    assert han_dominant("使用者正在準備雅思考試，目標 6.5 分。")
+    assert han_dominant("寫一封給 overseas client 的報價 email")  # 7 Han, 19 letters
+    assert not han_dominant("The user is preparing for IELTS")
+    assert not han_dominant("how do I say 謝謝 in English?")
+    assert not han_dominant("850 / 6.5 !")  # neither script: Latin
+    assert not han_dominant("")
+
+
+def test_dense_weight_depends_on_terms_and_on_the_message_script() -> None:
+    zh, en = "使用者喜歡看韓劇", "The user likes Korean dramas"
+    same, other = DEFAULT_SAME_SCRIPT_DENSE_WEIGHT, DEFAULT_DENSE_WEIGHT
+    assert same < other
+    assert dense_weight_pair(zh, False) == (same, other)
+    assert dense_weight_pair(en, False) == (other, same)
+    both = DEFAULT_TERMS_DENSE_WEIGHT
+    assert dense_weight_pair(zh, True) == dense_weight_pair(en, True) == (both, both)
+    pairs = np.array([dense_weight_pair(zh, False), dense_weight_pair(en, False)])
+    assert list(weights_for_query(pairs, "推薦一部韓劇")) == [same, other]
+    assert list(weights_for_query(pairs, "any Korean drama to recommend?")) == [other, same]
+
+
+def test_same_script_words_lead_and_cross_script_keeps_the_dense_threshold() -> None:
+    """An English message: the English memory that shares its words scores its lexical share at
+    weight 1 - 0.2, the Chinese memory (no word can be shared) keeps 0.4 x its cosine."""
+    texts = ["The user likes Korean dramas", "使用者喜歡看韓劇"]
+    pairs = np.array([dense_weight_pair(t, False) for t in texts])
+    query = "any Korean dramas to recommend?"
+    vecs = np.array([[1.0, 0.0], [0.8, 0.6]])
+    qv = np.array([0.6, 0.8])  # cosines 0.6 and 0.96
+    s = hybrid_scores(qv, vecs, query, texts, dense_weight=weights_for_query(pairs, query))
+    assert s.lexical[1] == 0.0
+    assert s.score[1] == pytest.approx(DEFAULT_DENSE_WEIGHT * 1.0)  # dense01 = 1 at 0.96
+    same = DEFAULT_SAME_SCRIPT_DENSE_WEIGHT
+    assert s.score[0] == pytest.approx(same * 1.0 + (1 - same) * s.lexical[0])

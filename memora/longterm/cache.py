@@ -22,7 +22,7 @@ import numpy.typing as npt
 
 from memora.longterm.dedupe import normalise_text
 from memora.longterm.lexical import BM25, tokenize
-from memora.longterm.ranking import DEFAULT_DENSE_WEIGHT, DEFAULT_TERMS_DENSE_WEIGHT
+from memora.longterm.ranking import dense_weight_pair
 from memora.longterm.records import Memory, indexed_text
 
 __all__ = ["Entry", "UserCache", "UserData", "UserLocks", "dense_weight", "indexed_terms"]
@@ -91,10 +91,11 @@ class UserData:
 
     @cached_property
     def dense_weights(self) -> npt.NDArray[np.float64]:
-        """Per memory, the weight of the dense evidence in the hybrid score: less for a memory
-        with search terms (see memora.longterm.ranking.DEFAULT_TERMS_DENSE_WEIGHT); carried by
-        each write like the BM25 index."""
-        return np.array([dense_weight(e) for e in self.entries], dtype=np.float64)
+        """Per memory (rows), the weight of the dense evidence in the hybrid score for a
+        mostly-Han message and for a mostly-Latin one (memora.longterm.ranking.dense_weight_pair:
+        less with search terms, or in the message's script); carried by each write like the
+        BM25 index."""
+        return np.array([dense_weight(e) for e in self.entries], dtype=np.float64).reshape(-1, 2)
 
     def find(self, memory_id: str) -> Entry | None:
         return next((e for e in self.entries if e.memory.id == memory_id), None)
@@ -125,7 +126,8 @@ class UserData:
             keys.setdefault(normalise_text(entry.memory.text), n)
             new.__dict__["keys"] = keys
         if self._has("dense_weights"):
-            new.__dict__["dense_weights"] = np.append(self.dense_weights, dense_weight(entry))
+            row = np.array([dense_weight(entry)], dtype=np.float64)
+            new.__dict__["dense_weights"] = np.vstack([self.dense_weights, row])
         return new
 
     def replaced(self, i: int, entry: Entry) -> UserData:
@@ -176,13 +178,13 @@ class UserData:
         if self._has("bm25"):
             new.__dict__["bm25"] = self.bm25.removed(i)
         if self._has("dense_weights"):
-            new.__dict__["dense_weights"] = np.delete(self.dense_weights, i)
+            new.__dict__["dense_weights"] = np.delete(self.dense_weights, i, axis=0)
         return new
 
 
-def dense_weight(entry: Entry) -> float:
-    """The weight of one memory's dense evidence: less when it has search terms."""
-    return DEFAULT_TERMS_DENSE_WEIGHT if entry.memory.terms else DEFAULT_DENSE_WEIGHT
+def dense_weight(entry: Entry) -> tuple[float, float]:
+    """The weights of one memory's dense evidence for a mostly-Han and a mostly-Latin message."""
+    return dense_weight_pair(entry.memory.text, bool(entry.memory.terms))
 
 
 def indexed_terms(entry: Entry) -> list[str]:

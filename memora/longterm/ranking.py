@@ -42,6 +42,7 @@ index it built once over the same texts.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -49,11 +50,13 @@ import numpy as np
 import numpy.typing as npt
 
 from memora.longterm.lexical import BM25, tokenize
+from memora.text import HAN
 
 __all__ = [
     "DEFAULT_DENSE_WEIGHT",
     "DEFAULT_LEXICAL_GATE",
     "DEFAULT_MIN_SCORE",
+    "DEFAULT_SAME_SCRIPT_DENSE_WEIGHT",
     "DEFAULT_TERMS_DENSE_WEIGHT",
     "DENSE_SCALES",
     "E5_SCALE",
@@ -62,9 +65,12 @@ __all__ = [
     "Hit",
     "Scores",
     "dense_scale_for",
+    "dense_weight_pair",
     "fuse",
+    "han_dominant",
     "hybrid_rank",
     "hybrid_scores",
+    "weights_for_query",
 ]
 
 
@@ -115,6 +121,16 @@ DEFAULT_DENSE_WEIGHT = 0.4
 # chosen on the learner set, whose text-only memories lose their recall at it.
 DEFAULT_TERMS_DENSE_WEIGHT = 0.3
 
+# The weight for a memory without search terms written in the message's script (both mostly Han,
+# or both mostly Latin): words can be shared, so shared words lead. A memory in the other script
+# (a Chinese memory, an English message) can only be found by the dense side and keeps
+# DEFAULT_DENSE_WEIGHT. Chosen on the tuning part by `benchmarks/retrieval.py --candidates`
+# ("script-aware weight", text-only memories): weight × min_score grid, learner tuning users
+# hit@1 0.847 / kept 0.847 / unrelated → nothing 0.947 (one weight 0.4: 0.847 / 0.889 / 0.658),
+# held out 0.823 / 0.823 / 0.759 (0.797 / 0.873 / 0.586); LoCoMo's turns, all English like
+# their questions, NDCG@10 0.520 tuning / 0.512 held out (0.512 / 0.483 at 0.4).
+DEFAULT_SAME_SCRIPT_DENSE_WEIGHT = 0.2
+
 # dense01 at and above which the lexical evidence counts in full (0.5 on USE_SCALE = cosine 0.3).
 DEFAULT_LEXICAL_GATE = 0.5
 
@@ -126,6 +142,38 @@ DEFAULT_LEXICAL_GATE = 0.5
 # the same threshold gives 79 % / 89 %. Without a shared word it means a USE cosine >= 0.21
 # (>= 0.28 for a memory with search terms, which weighs its cosine less).
 DEFAULT_MIN_SCORE = 0.14
+
+
+_HAN_RE = re.compile(f"[{HAN}]")
+_LATIN_RE = re.compile(r"[A-Za-z]")
+
+
+def han_dominant(text: str) -> bool:
+    """Whether a text is mostly Han (Chinese) rather than Latin (English): at least one Han
+    character per four Latin letters (a word of ~4-5 letters says about what one or two Han
+    characters do). Numbers and punctuation do not count; a text with neither is Latin."""
+    han = len(_HAN_RE.findall(text))
+    return han > 0 and 4 * han >= len(_LATIN_RE.findall(text))
+
+
+def dense_weight_pair(text: str, has_terms: bool) -> tuple[float, float]:
+    """One memory's dense weight for a mostly-Han message and for a mostly-Latin one.
+
+    A memory with search terms (in both languages) weighs DEFAULT_TERMS_DENSE_WEIGHT for
+    either; one without weighs DEFAULT_SAME_SCRIPT_DENSE_WEIGHT for a message in its own
+    script and DEFAULT_DENSE_WEIGHT for one in the other (see those constants)."""
+    if has_terms:
+        return (DEFAULT_TERMS_DENSE_WEIGHT, DEFAULT_TERMS_DENSE_WEIGHT)
+    if han_dominant(text):
+        return (DEFAULT_SAME_SCRIPT_DENSE_WEIGHT, DEFAULT_DENSE_WEIGHT)
+    return (DEFAULT_DENSE_WEIGHT, DEFAULT_SAME_SCRIPT_DENSE_WEIGHT)
+
+
+def weights_for_query(pairs: npt.NDArray[np.float64], query: str) -> npt.NDArray[np.float64]:
+    """The dense weight of each memory for this message, from the memories' pairs (n, 2) of
+    :func:`dense_weight_pair`."""
+    column: npt.NDArray[np.float64] = pairs[:, 0 if han_dominant(query) else 1]
+    return column
 
 
 def dense_scale_for(model_name: str) -> DenseScale:

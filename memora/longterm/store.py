@@ -48,7 +48,7 @@ from memora.longterm.dedupe import (
     relation_floor,
 )
 from memora.longterm.embeddings import Embedder, Vectors
-from memora.longterm.ranking import Hit, dense_scale_for, hybrid_rank
+from memora.longterm.ranking import Hit, dense_scale_for, hybrid_rank, weights_for_query
 from memora.longterm.records import (
     AddResult,
     Memory,
@@ -788,7 +788,7 @@ class MemoryStore:
                 data.texts,
                 top_k,
                 min_score,
-                dense_weight=data.dense_weights,
+                dense_weight=weights_for_query(data.dense_weights, query),
                 scale=self._scale,
                 index=data.bm25,
             )
