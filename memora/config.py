@@ -86,8 +86,8 @@ class MemoryConfig(_Section):
 # tokens a turn; with the budget 250, 1.00 / 1.00 at 99 / 101 tokens a turn (120: 0.99 / 0.99
 # at 85 / 90). The misses it removes are inference hops ("plan my weekend" needs "has a
 # daughter") that no ranking finds. With 361 memories a user (+ LoCoMo observations) the
-# budget is exceeded and it falls back to the ranking: 0.85 / 0.84 at 23 / 33 tokens (top_k 3:
-# 0.85 / 0.81 at 17 / 22), at most 222. 250 tokens fit about 20 short memories, a quarter of
+# budget is exceeded and it falls back to the ranking: 0.85 / 0.84 at 17 / 25 tokens (top_k 3:
+# 0.85 / 0.82 at 15 / 19), at most 206. 250 tokens fit about 20 short memories, a quarter of
 # the default input budget: "a learner with a few dozen short memories can afford to send them
 # all" (issue 12). The cost: an unrelated message also carries the memory block (data, not
 # instructions), which is what lets the model use a fact the message never mentions.

@@ -10,6 +10,10 @@ How the score is formed (the number ``/search`` shows and ``min_score`` is compa
     agree    = min(1, dense01 / lexical_gate)
     score    = dense_weight * dense01 + (1 - dense_weight) * lexical * agree     in [0, 1]
 
+``dense_weight`` is per memory (:func:`dense_weight_pair`): 0.3 for a memory with search terms;
+without, 0.2 when the memory is in the message's script (both mostly Han or both mostly Latin)
+and 0.4 when it is not, since shared words are only possible in the first case.
+
 Hits are ordered by ``score`` (ties: higher cosine, then lower index) and kept while
 ``score >= min_score``, at most ``top_k`` of them.
 
@@ -114,11 +118,10 @@ DEFAULT_DENSE_WEIGHT = 0.4
 # lexical tokenizer of 2026-12-01: lemma + Snowball stems, BM25 k1 0.9 / b 0.4; the grid of
 # weight × gate × min_score picks these same values, with or without the cap at 0.4 that keeps
 # LoCoMo's tuning NDCG@10: 0.516 at 0.3, 0.512 at 0.4, 0.458 at 0.6). A memory without terms
-# (/remember, or stored before terms existed) keeps DEFAULT_DENSE_WEIGHT: at 0.3 it would need
-# a cosine of 0.28 instead of 0.21 to pass on its own, and the text-only baseline keeps 0.74 of
-# answerable queries instead of 0.89 (tuning users). LoCoMo's turns (no terms) would rank
-# better at 0.2-0.3 (held-out NDCG@10 0.512 / 0.502 against 0.483 at 0.4), but that weight is
-# chosen on the learner set, whose text-only memories lose their recall at it.
+# (/remember, or stored before terms existed) keeps DEFAULT_DENSE_WEIGHT when it is in the
+# other script than the message: at 0.3 it would need a cosine of 0.28 instead of 0.21 to pass
+# on its own, and the text-only baseline keeps 0.74 of answerable queries instead of 0.89
+# (tuning users); in the message's script it weighs DEFAULT_SAME_SCRIPT_DENSE_WEIGHT.
 DEFAULT_TERMS_DENSE_WEIGHT = 0.3
 
 # The weight for a memory without search terms written in the message's script (both mostly Han,
