@@ -37,6 +37,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.retrieval_overhead import learner_pool
+from memora.erase import CHROMA_HNSW
 from memora.longterm import MemoryStore
 from memora.longterm.embeddings import LocalUSE
 from memora.longterm.records import Memory, to_metadata
@@ -76,9 +77,7 @@ def fill(
     The learner's memories (real facts with their USE vectors) are spread evenly over the first
     SPREAD × --user rows, among the others' (random unit vectors, ~100 memories per other user),
     so a load stopped early (--load-seconds, then measure with the same --data) already holds
-    all of them. Collection name, space and metadata are memora's; the HNSW log/persist
-    thresholds are Chroma's defaults while loading (they change what a write costs, not what a
-    query does).
+    all of them. Collection name, space, HNSW settings and metadata are memora's.
     """
     import chromadb
     from chromadb.config import Settings
@@ -92,7 +91,7 @@ def fill(
     try:
         col = client.get_or_create_collection(
             COLLECTION,
-            configuration={"hnsw": {"space": "cosine"}},
+            configuration={"hnsw": {"space": "cosine", **CHROMA_HNSW}},
             metadata={"embedder": LocalUSE.name, "dim": LocalUSE.dim},
             embedding_function=None,
         )

@@ -4,32 +4,37 @@ Run from the repository root::
 
     .venv/bin/python benchmarks/erase_cost.py [--memories 2000] [--writes 30]
 
-Prints figures, passes or fails nothing. Two Chroma PersistentClients in temporary folders hold
---memories memories of 100 users (512-dimensional vectors, as the local embedder makes, with a
-document and Memora's metadata), one collection with Chroma's default log settings (the
-baseline, sync_threshold 1000) and one as Memora creates it (sync_threshold = batch_size = 1).
-Then, in each:
+Prints figures, passes or fails nothing. Three Chroma PersistentClients in temporary folders
+hold --memories memories of 100 users (512-dimensional vectors, as the local embedder makes,
+with a document and Memora's metadata):
 
-* write: --writes single-memory upserts (what one extraction or /remember does);
-* /forgetme's store part: delete one user's 20 memories (filtered delete), then for Memora's
-  layout also `vacuum_chroma` (FTS optimize + VACUUM), timed separately;
-* how many rows Chroma's log (embeddings_queue) still holds and whether a deleted document's
-  words are still anywhere in chroma.sqlite3.
+* baseline: Chroma's defaults (sync_threshold 1000), a plain delete: the deleted words stay;
+* the previous layout: sync_threshold = 1 on every write, a delete, then `vacuum_chroma`;
+* Memora's layout: Chroma's default threshold for writes, and the store's own erasure
+  (`MemoryStore._erasing`: reopen at threshold 1, delete, vacuum, reopen at the default).
+
+In each: --writes single-memory upserts (what one extraction or /remember does), wall and CPU
+(this process, Chroma's threads included); /forgetme's store part (delete one user's memories
+with what the layout does around it); how many rows Chroma's log (embeddings_queue) still holds
+and whether a deleted document's words are still anywhere in chroma.sqlite3.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sqlite3
 import statistics
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from memora.erase import CHROMA_FILE, CHROMA_HNSW, vacuum_chroma
+from memora.erase import CHROMA_FILE, CHROMA_HNSW, ERASE_HNSW, vacuum_chroma
+from memora.longterm.store import MemoryStore
 
 DIM = 512
 USERS = 100
@@ -59,46 +64,66 @@ def _fill(collection: Any, n: int, rng: np.random.Generator) -> None:
         )
 
 
-def _ms(seconds: list[float]) -> str:
-    ordered = sorted(seconds)
+def _ms(ms: list[float]) -> str:
+    ordered = sorted(ms)
     p95 = ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))]
-    return f"median {1000 * statistics.median(ordered):7.1f} ms   p95 {1000 * p95:7.1f} ms"
+    return f"median {statistics.median(ordered):7.1f} ms  p95 {p95:7.1f} ms"
 
 
-def run(label: str, hnsw: dict[str, Any], args: argparse.Namespace, erase: bool) -> None:
+class _Embedder:
+    """What MemoryStore needs of an embedder to open a folder (nothing is embedded here)."""
+
+    name = "bench"
+    dim = DIM
+
+
+def _erase_as_memora(path: Path, delete: Callable[[Any], object]) -> None:
+    """The store's own erasure around `delete` (memora.longterm.store.MemoryStore._erasing)."""
+    store = MemoryStore(path, _Embedder())  # type: ignore[arg-type]
+    store._client, store._collection = store._open_sync()
+    try:
+        store._erasing(lambda: delete(store._col))
+    finally:
+        store._client.close()
+
+
+def run(label: str, hnsw: dict[str, Any], args: argparse.Namespace, erase: str) -> None:
     rng = np.random.default_rng(7)
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp)
         client, collection = _client(path, hnsw)
         _fill(collection, args.memories, rng)
-        writes = []
+        wall, cpu = [], []
         for k in range(args.writes):
-            t = time.perf_counter()
+            t, c = time.perf_counter(), time.process_time()
             collection.upsert(
                 ids=[f"new{k}"],
                 embeddings=rng.standard_normal((1, DIM)).astype(np.float32),
                 documents=[f"Zqxmarker{k} is the learner's new fact."],
                 metadatas=[{"user_id": USERS + 1, "source": "extracted"}],
             )
-            writes.append(time.perf_counter() - t)
-        t = time.perf_counter()
-        collection.delete(where={"user_id": USERS + 1})
-        deleted = time.perf_counter() - t
-        vacuumed = 0.0
-        if erase:
-            t = time.perf_counter()
-            vacuum_chroma(path)
-            vacuumed = time.perf_counter() - t
+            wall.append(1000 * (time.perf_counter() - t))
+            cpu.append(1000 * (time.process_time() - c))
+        where = {"user_id": USERS + 1}
+        t, c = time.perf_counter(), time.process_time()
+        if erase == "memora":
+            client.close()  # the store opens the folder itself
+            _erase_as_memora(path, lambda col: col.delete(where=where))
+        else:
+            collection.delete(where=where)
+            if erase == "vacuum":
+                vacuum_chroma(path)
+            client.close()
+        deleted = (1000 * (time.perf_counter() - t), 1000 * (time.process_time() - c))
         db = path / CHROMA_FILE
         con = sqlite3.connect(db)
         log_rows = con.execute("SELECT COUNT(*) FROM embeddings_queue").fetchone()[0]
         con.close()
         left = b"Zqxmarker" in db.read_bytes()
-        client.close()
     print(f"{label}")
-    print(f"  one upsert at {args.memories} memories: {_ms(writes)}")
-    print(f"  delete {args.writes} memories of one user: {1000 * deleted:.1f} ms", end="")
-    print(f" + vacuum {1000 * vacuumed:.1f} ms" if erase else "")
+    print(f"  one upsert at {args.memories} memories: wall {_ms(wall)} | CPU {_ms(cpu)}")
+    print(f"  delete {args.writes} memories of one user, with what the layout does around it:")
+    print(f"      wall {deleted[0]:.1f} ms, CPU {deleted[1]:.1f} ms")
     print(f"  log rows left: {log_rows}; deleted words still in chroma.sqlite3: {left}")
 
 
@@ -107,8 +132,21 @@ def main() -> None:
     parser.add_argument("--memories", type=int, default=2000)
     parser.add_argument("--writes", type=int, default=30)
     args = parser.parse_args()
-    run("baseline: Chroma defaults (sync_threshold 1000)", {}, args, erase=False)
-    run("memora: sync_threshold = batch_size = 1, vacuum after delete", CHROMA_HNSW, args, True)
+    print(f"start: {_load()}")
+    run("baseline: Chroma defaults (sync_threshold 1000), plain delete", {}, args, "none")
+    run(
+        "previous: sync_threshold 1 for every write, vacuum after delete",
+        ERASE_HNSW,
+        args,
+        "vacuum",
+    )
+    run("memora: default threshold, erasure reopens at 1 + vacuum", CHROMA_HNSW, args, "memora")
+    print(f"end: {_load()}")
+
+
+def _load() -> str:
+    one, five, _ = os.getloadavg()
+    return f"load average {one:.1f} (1 min) {five:.1f} (5 min) on {os.cpu_count()} CPUs"
 
 
 if __name__ == "__main__":

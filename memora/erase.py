@@ -9,10 +9,16 @@ offers "erase" as one call, so the steps are spelled out here, each one a docume
 - Memora's database runs with ``PRAGMA secure_delete=ON`` (deleted content is overwritten with
   zeros) and is checkpointed with ``wal_checkpoint(TRUNCATE)`` after a deletion, so the WAL,
   which still holds the old pages, is emptied (``Database.checkpoint``).
-- Chroma's collection is created with ``sync_threshold = batch_size = 1``: every write is applied
-  to the persisted index at once, so Chroma's automatic log purge leaves only the last operation
-  in its log (after a delete, the delete itself, which carries no document). See
-  :data:`CHROMA_HNSW`.
+- Chroma purges its log only up to what its vector index has persisted, and the index persists
+  every ``sync_threshold`` writes. Writes run with Chroma's default threshold
+  (:data:`CHROMA_HNSW`): a persist rewrites the index's id map, whose size grows with every
+  memory of every user (at 10,000 memories it doubled what one upsert cost), so persisting on
+  each write made every extraction pay for the whole collection. A deletion instead switches
+  the collection to ``sync_threshold = 1`` (:data:`ERASE_HNSW`, Chroma's public
+  ``collection.modify``) and reopens it: on loading, the index replays the log and persists,
+  which purges the log; the delete is then persisted and purged at once, leaving in the log
+  only itself, which carries no document; then the threshold goes back
+  (``memora.longterm.store.MemoryStore._erasing``).
 - After a delete, Chroma's file is vacuumed the way ``chroma utils vacuum`` does (Chroma's docs:
   vacuuming "blocks all reads and writes while it's running", shutting down first is "not
   strictly required"), after merging its full-text index (the FTS5 ``optimize`` command), whose
@@ -25,8 +31,10 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-# Chroma's HNSW settings that make its log hold no more than the last write (see above).
-CHROMA_HNSW = {"sync_threshold": 1, "batch_size": 1}
+# Chroma's HNSW settings for writes (Chroma's default), and during a deletion: the log holds no
+# more than the last write (see above).
+CHROMA_HNSW = {"sync_threshold": 1000}
+ERASE_HNSW = {"sync_threshold": 1}
 CHROMA_FILE = "chroma.sqlite3"
 _FTS = "embedding_fulltext_search"  # Chroma's FTS5 table over documents
 CHECKPOINT = "PRAGMA wal_checkpoint(TRUNCATE)"

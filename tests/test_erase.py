@@ -7,12 +7,15 @@ test greps the bytes of every file while the process is still running.
 
 from __future__ import annotations
 
+import asyncio
+import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from memora.erase import CHROMA_FILE, CHROMA_HNSW, ERASE_HNSW
 from memora.longterm.store import COLLECTION, MemoryStore
 from tests.fake_openai import FakeOpenAI, FakeRequest, default_responder
 from tests.test_crash import ChatProcess
@@ -98,9 +101,12 @@ def test_forget_one_memory_removes_its_words_from_every_file(
         p.kill9()
 
 
-async def test_a_store_made_before_the_log_purge_is_upgraded(tmp_path: Path, embedder: Any) -> None:
-    """A data dir whose collection kept Chroma's default log settings is switched on open, and
-    a delete then leaves nothing in its files either."""
+async def test_a_store_that_persisted_every_write_is_switched_to_chromas_default(
+    tmp_path: Path, embedder: Any
+) -> None:
+    """A data dir whose collection persists every write (an older Memora, or a process killed
+    during an erasure) gets Chroma's default threshold on open, and a delete still leaves
+    nothing in its files."""
     import chromadb
     from chromadb.config import Settings
 
@@ -110,20 +116,75 @@ async def test_a_store_made_before_the_log_purge_is_upgraded(tmp_path: Path, emb
     )
     old = client.get_or_create_collection(
         COLLECTION,
-        configuration={"hnsw": {"space": "cosine"}},
+        configuration={"hnsw": {"space": "cosine", **ERASE_HNSW}},
         metadata={"embedder": embedder.name, "dim": embedder.dim},
         embedding_function=None,
     )
-    assert old.configuration_json["hnsw"]["sync_threshold"] == 1000
+    assert old.configuration_json["hnsw"]["sync_threshold"] == 1
     client.close()
     store = await MemoryStore.create(path, embedder)
     try:
-        assert store._col.configuration_json["hnsw"]["sync_threshold"] == 1
+        assert _threshold(store) == CHROMA_HNSW["sync_threshold"] == 1000
         await store.add(7, f"The user's cat is called {MARKER}.", source="manual")
         await store.add(8, "The user lives in Taichung.", source="manual")
         assert files_holding(path, MARKER)
         assert await store.delete_user(7) == 1
         assert files_holding(path, MARKER) == []
         assert [m.text for m in await store.memories(8)] == ["The user lives in Taichung."]
+        assert _threshold(store) == 1000
     finally:
         await store.close()
+
+
+def _threshold(store: MemoryStore) -> int:
+    return int(store._col.configuration_json["hnsw"]["sync_threshold"])
+
+
+def _log_rows(path: Path) -> int:
+    con = sqlite3.connect(path / CHROMA_FILE)
+    try:
+        return int(con.execute("SELECT COUNT(*) FROM embeddings_queue").fetchone()[0])
+    finally:
+        con.close()
+
+
+async def test_forget_flushes_chromas_log_while_other_learners_search(
+    tmp_path: Path, embedder: Any
+) -> None:
+    """Writes stay in Chroma's log (cheap writes); deleting one memory flushes the log and
+    leaves none of its words, while other learners' searches in flight still answer; every
+    other memory survives the reopen and a restart."""
+    path = tmp_path / "chroma"
+    store = await MemoryStore.create(path, embedder)
+    try:
+        for topic in ("trains", "hotels", "cooking"):
+            await store.add(8, f"The user wants words about {topic}.", source="manual")
+        cat = await store.add(7, f"The user's cat is called {MARKER}.", source="manual")
+        await store.add(7, "The user lives in Taichung.", source="manual")
+        assert _log_rows(path) >= 5, "the writes wait in Chroma's log"
+        assert files_holding(path, MARKER)
+        store._cache.clear()  # the searches below read through Chroma while it is reopened
+        searches = [
+            store.search(8, f"words about {q}", top_k=3, min_score=0.0)
+            for q in ("trains", "hotels", "cooking")
+        ]
+        deleted, *found = await asyncio.gather(store.delete(7, cat.memory.id), *searches)
+        assert deleted is True
+        assert [r.hits[0].memory.text for r in found] == [
+            "The user wants words about trains.",
+            "The user wants words about hotels.",
+            "The user wants words about cooking.",
+        ]
+        assert files_holding(path, MARKER) == []
+        assert _log_rows(path) <= 1  # only the delete, which carries no document
+        assert _threshold(store) == 1000
+        assert await store.delete(7, cat.memory.id) is False
+        await store.add(7, "The user studies every night.", source="manual")
+    finally:
+        await store.close()
+    async with MemoryStore(path, embedder) as again:  # a restart replays what the log holds
+        assert sorted(m.text for m in await again.memories(7)) == [
+            "The user lives in Taichung.",
+            "The user studies every night.",
+        ]
+        assert len(await again.memories(8)) == 3

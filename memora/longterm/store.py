@@ -24,20 +24,22 @@ import asyncio
 import contextlib
 import functools
 import logging
+import time
 import uuid
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Literal, cast
+from typing import Any, Literal, TypeVar, cast
 
+import aiorwlock
 import numpy as np
 import numpy.typing as npt
 
 from memora.blocking import run_blocking
 from memora.clock import utcnow
-from memora.erase import CHROMA_HNSW, vacuum_chroma
+from memora.erase import CHROMA_HNSW, ERASE_HNSW, vacuum_chroma
 from memora.longterm.cache import Entry, UserCache, UserData, UserLocks
 from memora.longterm.dedupe import (
     Relation,
@@ -84,6 +86,25 @@ RECENT_QUERIES = 256  # query vectors kept in memory (see MemoryStore._embed_que
 # words but not its meaning can be missed by that one search). benchmarks/retrieval_overhead.py
 # prints how often the first search's hits equal the warm search's.
 COLD_CANDIDATES = 100
+
+R = TypeVar("R")
+
+
+def _when_unlocked(write: Callable[[], R], *, seconds: float = 10.0) -> R:
+    """(blocking) A Chroma write, retried while SQLite answers "database is locked".
+
+    A client that Chroma has just closed in this process lets go of its file in the
+    background, and Chroma's SQLite does not wait for it: on the busy 2-core machine a write
+    right after a close and reopen failed so twice in about a dozen tries. Only a reopen (an
+    erasure, the switch of an old store's settings) needs this."""
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            return write()
+        except Exception as exc:
+            if "database is locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.02)
 
 
 @functools.cache
@@ -162,7 +183,8 @@ class MemoryStore:
 
     Every public method takes the user id first; there is no way to search or list without one.
     Writes for one user are serialised by a per-user asyncio lock; all Chroma calls leave the
-    event loop through :func:`run_blocking`.
+    event loop through :func:`run_blocking`, sharing the client (:meth:`_chroma`) except a
+    deletion's, which has it alone while it reopens it (:meth:`_erase`).
     """
 
     def __init__(
@@ -181,6 +203,7 @@ class MemoryStore:
         # user → ((version, generation) it loads under, the load); see _load
         self._loads: dict[int, tuple[tuple[str, int], asyncio.Task[UserData]]] = {}
         self._queries: OrderedDict[str, npt.NDArray[np.float32]] = OrderedDict()  # _embed_queries
+        self._gate: aiorwlock.RWLock | None = None  # made in open(): it binds to the event loop
 
     # -- lifecycle ---------------------------------------------------------------------------
     @classmethod
@@ -217,9 +240,10 @@ class MemoryStore:
             )
             hnsw = (collection.configuration_json or {}).get("hnsw") or {}
             if upgrade and hnsw.get("sync_threshold") != CHROMA_HNSW["sync_threshold"]:
-                # A store made before deletions purged Chroma's log: switch it, then reopen
-                # (the running segment keeps the settings it was opened with).
-                collection.modify(configuration={"hnsw": dict(CHROMA_HNSW)})
+                # A store made by a Memora that persisted every write, or left by a process
+                # that died during an erasure: switch it, then reopen (the running segment
+                # keeps the settings it was opened with).
+                _when_unlocked(lambda: collection.modify(configuration={"hnsw": dict(CHROMA_HNSW)}))
                 client.close()
                 return self._open_sync(upgrade=False)
             meta = collection.metadata or {}
@@ -238,6 +262,7 @@ class MemoryStore:
 
     async def open(self) -> None:
         if self._client is None:
+            self._gate = aiorwlock.RWLock()
             self._client, self._collection = await run_blocking(self._open_sync)
             if self.url:
                 self._shared = await run_blocking(SharedVersions, self._client)
@@ -246,6 +271,9 @@ class MemoryStore:
         loads = [task for _, task in self._loads.values()]
         self._loads.clear()
         await asyncio.gather(*loads, return_exceptions=True)  # they read through the client
+        if self._gate is not None:
+            async with self._gate.writer:  # an erasure in flight reopens the client: let it end
+                self._gate = None
         client, self._client, self._collection = self._client, None, None
         self._shared = None
         self._loaded_at.clear()
@@ -262,6 +290,51 @@ class MemoryStore:
         if self._collection is None:
             raise StoreError("the memory store is not open")
         return self._collection
+
+    @property
+    def _lock(self) -> aiorwlock.RWLock:
+        if self._gate is None:
+            raise StoreError("the memory store is not open")
+        return self._gate
+
+    async def _chroma(self, fn: Callable[..., R], /, *args: Any) -> R:
+        """A blocking call on the Chroma client, which an erasure may not reopen meanwhile."""
+        async with self._lock.reader:
+            return await run_blocking(fn, *args)
+
+    async def _erase(self, delete: Callable[[], R]) -> R:
+        """Run a Chroma deletion so that its words leave the files by the time it returns.
+
+        Embedded: alone on the client (calls in flight finish first, new ones wait), between a
+        flush of Chroma's log and a vacuum (:meth:`_erasing`). On a server the server's own
+        settings hold: the deletion alone."""
+        if self.url:
+            return await self._chroma(delete)
+        async with self._lock.writer:
+            return await run_blocking(self._erasing, delete)
+
+    def _erasing(self, delete: Callable[[], R]) -> R:
+        """(blocking) Chroma keeps each write in its log until its index persists (see
+        memora.erase): reopened with a threshold of 1, the index persists what the log holds
+        and Chroma purges it; the delete is persisted and purged at once, the file vacuumed;
+        then writes go back to Chroma's default threshold."""
+        self._reopen(ERASE_HNSW)
+        try:
+            result = _when_unlocked(delete)
+            vacuum_chroma(self.path)
+        finally:
+            self._reopen(CHROMA_HNSW)
+            # The next writer must not meet the file still held by the client just closed.
+            _when_unlocked(lambda: self._col.modify(configuration={"hnsw": dict(CHROMA_HNSW)}))
+        return result
+
+    def _reopen(self, hnsw: dict[str, int]) -> None:
+        """(blocking) Set the collection's HNSW settings and reopen the client, the only way
+        they reach the running index (Chroma loads a segment's settings when it opens it)."""
+        _when_unlocked(lambda: self._col.modify(configuration={"hnsw": dict(hnsw)}))
+        client, self._client, self._collection = self._client, None, None
+        client.close()
+        self._client, self._collection = self._open_sync(upgrade=False)
 
     # -- cache -------------------------------------------------------------------------------
     def _load_sync(self, user_id: int) -> UserData:
@@ -323,7 +396,7 @@ class MemoryStore:
         return task
 
     async def _load_now(self, user_id: int, version: str, generation: int) -> UserData:
-        data = await run_blocking(self._load_sync, user_id)
+        data = await self._chroma(self._load_sync, user_id)
         # A write that finished while we were loading makes what we read stale: don't keep it.
         self._keep(user_id, data, generation=generation)
         if self._cache.get(user_id) is data:
@@ -385,7 +458,7 @@ class MemoryStore:
         the next search does not reload the user). Any failure drops the cache instead."""
         try:
             if entries:
-                await run_blocking(self._upsert_sync, entries)
+                await self._chroma(self._upsert_sync, entries)
                 await self._changed(user_id)
         finally:
             self._cache.invalidate(user_id)  # also makes a load that raced with this write stale
@@ -601,26 +674,21 @@ class MemoryStore:
         check_user(user_id)
         where = {"user_id": user_id}
 
-        def _delete() -> bool:
-            found = self._col.get(ids=[memory_id], where=where, include=[])
-            if not found["ids"]:
-                return False
-            self._col.delete(ids=[memory_id], where=where)
-            return True
+        def _found() -> bool:
+            return bool(self._col.get(ids=[memory_id], where=where, include=[])["ids"])
 
-        async with self._locks.hold(user_id):
+        async with self._locks.hold(user_id):  # no other write of this user meanwhile
+            if not await self._chroma(_found):
+                return False
             cached = self._cache.get(user_id)  # current: every write of this user holds the lock
             try:
-                deleted = await run_blocking(_delete)
-                if deleted:
-                    await self._changed(user_id)
+                await self._erase(lambda: self._col.delete(ids=[memory_id], where=where))
+                await self._changed(user_id)
             finally:
                 self._cache.invalidate(user_id)
             if cached is not None and self._shared is None:
                 self._keep(user_id, cached.without(memory_id))
-            if deleted and not self.url:
-                await run_blocking(vacuum_chroma, self.path)
-            return deleted
+            return True
 
     async def delete_user(self, user_id: int) -> int:
         """Delete every memory of the user (one filtered delete); returns how many there were."""
@@ -630,13 +698,11 @@ class MemoryStore:
         def _delete_all() -> int:
             n = len(self._col.get(where=where, include=[])["ids"])
             self._col.delete(where=where)
-            if not self.url:  # the words must be gone from the file, not just unlinked
-                vacuum_chroma(self.path)
             return n
 
         async with self._locks.hold(user_id):
             try:
-                n = await run_blocking(_delete_all)
+                n = await self._erase(_delete_all)
                 await self._changed(user_id, gone=True)
                 return n
             finally:
@@ -664,7 +730,7 @@ class MemoryStore:
         if cached is not None:
             return len(cached.entries)
         where = {"user_id": user_id}
-        got = await run_blocking(lambda: self._col.get(where=where, include=[]))
+        got = await self._chroma(lambda: self._col.get(where=where, include=[]))
         return len(got["ids"])
 
     async def search(
@@ -692,7 +758,7 @@ class MemoryStore:
         data = self._cached(user_id, version)
         where = self._where(user_id, origin_chat)
         if data is None:  # not in the cache
-            if not await run_blocking(self._any_sync, where):
+            if not await self._chroma(self._any_sync, where):
                 self._load(user_id, version)  # in the background, for the next read
                 return SearchResult([], 0)
         else:
@@ -736,7 +802,7 @@ class MemoryStore:
             if loading.exception() is None:
                 data = loading.result()
                 return data.from_chat(origin_chat) if origin_chat is not None else data
-        return await run_blocking(self._nearest_sync, where, qvecs)
+        return await self._chroma(self._nearest_sync, where, qvecs)
 
     def _any_sync(self, where: dict[str, Any]) -> bool:
         return bool(self._col.get(where=where, limit=1, include=[])["ids"])
