@@ -11,6 +11,7 @@ import numpy as np
 from memora.longterm.cache import Entry, UserData
 from memora.longterm.dedupe import Relation, normalise_text, relation, relation_floor
 from memora.longterm.lexical import BM25, tokenize
+from memora.longterm.ranking import hybrid_rank, weights_for_query
 from memora.longterm.records import Memory
 
 TEXTS = [
@@ -140,6 +141,79 @@ def test_appending_to_an_older_snapshot_does_not_touch_a_newer_one() -> None:
     assert np.array_equal(b.vectors[1], entry(3, TEXTS[2]).vector)
     assert [e.memory.id for e in a.entries] == ["m1", "m2"]
     assert [e.memory.id for e in b.entries] == ["m1", "m3"]
+
+
+CHATS = (-100, -200, None)  # two groups and a private chat (no origin recorded)
+
+
+def in_chat(k: int, text: str, chat: int | None) -> Entry:
+    e = entry(k, text)
+    return Entry(dataclasses.replace(e.memory, chat_id=chat), e.seq, e.vector)
+
+
+def rank(data: UserData, query: str) -> list[tuple[int, float]]:
+    """The store's one ranking (MemoryStore._rank) over a snapshot, as (memory seq, score)."""
+    qvec = np.random.default_rng(len(query)).standard_normal(8).astype(np.float32)
+    hits = hybrid_rank(
+        qvec / np.linalg.norm(qvec),
+        data.vectors,
+        query,
+        data.texts,
+        5,
+        0.0,
+        dense_weight=weights_for_query(data.dense_weights, query),
+        index=data.bm25,
+    )
+    return [(data.entries[h.index].seq, h.score) for h in hits]
+
+
+def test_a_groups_view_is_made_once_and_carried_through_writes_as_a_fresh_build() -> None:
+    """A group's search ranks the member's memories from that group: the view (and its lexical
+    index) is kept with the snapshot and updated by each write, never rebuilt per search, and
+    ranks exactly as a view built from scratch."""
+    rng = random.Random(8)
+    data = UserData((), np.zeros((0, 8), dtype=np.float32))
+    for k in range(150):
+        views = {c: data.from_chat(c) for c in CHATS if c is not None}
+        for view in views.values():
+            view.bm25, view.texts, view.dense_weights  # noqa: B018 - what a search derives
+        op = rng.random()
+        touched: set[int | None] = set()
+        moved = False  # a memory updated from another chat moves there: both views are remade
+        if data.entries and op < 0.3:
+            i = rng.randrange(len(data.entries))
+            old = data.entries[i]
+            new = in_chat(1000 + k, rng.choice(TEXTS), rng.choice(CHATS))
+            memory = dataclasses.replace(
+                old.memory, text=new.memory.text, terms=new.memory.terms, chat_id=new.memory.chat_id
+            )
+            data = data.replaced(i, Entry(memory, old.seq, new.vector))
+            touched = {old.memory.chat_id, memory.chat_id}
+            moved = len(touched) == 2
+        elif data.entries and op < 0.4:
+            gone = rng.choice(data.entries)
+            data = data.without(gone.memory.id)
+            touched = {gone.memory.chat_id}
+        else:
+            added = in_chat(k, rng.choice(TEXTS), rng.choice(CHATS))
+            data = data.appended(added)
+            touched = {added.memory.chat_id}
+        for chat, before in views.items():
+            carried = data.__dict__["_chat_views"].get(chat)
+            if chat not in touched:
+                assert carried is before  # a write elsewhere leaves a group's view as it was
+            elif not moved:
+                assert carried is not None and "bm25" in carried.__dict__, "carried, not rebuilt"
+            view = data.from_chat(chat)
+            assert carried in (None, view) and data.from_chat(chat) is view  # once per snapshot
+            keep = [i for i, e in enumerate(data.entries) if e.memory.chat_id == chat]
+            want = UserData(tuple(data.entries[i] for i in keep), data.vectors[keep])
+            assert view.entries == want.entries
+            assert np.array_equal(view.vectors, want.vectors)
+            assert_same_index(view.bm25, want.bm25)
+            for query in QUERIES:
+                assert rank(view, query) == rank(want, query)
+    assert all(data.from_chat(c).entries for c in CHATS if c is not None)
 
 
 RELATION_TEXTS = [

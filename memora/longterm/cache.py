@@ -64,8 +64,9 @@ class UserData:
 
     A snapshot: never changed once made. A write makes the next snapshot with :meth:`appended`,
     :meth:`replaced` or :meth:`without`, which carry over what this one has already derived
-    (texts, the BM25 index, the duplicate keys) updated for the one memory that changed, so a
-    write's cost does not grow with the user's memories.
+    (texts, the BM25 index, the duplicate keys, the per-chat views of :meth:`from_chat`)
+    updated for the one memory that changed, so a write's cost does not grow with the user's
+    memories.
     """
 
     entries: tuple[Entry, ...]
@@ -106,6 +107,21 @@ class UserData:
     def _has(self, name: str) -> bool:
         return name in self.__dict__  # a cached_property already computed
 
+    @property
+    def _chats(self) -> dict[int, UserData]:
+        """chat id → the view :meth:`from_chat` made (each with its own derived data)."""
+        chats: dict[int, UserData] = self.__dict__.setdefault("_chat_views", {})
+        return chats
+
+    def _carried_chats(self, new: UserData, changed: dict[int | None, UserData | None]) -> None:
+        """Give `new` this snapshot's chat views, the changed chats' updated (None: dropped,
+        made again when asked)."""
+        if not self._has("_chat_views"):
+            return
+        views = {c: v for c, v in self._chats.items() if c not in changed}
+        views.update({c: v for c, v in changed.items() if c is not None and v is not None})
+        new.__dict__["_chat_views"] = views
+
     def appended(self, entry: Entry) -> UserData:
         """The same data with one more memory at the end."""
         n = len(self.entries)
@@ -128,6 +144,9 @@ class UserData:
         if self._has("dense_weights"):
             row = np.array([dense_weight(entry)], dtype=np.float64)
             new.__dict__["dense_weights"] = np.vstack([self.dense_weights, row])
+        chat = entry.memory.chat_id
+        view = self._chats.get(chat) if chat is not None and self._has("_chat_views") else None
+        self._carried_chats(new, {chat: view.appended(entry) if view is not None else None})
         return new
 
     def replaced(self, i: int, entry: Entry) -> UserData:
@@ -155,6 +174,12 @@ class UserData:
                 if keys.get(new_key, i + 1) > i:
                     keys[new_key] = i
                 new.__dict__["keys"] = keys
+        old_chat, chat = self.entries[i].memory.chat_id, entry.memory.chat_id
+        if old_chat == chat:
+            view = self._chats.get(chat) if chat is not None and self._has("_chat_views") else None
+            self._carried_chats(new, {chat: view.with_entry(entry) if view is not None else None})
+        else:  # the memory moved to another chat: both views are made again when asked
+            self._carried_chats(new, {old_chat: None, chat: None})
         return new
 
     def with_entry(self, entry: Entry) -> UserData:
@@ -165,9 +190,17 @@ class UserData:
         return self.replaced(i, entry)
 
     def from_chat(self, chat_id: int) -> UserData:
-        """Only the memories that came from one chat (a group keeps to what was said there)."""
-        keep = [i for i, e in enumerate(self.entries) if e.memory.chat_id == chat_id]
-        return UserData(tuple(self.entries[i] for i in keep), self.vectors[keep])
+        """Only the memories that came from one chat (a group keeps to what was said there).
+
+        Made once per snapshot and chat and kept with the snapshot, so a group's searches do
+        not rebuild its lexical index each time; later snapshots carry the view, updated for
+        the one memory that changed."""
+        view = self._chats.get(chat_id)
+        if view is None:
+            keep = [i for i, e in enumerate(self.entries) if e.memory.chat_id == chat_id]
+            view = UserData(tuple(self.entries[i] for i in keep), self.vectors[keep])
+            self._chats[chat_id] = view
+        return view
 
     def without(self, memory_id: str) -> UserData:
         i = self.position(memory_id)
@@ -179,6 +212,9 @@ class UserData:
             new.__dict__["bm25"] = self.bm25.removed(i)
         if self._has("dense_weights"):
             new.__dict__["dense_weights"] = np.delete(self.dense_weights, i, axis=0)
+        chat = self.entries[i].memory.chat_id
+        view = self._chats.get(chat) if chat is not None and self._has("_chat_views") else None
+        self._carried_chats(new, {chat: view.without(memory_id) if view is not None else None})
         return new
 
 
