@@ -46,6 +46,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+import memora.longterm.store as store_module
 from memora.longterm import MemoryStore, NewMemory
 from memora.longterm.cache import Entry
 from memora.longterm.dedupe import Relation, embedding_text, normalise_text, relation
@@ -267,12 +268,15 @@ async def overhead(n_memories: int, n_queries: int, restarts: int, keep: Path | 
         # First search after a restart: a new store on the same folder, as a new process opens it.
         # Baseline: load the whole user first, then rank (what the first search did before).
         cold: list[Ms] = []
+        opened: list[Ms] = []  # the store's open at start (Chroma loads its segments there)
         filled: list[Ms] = []
         whole: list[Ms] = []
         same = 0  # first searches whose hits equal the warm search's for the same message
         for i in range(restarts):
             query = queries[i % len(queries)]
+            t = start()
             async with MemoryStore(folder, embedder) as store:
+                opened.append(since(t))
                 t = start()
                 first = await store.search(USER, query, top_k=3, min_score=0.14)
                 cold.append(since(t))
@@ -355,6 +359,7 @@ async def overhead(n_memories: int, n_queries: int, restarts: int, keep: Path | 
     report("search right after an add", after_write, chroma_ms)
     report("  of which: embed one message (LocalUSE)", embed_ms)
     report("  baseline: Chroma filtered kNN query (top 10)", chroma_ms)
+    report("open the store at a restart (process start)", opened)
     report("first search after a restart (new store object)", cold, whole)
     report("  then: the rest of the load into the cache", filled)
     report("  baseline: load the whole user, then rank", whole)
@@ -488,7 +493,16 @@ def main() -> None:
     parser.add_argument("--restarts", type=int, default=10, help="first searches after a restart")
     parser.add_argument("--store", type=Path, help="keep the built store here (default: temp dir)")
     parser.add_argument("--pairs", action="store_true", help="also print the duplicate table")
+    parser.add_argument(
+        "--sync-threshold",
+        type=int,
+        help="run Chroma's writes at this HNSW sync_threshold instead of memora's (1: the"
+        " layout before deletions flushed the log themselves), for a before/after figure",
+    )
     args = parser.parse_args()
+    if args.sync_threshold is not None:
+        store_module.CHROMA_HNSW = {"sync_threshold": args.sync_threshold}
+        print(f"Chroma writes at sync_threshold {args.sync_threshold} (not memora's)")
     asyncio.run(overhead(args.memories, args.queries, args.restarts, args.store))
     if args.pairs:
         pairs()

@@ -266,6 +266,9 @@ class MemoryStore:
             self._client, self._collection = await run_blocking(self._open_sync)
             if self.url:
                 self._shared = await run_blocking(SharedVersions, self._client)
+            else:  # Chroma loads the collection's segments on the first call: at start, not
+                # in the first learner's search (benchmarks/retrieval_overhead.py, "open")
+                await run_blocking(self._collection.count)
 
     async def close(self) -> None:
         loads = [task for _, task in self._loads.values()]
