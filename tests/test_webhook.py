@@ -18,7 +18,7 @@ import pytest
 from memora.commands import help_text
 from tests.fake_openai import FakeOpenAI
 from tests.fake_telegram import FakeTelegram
-from tests.test_e2e_telegram import WAIT, BotProcess
+from tests.test_e2e_telegram import START_WAIT, WAIT, BotProcess
 
 pytestmark = pytest.mark.slow
 
@@ -56,12 +56,12 @@ class WebhookBot(BotProcess):
         """Ready once the webhook is set and its port accepts connections."""
         self.tg.wait_for(
             lambda: len(self.tg.calls_to("setWebhook")) >= self.starts or self.exited(),
-            WAIT,
+            START_WAIT,
             "the bot to set its webhook",
         )
         assert not self.exited(), self.output()
         # PTB calls setWebhook just before its server starts listening
-        deadline = time.monotonic() + WAIT
+        deadline = time.monotonic() + START_WAIT
         while not self.accepts():
             assert not self.exited(), self.output()
             assert time.monotonic() < deadline, "the webhook port never opened\n" + self.output()
