@@ -13,7 +13,7 @@ import asyncio
 import json
 import sqlite3
 from collections.abc import AsyncIterator, Sequence
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Protocol, cast
@@ -225,8 +225,12 @@ class Database:
                 yield db
                 await db.execute("COMMIT")
             except BaseException:
-                if db.in_transaction:
-                    await db.execute("ROLLBACK")
+                # A COMMIT whose await was cancelled still runs on the connection's thread: it may
+                # finish before this ROLLBACK does, which then has nothing to roll back. The
+                # original exception (often the cancellation) is what must propagate.
+                with suppress(sqlite3.OperationalError):
+                    if db.in_transaction:
+                        await db.execute("ROLLBACK")
                 raise
 
     # -- chats ----------------------------------------------------------------------------------

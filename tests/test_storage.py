@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 import aiosqlite
 import asyncpg
@@ -188,6 +189,44 @@ async def test_transaction_rolls_back_when_cancelled(db: Database) -> None:
         await task
     assert await db.chat_ids() == []
     assert not db.db.in_transaction
+
+
+async def test_a_cancelled_commit_that_lands_anyway_still_raises_the_cancellation(
+    tmp_path: Path,
+) -> None:
+    """A COMMIT whose await is cancelled still runs on SQLite's thread; the ROLLBACK after it
+    then finds no transaction. That error once replaced the cancellation, and the outbox
+    sender, cancelled at shutdown mid-commit, took it for a failure and went on forever."""
+    db = Database(tmp_path / "memora.sqlite3")
+    await db.open()
+    slow = (
+        "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 2000000) "
+        "SELECT count(*) FROM c"
+    )
+    committing = asyncio.Event()
+    busy: list[asyncio.Task[Any]] = []
+
+    async def write() -> None:
+        async with db.transaction() as conn:
+            await conn.execute(
+                "INSERT INTO chats(chat_id, created_at, updated_at) VALUES (5, 'x', 'x')"
+            )
+            # The connection's thread is busy with this when the COMMIT is queued behind it.
+            busy.append(asyncio.create_task(conn.execute_fetchall(slow)))
+            await asyncio.sleep(0)
+            committing.set()
+
+    try:
+        task = asyncio.create_task(write())
+        await committing.wait()
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        await busy[0]
+        assert await db.chat_ids() == [5]  # the COMMIT had been sent: it landed
+        assert not db.db.in_transaction
+    finally:
+        await db.close()
 
 
 async def test_a_turn_that_fails_half_way_writes_nothing(db: Database) -> None:
