@@ -320,7 +320,12 @@ class MemoryStore:
         """(blocking) Chroma keeps each write in its log until its index persists (see
         memora.erase): reopened with a threshold of 1, the index persists what the log holds
         and Chroma purges it; the delete is persisted and purged at once, the file vacuumed;
-        then writes go back to Chroma's default threshold."""
+        then writes go back to their threshold. When writes already persist at the erasure's
+        threshold (the default), nothing waits in the log: delete and vacuum."""
+        if CHROMA_HNSW == ERASE_HNSW:
+            result = _when_unlocked(delete)
+            vacuum_chroma(self.path)
+            return result
         self._reopen(ERASE_HNSW)
         try:
             result = _when_unlocked(delete)
