@@ -888,8 +888,9 @@ class FakeOpenAI:
         # Chat Completions streams without the usage chunk, whatever stream_options says
         # (llama.cpp's server).
         self.stream_usage: bool = True
-        # The model's context (prompt + max_tokens, counted by approx_tokens): a longer chat
-        # request is answered as llama.cpp's server does (see _over_context); None = no limit.
+        # The model's context in approx_tokens: a chat request whose prompt fills it is refused
+        # and a longer answer is cut, as llama.cpp's server does (see like_llama_cpp and
+        # _over_context); None = no limit.
         self.context_window: int | None = None
         self.down: bool = False  # every request answers 503
         self.retry_after_ms: float | None = 1.0  # sent with error answers; keeps retries fast
@@ -1037,8 +1038,11 @@ class FakeOpenAI:
     def like_llama_cpp(self, context_window: int | None = None) -> FakeOpenAI:
         """Answer as llama-cpp-python's server (0.3.36, `python -m llama_cpp.server`) was seen to
         answer Memora: `json_schema` refused with HTTP 500 (its validation error), `json_object`
-        with a `schema` honoured, streams without usage, and with `context_window` an over-long
-        request refused with HTTP 400 `context_length_exceeded` (streamed: 200 and no events)."""
+        with a `schema` honoured, streams without usage, and with `context_window` its context
+        rule (`Llama._create_completion`): a prompt as long as the context is refused with HTTP
+        400 `context_length_exceeded` (streamed: 200 and no events); a prompt that fits is
+        answered, cut where the context ends (`max_tokens` is lowered to the room left, and
+        an answer longer than that stops there with finish_reason "length")."""
         self.refused_formats = frozenset({"json_schema"})
         self.refused_format_status = 500
         self.stream_usage = False
@@ -1049,9 +1053,9 @@ class FakeOpenAI:
         if self.context_window is None or req.api != "chat_completions":
             return None
         prompt = input_tokens_of(req)
-        completion = int(req.body.get("max_tokens") or 0)
-        if prompt + completion <= self.context_window:
+        if prompt < self.context_window:  # llama.cpp checks the prompt alone, then cuts the answer
             return None
+        completion = int(req.body.get("max_tokens") or 0)
         if req.stream:  # the server has sent its 200 before it finds out: the stream is empty
             return 200, _EventStream([]), {}
         message = (
@@ -1063,6 +1067,20 @@ class FakeOpenAI:
         body = error_body(message, "invalid_request_error", "context_length_exceeded")
         body["error"]["param"] = "messages"
         return 400, body, {}
+
+    def _cut_to_context(self, req: FakeRequest, reply: FakeReply, text: str) -> FakeReply:
+        """The answer as a server with `context_window` sends it: no longer than the room the
+        prompt leaves (and `max_tokens`, which llama.cpp lowers to that room), cut mid-text and
+        marked incomplete when longer. Without a context window the answer is as scripted."""
+        if self.context_window is None or req.api != "chat_completions" or reply.refusal:
+            return reply
+        room = self.context_window - input_tokens_of(req)
+        asked = int(req.body.get("max_tokens") or 0)
+        cap = min(asked, room) if asked > 0 else room
+        if approx_tokens(text) <= cap:
+            return reply
+        cut = text[: max(0, cap - 1) * 4]  # approx_tokens(cut) == cap
+        return FakeReply(text=cut, incomplete=True, usage=reply.usage)
 
     def _take_failure(self, kind: Kind) -> _Failure | None:
         for f in self._failures:
@@ -1134,6 +1152,7 @@ class FakeOpenAI:
         if not found:
             answer = self.responder(req)
         reply = _as_reply(answer, req.kind)
+        reply = self._cut_to_context(req, reply, _reply_text(reply))
         text = _reply_text(reply)
         usage = reply.usage or {}
         tokens = (

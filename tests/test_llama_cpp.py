@@ -130,6 +130,30 @@ async def test_an_extraction_too_long_for_the_context_is_asked_again_compact_for
     assert (only.instructions or "").startswith(COMPACT_INSTRUCTIONS)
 
 
+async def test_an_extraction_answer_cut_by_the_context_is_asked_again_compact(
+    fake: FakeOpenAI, engine: Engine
+) -> None:
+    """llama.cpp answers a prompt that fits and cuts the answer where its context ends (it does
+    not refuse prompt + max_tokens). The cut JSON is asked again with the error; that request no
+    longer fits, so the compact form is asked at once and keeps the memory."""
+    ok, _ = await turn(engine, "Hi, I am Mei.", stream=False)
+    assert ok
+    full = input_tokens_of(fake.requests_of("structured")[-1])
+    fake.context_window = full + 25  # the same-sized next call fits, with room for 25 tokens
+    long_fact = "The user lives in Taipei and takes the MRT to work every day. " * 4
+    fake.queue_reply({"memories": [memory(long_fact.strip())]}, kind="structured")
+    fake.queue_reply({"memories": [memory(long_fact.strip())]}, kind="structured")
+    before = len(fake.requests_of("structured"))
+    ok, _ = await turn(engine, "Hi, I am Mia.", stream=False)
+    assert ok and engine.extraction_form == "compact"
+    cut, again, compact = fake.requests_of("structured")[before:]
+    assert input_tokens_of(cut) < fake.context_window <= input_tokens_of(again)
+    assert (compact.instructions or "").startswith(COMPACT_INSTRUCTIONS)
+    assert [m.text for m in await engine.memories(MEI.id)] == [long_fact.strip()]
+    log = await engine.extraction_log(MEI.id)
+    assert log is not None and log.status == "ok, 1 memories"
+
+
 async def test_an_extraction_too_long_even_compact_is_recorded_with_its_reason(
     fake: FakeOpenAI, engine: Engine
 ) -> None:
