@@ -16,8 +16,8 @@ directory with the local USE embedder. Then:
   index over the user's texts is rebuilt on the next search;
 * search, cold: after the user's cache was dropped (a restart, a user evicted from the LRU, a
   failed write): it adds one filtered Chroma ``get`` of all the user's memories and vectors;
-* add: ``MemoryStore.add`` of new facts (embedding, duplicate check against all the user's
-  memories, one Chroma upsert), and of a duplicate (no write);
+* add: ``MemoryStore.add`` of new facts (embedding, duplicate check against the memories the
+  duplicate index picks, one Chroma upsert), and of a duplicate (no write);
 * Chroma's own filtered nearest-neighbour query, for comparison with the exact in-process scan.
 
 ``--pairs`` also prints the duplicate-guard table: the cosine of hand-made pairs and of 24

@@ -20,7 +20,7 @@ from functools import cached_property
 import numpy as np
 import numpy.typing as npt
 
-from memora.longterm.dedupe import normalise_text
+from memora.longterm.dedupe import DedupeIndex, normalise_text
 from memora.longterm.lexical import BM25, tokenize
 from memora.longterm.ranking import dense_weight_pair
 from memora.longterm.records import Memory, indexed_text
@@ -83,6 +83,17 @@ class UserData:
         return BM25([indexed_terms(e) for e in self.entries])
 
     @cached_property
+    def dedupe(self) -> DedupeIndex:
+        """Which memories a new one must be compared with (memora.longterm.dedupe): carried
+        by each write, or built with the lexical index by the load."""
+        return DedupeIndex(self.texts)
+
+    @property
+    def next_seq(self) -> int:
+        """The order number of the next memory (entries are in order: the last is highest)."""
+        return self.entries[-1].seq + 1 if self.entries else 1
+
+    @cached_property
     def keys(self) -> dict[str, int]:
         """Normalised text → the first memory with it (exact duplicates are found by lookup)."""
         out: dict[str, int] = {}
@@ -137,6 +148,8 @@ class UserData:
             new.__dict__["texts"] = [*self.texts, entry.memory.text]
         if self._has("bm25"):
             new.__dict__["bm25"] = self.bm25.appended(indexed_terms(entry))
+        if self._has("dedupe"):
+            new.__dict__["dedupe"] = self.dedupe.appended(entry.memory.text)
         if self._has("keys"):
             keys = dict(self.keys)
             keys.setdefault(normalise_text(entry.memory.text), n)
@@ -151,15 +164,21 @@ class UserData:
 
     def replaced(self, i: int, entry: Entry) -> UserData:
         """The same data with memory i replaced by a new version of it (new text and vector)."""
-        vectors = self.vectors.copy()  # a search may still hold this snapshot's matrix
-        vectors[i] = entry.vector
-        new = UserData((*self.entries[:i], entry, *self.entries[i + 1 :]), vectors)
+        # A search may still hold this snapshot's matrix: the new one gets its own copy, with
+        # spare rows, so the appends that follow do not copy it again.
+        n = len(self.entries)
+        rows = _Rows(self.vectors, capacity=max(2 * n, 16))
+        rows.array[i] = entry.vector
+        new = UserData((*self.entries[:i], entry, *self.entries[i + 1 :]), rows.array[:n])
+        new.__dict__["_rows"] = rows
         if self._has("texts"):
             texts = list(self.texts)
             texts[i] = entry.memory.text
             new.__dict__["texts"] = texts
         if self._has("bm25"):
             new.__dict__["bm25"] = self.bm25.replaced(i, indexed_terms(entry))
+        if self._has("dedupe"):
+            new.__dict__["dedupe"] = self.dedupe.replaced(i, entry.memory.text)
         if self._has("dense_weights"):
             weights = self.dense_weights.copy()
             weights[i] = dense_weight(entry)
@@ -210,6 +229,8 @@ class UserData:
         new = UserData((*self.entries[:i], *self.entries[i + 1 :]), self.vectors[keep])
         if self._has("bm25"):
             new.__dict__["bm25"] = self.bm25.removed(i)
+        if self._has("dedupe"):
+            new.__dict__["dedupe"] = self.dedupe.removed(i)
         if self._has("dense_weights"):
             new.__dict__["dense_weights"] = np.delete(self.dense_weights, i, axis=0)
         chat = self.entries[i].memory.chat_id

@@ -12,9 +12,14 @@ from __future__ import annotations
 import itertools
 import re
 import unicodedata
+from collections.abc import Hashable, Iterable
 from dataclasses import dataclass
 from enum import Enum
 from functools import lru_cache
+from typing import TypeVar
+
+import numpy as np
+import numpy.typing as npt
 
 from memora.text import EXAMS, HAN, stem, to_simplified
 
@@ -237,3 +242,178 @@ def relation(new_text: str, old_text: str, cosine: float) -> Relation:
     else:
         threshold = DUP_CROSS
     return Relation.DUPLICATE if cosine >= threshold else Relation.DISTINCT
+
+
+# --------------------------------------------------------------------------------------------
+# Which memories a new one needs to be compared with
+# --------------------------------------------------------------------------------------------
+
+Ids = npt.NDArray[np.intp]  # positions of memories, ascending
+_NONE: Ids = np.zeros(0, dtype=np.intp)
+_Group = tuple[frozenset[str], bool]  # (concepts, has numbers)
+_K = TypeVar("_K", bound=Hashable)
+
+
+def _group(terms: _Terms) -> _Group:
+    return terms.concepts, bool(terms.numbers)
+
+
+def _with(ids: Ids, i: int) -> Ids:
+    """`ids` with position i added (kept ascending, no copy of the caller's array)."""
+    at = int(np.searchsorted(ids, i))
+    return np.insert(ids, at, np.intp(i))
+
+
+class DedupeIndex:
+    """The memories for which `relation(new, old, cosine)` can say anything but DISTINCT.
+
+    `relation` says DISTINCT whatever the cosine unless the two texts name the same concepts,
+    both or neither have numbers (an UPDATE needs numbers on both sides, a DUPLICATE the same
+    numbers), and, in each script where both have content words, the new text's words are all
+    among the old one's (it may not add one, see `_changes`). Those conditions are what this
+    index looks up: memories grouped by (concepts, has numbers), and for each content word
+    and character the memories holding it. So a new memory is compared with the few memories
+    that share its words, not with every memory of the user (a test checks that a large pool
+    gets the same decisions as the full scan). Hand-written: it mirrors `relation`'s own rules.
+
+    Like the lexical index, never changed in place: :meth:`appended`, :meth:`replaced` and
+    :meth:`removed` return a new index sharing the untouched postings with this one.
+    """
+
+    def __init__(self, texts: Iterable[str]) -> None:
+        self._setup([_terms(t) for t in texts])
+
+    def _setup(self, terms: list[_Terms]) -> None:
+        groups: dict[_Group, list[int]] = {}
+        latin: dict[str, list[int]] = {}
+        cjk: dict[str, list[int]] = {}
+        no_latin: list[int] = []
+        no_cjk: list[int] = []
+        for i, t in enumerate(terms):
+            groups.setdefault(_group(t), []).append(i)
+            for word in t.latin:
+                latin.setdefault(word, []).append(i)
+            for chars in t.cjk:
+                cjk.setdefault(chars, []).append(i)
+            if not t.latin:
+                no_latin.append(i)
+            if not t.cjk:
+                no_cjk.append(i)
+
+        def ids(values: list[int]) -> Ids:
+            return np.asarray(values, dtype=np.intp)
+
+        self._terms = terms
+        self._groups = {k: ids(v) for k, v in groups.items()}
+        self._latin = {k: ids(v) for k, v in latin.items()}
+        self._cjk = {k: ids(v) for k, v in cjk.items()}
+        self._no_latin = ids(no_latin)
+        self._no_cjk = ids(no_cjk)
+
+    def __len__(self) -> int:
+        return len(self._terms)
+
+    def candidates(self, text: str) -> Ids:
+        """Positions of the memories `relation(text, ...)` may not call DISTINCT, ascending."""
+        new = _terms(text)
+        found = self._groups.get(_group(new), _NONE)
+        for words, postings, without in (
+            (new.latin, self._latin, self._no_latin),
+            (new.cjk, self._cjk, self._no_cjk),
+        ):
+            if not len(found) or not words:
+                continue
+            holding = found
+            for word in sorted(words, key=lambda w: len(postings.get(w, _NONE))):
+                holding = np.intersect1d(holding, postings.get(word, _NONE), assume_unique=True)
+                if not len(holding):
+                    break
+            # An old text with no word of this script cannot add or swap one: it stays.
+            found = np.union1d(holding, np.intersect1d(found, without, assume_unique=True))
+        return found.astype(np.intp, copy=False)
+
+    def _derived(self, terms: list[_Terms]) -> DedupeIndex:
+        new = object.__new__(DedupeIndex)
+        new._terms = terms
+        new._groups, new._latin, new._cjk = self._groups, self._latin, self._cjk
+        new._no_latin, new._no_cjk = self._no_latin, self._no_cjk
+        return new
+
+    def _add(self, i: int, t: _Terms) -> None:
+        """(on a new index only) Put position i under t's group, words and characters."""
+        self._groups = dict(self._groups)
+        self._groups[_group(t)] = _with(self._groups.get(_group(t), _NONE), i)
+        self._latin = _posted(self._latin, t.latin, i)
+        self._cjk = _posted(self._cjk, t.cjk, i)
+        if not t.latin:
+            self._no_latin = _with(self._no_latin, i)
+        if not t.cjk:
+            self._no_cjk = _with(self._no_cjk, i)
+
+    def _drop(self, i: int, t: _Terms) -> None:
+        """(on a new index only) Take position i out of t's group, words and characters."""
+        self._groups = _unposted(self._groups, [_group(t)], i)
+        self._latin = _unposted(self._latin, t.latin, i)
+        self._cjk = _unposted(self._cjk, t.cjk, i)
+        if not t.latin:
+            self._no_latin = self._no_latin[self._no_latin != i]
+        if not t.cjk:
+            self._no_cjk = self._no_cjk[self._no_cjk != i]
+
+    def appended(self, text: str) -> DedupeIndex:
+        """This index with one more memory at the end."""
+        t = _terms(text)
+        new = self._derived([*self._terms, t])
+        new._add(len(self._terms), t)
+        return new
+
+    def replaced(self, i: int, text: str) -> DedupeIndex:
+        """This index with memory i's text replaced."""
+        if not 0 <= i < len(self._terms):
+            raise IndexError(i)
+        t = _terms(text)
+        terms = list(self._terms)
+        terms[i] = t
+        new = self._derived(terms)
+        new._drop(i, self._terms[i])
+        new._add(i, t)
+        return new
+
+    def removed(self, i: int) -> DedupeIndex:
+        """This index without memory i (later ones move up a place): rebuilt, a deletion is
+        rare, from the kept terms (no text is analysed again)."""
+        if not 0 <= i < len(self._terms):
+            raise IndexError(i)
+        new = object.__new__(DedupeIndex)
+        new._setup([*self._terms[:i], *self._terms[i + 1 :]])
+        return new
+
+    def postings(self) -> dict[str, dict[object, list[int]]]:
+        """Everything the index holds, as plain lists (tests compare it with a fresh build)."""
+        return {
+            "groups": {k: v.tolist() for k, v in self._groups.items()},
+            "latin": {k: v.tolist() for k, v in self._latin.items()},
+            "cjk": {k: v.tolist() for k, v in self._cjk.items()},
+            "none": {"latin": self._no_latin.tolist(), "cjk": self._no_cjk.tolist()},
+        }
+
+
+def _posted(postings: dict[str, Ids], keys: Iterable[str], i: int) -> dict[str, Ids]:
+    keys = list(keys)
+    if not keys:
+        return postings
+    out = dict(postings)
+    for key in keys:
+        out[key] = _with(out.get(key, _NONE), i)
+    return out
+
+
+def _unposted(postings: dict[_K, Ids], keys: Iterable[_K], i: int) -> dict[_K, Ids]:
+    out = dict(postings)
+    for key in keys:
+        kept = out[key][out[key] != i]
+        if len(kept):
+            out[key] = kept
+        else:
+            del out[key]  # as a fresh build: no empty postings
+    return out

@@ -15,7 +15,10 @@ answered from Chroma's filtered nearest neighbours while the whole user loads in
 Duplicates. A new memory is a duplicate of an existing one when the normalised texts are equal,
 or when a lexical guard finds nothing new in it and the dense cosine clears a threshold (see
 :func:`memora.longterm.dedupe.relation`). When only the numbers differ ("level B1" → "level B2")
-the new text supersedes the old one, which is kept in the memory's history.
+the new text supersedes the old one, which is kept in the memory's history. Only the memories
+the guard could let through are compared (:class:`memora.longterm.dedupe.DedupeIndex`, kept
+with the cached user like the lexical index), so a write does not compare with all of a user's
+memories.
 """
 
 from __future__ import annotations
@@ -131,7 +134,7 @@ class _Batch:
 
     def __init__(self, data: UserData) -> None:
         self.data = data
-        self.next_seq = max((e.seq for e in data.entries), default=0) + 1
+        self.next_seq = data.next_seq
         self.changed: dict[str, int] = {}  # memory id → index in entries
 
     @property
@@ -153,8 +156,14 @@ class _Batch:
         same = self.data.keys.get(normalise_text(text))
         if same is not None or not self.entries:
             return same, None
+        candidates = self.data.dedupe.candidates(text)  # the others are DISTINCT at any cosine
+        if not len(candidates):
+            return None, None
+        # The whole product (one matrix-vector product), not the candidates' rows alone: BLAS
+        # may round a row's cosine in its last bit differently in a smaller matrix, and the
+        # thresholds must see the very cosines the full comparison saw.
         cosines = self.matrix @ vec
-        near = np.nonzero(cosines >= relation_floor(text))[0]
+        near = candidates[cosines[candidates] >= relation_floor(text)]
         update: int | None = None
         for i in near[np.argsort(-cosines[near], kind="stable")]:
             verdict = relation(text, self.entries[i].memory.text, float(cosines[i]))
@@ -350,7 +359,8 @@ class MemoryStore:
             where={"user_id": user_id}, include=["documents", "metadatas", "embeddings"]
         )
         data = self._user_data(got["ids"], got["documents"], got["metadatas"], got["embeddings"])
-        data.bm25  # noqa: B018 - indexed here, off the event loop, not by the next search
+        # Indexed here, off the event loop, not by the next search or write.
+        data.bm25, data.keys, data.dedupe  # noqa: B018
         return data
 
     def _user_data(
@@ -515,7 +525,8 @@ class MemoryStore:
         stamp = utcnow(now)
         async with self._locks.hold(user_id):
             data = await self._data(user_id)
-            await run_blocking(lambda: data.keys)  # once per load; later writes carry it
+            if not {"keys", "dedupe"} <= data.__dict__.keys():  # built by the load, then
+                await run_blocking(lambda: (data.keys, data.dedupe))  # carried by each write
             batch = _Batch(data)
             indexed = [indexed_text(t, it.terms) for t, it in zip(texts, items, strict=True)]
             vectors, tokens = await self._embed(indexed, "passage")
