@@ -1019,10 +1019,11 @@ def candidates(args: argparse.Namespace) -> int:
     if args.e5:
         e5 = E5Encoder()
         encoders["e5"] = rc.as_embed(e5.passages, e5.query)
-    chosen = rc.run(args.learner_set, encoders, verbose=args.explain)
-    if args.explain:
-        for c, cfg in chosen[:2]:
-            rc.explain(args.learner_set, {"USE": encoders["USE"]}, c, cfg)
+    rc.run(args.learner_set, encoders, verbose=args.explain)
+    if args.explain:  # the misses of the product's ranking, at its defaults
+        for c in rc.CANDIDATES:
+            if c.name.endswith("*") or "*," in c.name:
+                rc.explain(args.learner_set, {"USE": encoders["USE"]}, c, rc.product_default(c))
     return 0
 
 

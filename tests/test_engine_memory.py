@@ -440,3 +440,42 @@ async def test_search_terms_are_exported_but_not_listed(
     # the terms find the memory for an English message that shares no word with its text
     await mem_engine.handle_turn(CHAT, ALICE, "What does my mother do?")
     assert "媽媽是英文老師" in llm.calls[-1].messages[0].content
+
+
+async def test_a_follow_up_uses_the_learners_previous_message(
+    db: Database, llm: FakeLLM, store: MemoryStore
+) -> None:
+    """'那如果他們要去火車站呢' names no topic: the learner's previous message brings it."""
+    for text in ("Drives a taxi in Kaohsiung and often has foreign passengers",
+                 "Is allergic to peanuts"):  # fmt: skip
+        await store.add(ALICE.id, text, source="manual")
+    follow_up = "那如果他們要去火車站呢"
+    for chat, use_last_turn in ((ChatRef(5), True), (ChatRef(6), False)):
+        config = EngineConfig(memory_tokens=0, use_last_turn=use_last_turn)
+        engine = Engine(db=db, llm=llm, counter=LocalTokenCounter(), store=store, config=config)
+        await engine.handle_turn(chat, ALICE, "passenger ask me go airport, how say")
+        await engine.handle_turn(chat, ALICE, follow_up)
+        reply_call = next(c for c in reversed(llm.calls) if c.messages[-1].content == follow_up)
+        context = "\n".join(str(m.content) for m in reply_call.messages[:-1])
+        assert ("Drives a taxi" in context) is use_last_turn
+        assert "peanuts" not in context
+        await engine.drain()
+
+
+def test_the_previous_message_is_the_learners_own() -> None:
+    from memora.engine import previous_message
+    from memora.storage import StoredMessage
+
+    def msg(seq: int, role: str, content: str, user_id: int | None) -> StoredMessage:
+        return StoredMessage(seq, role, content, user_id, "", "2026-12-01T00:00:00+00:00")
+
+    pending = [
+        msg(1, "user", "Alice's question", ALICE.id),
+        msg(2, "assistant", "the reply", None),
+        msg(3, "user", "Bob's question", BOB.id),
+        msg(4, "assistant", "another reply", None),
+    ]
+    assert previous_message(pending, ALICE.id) == "Alice's question"
+    assert previous_message(pending, BOB.id) == "Bob's question"
+    assert previous_message(pending, 99) is None
+    assert previous_message([], ALICE.id) is None

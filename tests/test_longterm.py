@@ -179,19 +179,59 @@ async def test_list_is_oldest_first_and_search_ranks(store: MemoryStore) -> None
     assert len(similar) == 2 and similar[0].text == "The user has a TOEIC exam in 2026-12."
 
 
-async def test_previous_turn_helps_a_follow_up_question(store: MemoryStore) -> None:
-    for t in [
-        "My level is B1",
-        "使用者想加強旅遊英文。",
-        "The user is shy about speaking English.",
-    ]:
+FOLLOW_UP_MEMORIES = [
+    "Drives a taxi in Kaohsiung and often has foreign passengers",
+    "Wants to learn how to give directions and talk about fares",
+    "女兒在上初中，英語比她好",
+    "Is allergic to peanuts",
+]
+
+
+async def test_a_follow_up_finds_what_the_previous_message_was_about(store: MemoryStore) -> None:
+    for t in FOLLOW_UP_MEMORIES:
         await store.add(4, t, source="extracted")
-    question = "那第二個適合我嗎？"
-    context = "Assistant: 我推薦兩種課程：第一個是商務英文會話，第二個是旅遊英文（機場、飯店）。"
-    alone = await store.search(4, question, top_k=1, min_score=0.0)
-    helped = await store.search(4, question, top_k=1, min_score=0.0, extra_context=context)
-    assert helped.hits[0].memory.text == "使用者想加強旅遊英文。"
-    assert helped.hits[0].score > alone.hits[0].score
+    previous = "passenger ask me go airport, how say"
+    question = "那如果他們要去火車站呢"  # "and if they want the train station?": no topic word
+    alone = await store.search(4, question, top_k=2, min_score=0.14)
+    helped = await store.search(4, question, top_k=2, min_score=0.14, extra_context=previous)
+    assert alone.hits == []  # the message alone finds nothing at the threshold
+    assert {h.memory.text for h in helped.hits} == set(FOLLOW_UP_MEMORIES[:2])
+    assert all(h.score >= 0.14 for h in helped.hits)
+
+
+async def test_the_previous_message_only_adds_after_what_a_follow_up_finds_itself(
+    store: MemoryStore,
+) -> None:
+    for t in FOLLOW_UP_MEMORIES:
+        await store.add(4, t, source="extracted")
+    question = "and is satay sauce ok with my peanut allergy then?"  # names its own topic
+    previous = "passenger ask me go airport, how say"
+    # as the engine asks under a memory budget: every memory, the threshold as the floor
+    alone = await store.search(4, question, top_k=4, min_score=0.0, floor=0.14)
+    helped = await store.search(
+        4, question, top_k=4, min_score=0.0, floor=0.14, extra_context=previous
+    )
+    assert alone.hits[0].memory.text == "Is allergic to peanuts"
+    assert helped.hits[0] == alone.hits[0]  # same memory, same score
+    assert helped.hits[1].memory.text == FOLLOW_UP_MEMORIES[0]  # the context's, next
+    assert helped.hits[1].score >= 0.14 > max(h.score for h in alone.hits[1:])
+    assert {h.memory.text for h in helped.hits} == set(FOLLOW_UP_MEMORIES)
+
+
+async def test_a_message_that_is_not_a_follow_up_ignores_the_previous_one(
+    tmp_path: Path, embedder: LocalUSE
+) -> None:
+    counting = CountingEmbedder(embedder)
+    async with MemoryStore(tmp_path / "chroma", counting) as store:
+        for t in FOLLOW_UP_MEMORIES:
+            await store.add(4, t, source="extracted")
+        counting.texts.clear()
+        question = "Is satay sauce safe for me to eat?"  # a new topic, no pointer back
+        previous = "passenger ask me go airport, how say"
+        alone = await store.search(4, question, top_k=4, min_score=0.0)
+        helped = await store.search(4, question, top_k=4, min_score=0.0, extra_context=previous)
+        assert helped.hits == alone.hits
+        assert counting.texts == [question]  # once (then cached); the previous one never
 
 
 class CountingEmbedder:

@@ -15,11 +15,14 @@ from memora.longterm.ranking import (
     USE_SCALE,
     DenseScale,
     Hit,
+    Scores,
     dense_scale_for,
     dense_weight_pair,
+    follow_up_rank,
     han_dominant,
     hybrid_rank,
     hybrid_scores,
+    is_follow_up,
     weights_for_query,
 )
 
@@ -328,3 +331,39 @@ def test_same_script_words_lead_and_cross_script_keeps_the_dense_threshold() -> 
     assert s.score[1] == pytest.approx(DEFAULT_DENSE_WEIGHT * 1.0)  # dense01 = 1 at 0.96
     same = DEFAULT_SAME_SCRIPT_DENSE_WEIGHT
     assert s.score[0] == pytest.approx(same * 1.0 + (1 - same) * s.lexical[0])
+
+
+def _scores(values: list[float]) -> Scores:
+    arr = np.array(values, dtype=np.float64)
+    return Scores(arr, arr, np.zeros_like(arr))
+
+
+def test_follow_up_cues_in_both_languages() -> None:
+    for message in [
+        "那如果他們要去火車站呢",
+        "那邊的人講話我聽得懂嗎",
+        "and what about the letter part?",
+        "how do I stop shaking then?",
+        "which one is the noun again?",
+        "What about the interview?",
+    ]:
+        assert is_follow_up(message), message
+    for message in ["我下個月要考雅思", "what is my level?", "推荐一首好听的中文歌", "Thanks!"]:
+        assert not is_follow_up(message), message
+
+
+def test_follow_up_rank_puts_the_context_after_what_the_message_finds() -> None:
+    message = _scores([0.20, 0.05, 0.01, 0.10])
+    context = _scores([0.10, 0.90, 0.30, 0.12])
+    hits = follow_up_rank(message, context, 0.14, 5, 0.0)
+    # the message's own hit, then the context's by their context score, then the message's rest
+    assert [h.index for h in hits] == [0, 1, 2, 3]
+    assert [h.score for h in hits] == [0.20, 0.90, 0.30, 0.10]
+    cut = follow_up_rank(message, context, 0.14, 5, 0.14)
+    assert [h.index for h in cut] == [0, 1, 2]
+    assert [h.index for h in follow_up_rank(message, context, 0.14, 2, 0.0)] == [0, 1]
+    assert follow_up_rank(message, context, 0.14, 0, 0.0) == []
+    assert follow_up_rank(_scores([]), _scores([]), 0.14, 3, 0.0) == []
+    # a message that finds nothing: the context's order, and nothing it does not find either
+    weak = _scores([0.01, 0.02, 0.03, 0.04])
+    assert [h.index for h in follow_up_rank(weak, context, 0.14, 5, 0.14)] == [1, 2]

@@ -53,7 +53,16 @@ from memora.longterm.dedupe import (
     relation_floor,
 )
 from memora.longterm.embeddings import Embedder, Vectors
-from memora.longterm.ranking import Hit, dense_scale_for, hybrid_rank, weights_for_query
+from memora.longterm.ranking import (
+    Hit,
+    Scores,
+    dense_scale_for,
+    follow_up_rank,
+    hybrid_scores,
+    is_follow_up,
+    rank_scores,
+    weights_for_query,
+)
 from memora.longterm.records import (
     AddResult,
     Memory,
@@ -761,13 +770,17 @@ class MemoryStore:
         min_score: float,
         extra_context: str | None = None,
         origin_chat: int | None = None,
+        floor: float | None = None,
     ) -> SearchResult:
         """The user's memories most relevant to the query, best first, score >= min_score.
 
-        With `extra_context` (the previous turn), the query is also ranked together with that
-        context and each memory keeps its better score, so "那第二個適合我嗎？" still finds what
-        the last turn was about. With `origin_chat`, only memories that came from that chat are
-        candidates (a group's replies use what the member said in that group).
+        With `extra_context` (the learner's previous message), a follow-up ("那如果他們要去火車站
+        呢", "and what about the letter part?": ranking.is_follow_up) is also ranked together with
+        that context: what the message finds by itself at `floor` (default `min_score`; give the
+        no-result threshold when `min_score` is lower) comes first, then what only the context
+        finds (ranking.follow_up_rank). Other messages ignore the context, so a change of topic
+        keeps its own memories first. With `origin_chat`, only memories that came from that
+        chat are candidates (a group's replies use what the member said in that group).
         """
         check_user(user_id)
         query = " ".join(query.split())
@@ -786,18 +799,22 @@ class MemoryStore:
                 return SearchResult([], 0)
         variants = [query]
         context = " ".join((extra_context or "").split())
-        if context:
+        if context and is_follow_up(query):
             variants.append(f"{context}\n{query}")
         qvecs, tokens = await self._embed(variants, "query")
         if data is None:  # answer from Chroma, then load the user for the next search
             data = await self._candidates(self._loads.get(user_id), where, qvecs, origin_chat)
             self._load(user_id, version)
-        best: dict[int, float] = {}
-        for qtext, qvec in zip(variants, qvecs, strict=True):
-            for hit in self._rank(data, qtext, qvec, top_k, min_score):
-                best[hit.index] = max(hit.score, best.get(hit.index, hit.score))
-        ranked = sorted(best.items(), key=lambda kv: (-kv[1], kv[0]))[:top_k]
-        hits = [SearchHit(data.entries[i].memory, score) for i, score in ranked]
+        if len(variants) == 1:
+            found = self._rank(data, query, qvecs[0], top_k, min_score)
+        else:
+            with one_blas_thread():
+                message, joined = (
+                    self._scores(data, text, vec) for text, vec in zip(variants, qvecs, strict=True)
+                )
+                edge = min_score if floor is None else floor
+                found = follow_up_rank(message, joined, edge, top_k, min_score)
+        hits = [SearchHit(data.entries[h.index].memory, h.score) for h in found]
         return SearchResult(hits, tokens)
 
     @staticmethod
@@ -856,6 +873,18 @@ class MemoryStore:
         hits = self._rank(data, text, qvecs[0], k, float("-inf"))
         return [data.entries[h.index].memory for h in hits]
 
+    def _scores(self, data: UserData, query: str, qvec: npt.NDArray[np.float32]) -> Scores:
+        """Every candidate's fused score for one query (the caller holds one BLAS thread)."""
+        return hybrid_scores(
+            qvec,
+            data.vectors,
+            query,
+            data.texts,
+            dense_weight=weights_for_query(data.dense_weights, query),
+            scale=self._scale,
+            index=data.bm25,
+        )
+
     def _rank(
         self,
         data: UserData,
@@ -864,16 +893,6 @@ class MemoryStore:
         top_k: int,
         min_score: float,
     ) -> list[Hit]:
-        """The user's memories ranked for one query (the one ranking: ``hybrid_rank``)."""
+        """The user's memories ranked for one query (the one ranking: ``hybrid_rank``'s)."""
         with one_blas_thread():
-            return hybrid_rank(
-                qvec,
-                data.vectors,
-                query,
-                data.texts,
-                top_k,
-                min_score,
-                dense_weight=weights_for_query(data.dense_weights, query),
-                scale=self._scale,
-                index=data.bm25,
-            )
+            return rank_scores(self._scores(data, query, qvec), top_k, min_score)
