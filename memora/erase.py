@@ -18,8 +18,24 @@ offers "erase" as one call, so the steps are spelled out here, each one a docume
   the collection to 1 and reopening it to flush the log (``MemoryStore._erasing`` still does
   that whenever the two settings differ, and a store left at another threshold is switched on
   open): in about one run in six of ``tests/test_erase.py`` a deleted memory's word was still
-  in the index file (``data_level0.bin``) after the deletion, cause not found; a cheaper write
-  does not buy a deletion that sometimes leaves bytes behind.
+  in the index file (``data_level0.bin``) after the deletion. The cause is the next point.
+- Chroma's vector index (hnswlib) writes its whole element array, every slot up to its
+  capacity, when it creates an index, and allocates that array with ``malloc``: the slots no
+  element uses yet hold whatever this process freed there (Chroma's SQLite pages, a document
+  just read from its log) and go to ``data_level0.bin`` and ``length.bin``. Chroma creates the
+  index at a collection's first write, and again when it loads one that never persisted an
+  element (what the flush at an erasure did whenever the writes had all waited in the log:
+  hence one run in six). Later writes zero a slot before filling it, so the store zeroes the
+  unused slots after each creation and after every erasure (:func:`scrub_hnsw`). This step is
+  hand-written, no documented feature: neither Chroma nor hnswlib offers it; it reads the slot
+  count and size from hnswlib's header (chroma-core/hnswlib ``HEADER_FIELDS``, persistence
+  version 1) and refuses a layout it does not know, failing the deletion.
+  ``tests/test_erase.py`` makes those bytes visible at every run (glibc's ``M_PERTURB`` fills
+  each malloc'd block with a known byte); ``benchmarks/erase_leak.py`` counts the runs where
+  the marker word itself is left, before and after the scrub. Setting ``M_PERTURB`` in the
+  bot instead was not enough: length.bin's array (4 bytes a slot) is small enough to come from
+  glibc's per-thread cache, which the option leaves alone (with it set, that file's unused
+  bytes still differed from run to run), and it would only hold on glibc.
 - After a delete, Chroma's file is vacuumed the way ``chroma utils vacuum`` does (Chroma's docs:
   vacuuming "blocks all reads and writes while it's running", shutting down first is "not
   strictly required"), after merging its full-text index (the FTS5 ``optimize`` command), whose
@@ -30,6 +46,7 @@ offers "erase" as one call, so the steps are spelled out here, each one a docume
 from __future__ import annotations
 
 import sqlite3
+import struct
 from pathlib import Path
 
 # Chroma's HNSW settings for writes, and during a deletion: the log holds no more than the last
@@ -40,6 +57,77 @@ CHROMA_FILE = "chroma.sqlite3"
 _FTS = "embedding_fulltext_search"  # Chroma's FTS5 table over documents
 CHECKPOINT = "PRAGMA wal_checkpoint(TRUNCATE)"
 SECURE_DELETE = "PRAGMA secure_delete=ON"
+
+
+# hnswlib's persisted index (chroma-core/hnswlib, hnswalg.h, HEADER_FIELDS): header.bin starts with
+# PERSISTENCE_VERSION (int), offsetLevel0_, max_elements_, cur_element_count, size_data_per_element_
+# (size_t each, packed); data_level0.bin holds size_data_per_element_ bytes per element slot,
+# length.bin one float per slot.
+HNSW_HEADER = "header.bin"
+_HNSW_FIELDS = struct.Struct("<iQQQQ")
+_HNSW_VERSION = 1
+_FLOAT = 4
+
+
+def hnsw_indexes(chroma_dir: Path) -> list[Path]:
+    """The folders of Chroma's persisted HNSW indexes under chroma_dir (none before the first
+    write of a collection)."""
+    return sorted(p.parent for p in Path(chroma_dir).glob(f"*/{HNSW_HEADER}"))
+
+
+def scrub_hnsw(chroma_dir: Path) -> int:
+    """Zero the slots past the last element in Chroma's HNSW index files; bytes zeroed (blocking).
+
+    hnswlib allocates its element array with ``malloc`` and, when it creates a persisted index,
+    writes the whole array (every slot up to its capacity) to ``data_level0.bin`` and
+    ``length.bin``: the slots no element uses yet hold whatever the allocator handed out, freed
+    memory of this process included (learners' words read from Chroma's log, SQLite pages).
+    Later writes only fill a slot after zeroing it in memory, so zeroing the unused slots once
+    after a creation leaves the files with vectors, links and labels only. Chroma creates the
+    index at a collection's first write, and again on loading one that never persisted an
+    element (writes held in its log: the flush at an erasure). No other call on the client may
+    run meanwhile: a write there could fill the slot being zeroed.
+    """
+    zeroed = 0
+    for folder in hnsw_indexes(chroma_dir):
+        count, per_element = _hnsw_slots(folder)
+        zeroed += _zero_from(folder / "data_level0.bin", count * per_element)
+        zeroed += _zero_from(folder / "length.bin", count * _FLOAT)
+    return zeroed
+
+
+def hnsw_elements(chroma_dir: Path) -> int:
+    """How many elements Chroma's persisted HNSW indexes hold (0 before any is persisted)."""
+    return sum(_hnsw_slots(folder)[0] for folder in hnsw_indexes(chroma_dir))
+
+
+def _hnsw_slots(folder: Path) -> tuple[int, int]:
+    """(elements, bytes per element slot) from an index's header; refuses a layout it does not
+    know rather than zero the wrong bytes."""
+    head = (folder / HNSW_HEADER).read_bytes()
+    if len(head) < _HNSW_FIELDS.size:
+        raise RuntimeError(f"{folder}: hnswlib header too short ({len(head)} bytes)")
+    version, _, capacity, count, per_element = _HNSW_FIELDS.unpack_from(head)
+    if version != _HNSW_VERSION or not per_element or count > capacity:
+        raise RuntimeError(
+            f"{folder}: unknown hnswlib index layout (version {version}, {count} of"
+            f" {capacity} slots of {per_element} bytes): cannot scrub its unused slots"
+        )
+    return count, per_element
+
+
+def _zero_from(path: Path, start: int) -> int:
+    """Overwrite with zeros the bytes of path from start to its end, if any is not zero."""
+    if not path.is_file():
+        return 0
+    with path.open("r+b") as f:
+        f.seek(start)
+        tail = f.read()
+        if tail.count(0) == len(tail):
+            return 0
+        f.seek(start)
+        f.write(bytes(len(tail)))
+    return len(tail)
 
 
 def vacuum_chroma(chroma_dir: Path, *, timeout: float = 30.0) -> None:

@@ -8,6 +8,8 @@ test greps the bytes of every file while the process is still running.
 from __future__ import annotations
 
 import asyncio
+import ctypes
+import platform
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,7 +17,8 @@ from typing import Any
 
 import pytest
 
-from memora.erase import CHROMA_FILE, CHROMA_HNSW, ERASE_HNSW
+import memora.longterm.store as store_module
+from memora.erase import CHROMA_FILE, CHROMA_HNSW, ERASE_HNSW, HNSW_HEADER, hnsw_indexes, scrub_hnsw
 from memora.longterm.store import COLLECTION, MemoryStore
 from tests.fake_openai import FakeOpenAI, FakeRequest, default_responder
 from tests.test_crash import ChatProcess
@@ -189,3 +192,72 @@ async def test_forget_flushes_chromas_log_while_other_learners_search(
             "The user studies every night.",
         ]
         assert len(await again.memories(8)) == 3
+
+
+M_PERTURB = -6  # glibc's mallopt option (malloc.h)
+
+
+@pytest.fixture
+def perturbed_malloc() -> Iterator[bytes]:
+    """glibc fills every block malloc hands out with one known byte (M_PERTURB; the smallest
+    blocks, kept in its per-thread cache, aside): bytes a library writes to disk without
+    initialising them become a run of that byte, where otherwise they are whatever this
+    process freed there (a deleted memory's words, in about one run in six of this file)."""
+    if platform.system() != "Linux" or platform.libc_ver()[0] != "glibc":
+        pytest.skip("M_PERTURB is glibc's")
+    libc = ctypes.CDLL(None)
+    assert libc.mallopt(M_PERTURB, 0x2A) == 1
+    try:
+        yield bytes([0x2A ^ 0xFF]) * 64
+    finally:
+        libc.mallopt(M_PERTURB, 0)
+
+
+def _holding_bytes(root: Path, run: bytes) -> list[str]:
+    return [
+        str(p.relative_to(root))
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and run in p.read_bytes()
+    ]
+
+
+@pytest.mark.parametrize("threshold", [1, 1000])
+async def test_chromas_index_files_hold_no_uninitialised_memory(
+    tmp_path: Path,
+    embedder: Any,
+    perturbed_malloc: bytes,
+    threshold: int,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """hnswlib writes its whole element array, unused slots included, when it creates an index
+    (a collection's first write; the flush of an erasure when the writes had waited in
+    Chroma's log); the array comes from malloc, uninitialised. The store zeroes those slots
+    after each creation, at either write layout."""
+    monkeypatch.setattr(store_module, "CHROMA_HNSW", {"sync_threshold": threshold})
+    path = tmp_path / "chroma"
+    store = await MemoryStore.create(path, embedder)
+    try:
+        await store.add(8, "The user lives in Taichung.", source="manual")
+        assert hnsw_indexes(path), "the first write creates Chroma's index"
+        assert _holding_bytes(path, perturbed_malloc) == []
+        cat = await store.add(7, f"The user's cat is called {MARKER}.", source="manual")
+        await store.add(7, "The user studies every night.", source="manual")
+        assert await store.delete(7, cat.memory.id) is True
+        assert files_holding(path, MARKER) == []
+        assert _holding_bytes(path, perturbed_malloc) == []
+    finally:
+        await store.close()
+    async with MemoryStore(path, embedder) as again:
+        assert [m.text for m in await again.memories(7)] == ["The user studies every night."]
+        assert _holding_bytes(path, perturbed_malloc) == []
+
+
+def test_scrubbing_refuses_an_index_layout_it_does_not_know(tmp_path: Path) -> None:
+    """A header of another hnswlib version: nothing is zeroed on a guess, the erasure fails."""
+    index = tmp_path / "segment"
+    index.mkdir()
+    (index / HNSW_HEADER).write_bytes(bytes([2, 0, 0, 0]) + bytes(32))
+    (index / "data_level0.bin").write_bytes(b"x" * 100)
+    with pytest.raises(RuntimeError, match="unknown hnswlib index layout"):
+        scrub_hnsw(tmp_path)
+    assert (index / "data_level0.bin").read_bytes() == b"x" * 100

@@ -42,7 +42,14 @@ import numpy.typing as npt
 
 from memora.blocking import run_blocking
 from memora.clock import utcnow
-from memora.erase import CHROMA_HNSW, ERASE_HNSW, vacuum_chroma
+from memora.erase import (
+    CHROMA_HNSW,
+    ERASE_HNSW,
+    hnsw_elements,
+    hnsw_indexes,
+    scrub_hnsw,
+    vacuum_chroma,
+)
 from memora.longterm.cache import Entry, UserCache, UserData, UserLocks
 from memora.longterm.dedupe import (
     Relation,
@@ -222,6 +229,7 @@ class MemoryStore:
         self._loads: dict[int, tuple[tuple[str, int], asyncio.Task[UserData]]] = {}
         self._queries: OrderedDict[str, npt.NDArray[np.float32]] = OrderedDict()  # _embed_queries
         self._gate: aiorwlock.RWLock | None = None  # made in open(): it binds to the event loop
+        self._scrub_due = True  # Chroma may (re)create its index: see _scrub
 
     # -- lifecycle ---------------------------------------------------------------------------
     @classmethod
@@ -287,6 +295,7 @@ class MemoryStore:
             else:  # Chroma loads the collection's segments on the first call: at start, not
                 # in the first learner's search (benchmarks/retrieval_overhead.py, "open")
                 await run_blocking(self._collection.count)
+                await run_blocking(self._scrub)
 
     async def close(self) -> None:
         loads = [task for _, task in self._loads.values()]
@@ -343,6 +352,7 @@ class MemoryStore:
         if CHROMA_HNSW == ERASE_HNSW:
             result = _when_unlocked(delete)
             vacuum_chroma(self.path)
+            self._scrub()
             return result
         self._reopen(ERASE_HNSW)
         try:
@@ -352,6 +362,8 @@ class MemoryStore:
             self._reopen(CHROMA_HNSW)
             # The next writer must not meet the file still held by the client just closed.
             _when_unlocked(lambda: self._col.modify(configuration={"hnsw": dict(CHROMA_HNSW)}))
+        self._col.count()  # the segment loads on the first call after a reopen
+        self._scrub()  # the flush created the index anew if it had never persisted an element
         return result
 
     def _reopen(self, hnsw: dict[str, int]) -> None:
@@ -361,6 +373,25 @@ class MemoryStore:
         client, self._client, self._collection = self._client, None, None
         client.close()
         self._client, self._collection = self._open_sync(upgrade=False)
+        self._scrub_due = True
+
+    def _scrub(self) -> None:
+        """(blocking, alone on the client, its segment loaded) Zero the unused slots of Chroma's
+        index files: hnswlib writes them from memory it never initialised when it creates the
+        index, at a collection's first write or when a client loads an index that never
+        persisted an element (memora.erase.scrub_hnsw). Once an index holding elements is
+        loaded and scrubbed, later writes cannot bring such bytes back: until then, every
+        write checks (:meth:`_scrub_created`)."""
+        if self.url:
+            return
+        scrub_hnsw(self.path)
+        self._scrub_due = hnsw_elements(self.path) == 0
+
+    async def _scrub_created(self) -> None:
+        """After a write: scrub an index that the write may have created."""
+        if self._scrub_due and not self.url and hnsw_indexes(self.path):
+            async with self._lock.writer:
+                await run_blocking(self._scrub)
 
     # -- cache -------------------------------------------------------------------------------
     def _load_sync(self, user_id: int) -> UserData:
@@ -486,6 +517,7 @@ class MemoryStore:
         try:
             if entries:
                 await self._chroma(self._upsert_sync, entries)
+                await self._scrub_created()
                 await self._changed(user_id)
         finally:
             self._cache.invalidate(user_id)  # also makes a load that raced with this write stale
