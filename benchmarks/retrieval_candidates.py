@@ -37,6 +37,9 @@ indexed, what the query is, and which dense models are averaged):
   again…; written from the tuning users' follow-ups and ordinary anaphora, after the held-out
   users' had been read), ``weak`` (nothing of the message's own reaches ``min_score``), both,
   either, or every message.
+* ``own null``: a memory is returned only if its cosine stands ``margin`` above the median
+  cosine of the user's memories for that message (or it shares words: coverage >= 0.5), the
+  per-user "background" for Chinese chit-chat that USE puts near every Chinese memory.
 * ``gate: two signals``: the same fused score, but a memory is returned only if the dense or the
   lexical evidence alone clears a second bar (``min_signal``), so a score made of two weak
   halves does not pass.
@@ -191,6 +194,7 @@ class Candidate:
     script: bool = False  # the dense weight is `same_weight` for memories in the query's script
     follow_up: str = ""  # adaptive context: "cue", "weak", "weak&cue", "weak|cue" or "always"
     calibrate: bool = False  # e5's floor and ceiling are chosen on the tuning users too
+    own_null: bool = False  # a hit's cosine must stand `margin` above the user's median cosine
 
 
 @dataclass(frozen=True)
@@ -201,6 +205,7 @@ class Config:
     min_signal: float = 0.0
     same_weight: float | None = None  # script-aware candidates: the same-script weight
     e5_scale: DenseScale | None = None  # calibrated candidates: e5's scale, chosen on tuning
+    margin: float = 0.0  # own-null candidates: cosine - the user's median cosine, at least
 
     def __str__(self) -> str:
         s = f"w {self.weight:g}, gate {self.gate:g}, min_score {self.min_score:g}"
@@ -208,6 +213,8 @@ class Config:
             s = f"w same script {self.same_weight:g}, other " + s[2:]
         if self.e5_scale is not None:
             s += f", e5 scale {self.e5_scale.floor:g}-{self.e5_scale.ceiling:g}"
+        if self.margin:
+            s += f", margin {self.margin:g}"
         return s + (f", min_signal {self.min_signal:g}" if self.min_signal else "")
 
 
@@ -222,6 +229,7 @@ class Signals:
     joined: bool = False
     same_script: npt.NDArray[np.bool_] | None = None  # memory in the query's script
     follow_up: bool = False  # prev_* hold "previous + message"; figures() applies the rule
+    margin: F64 | None = None  # own-null: each memory's cosine minus the user's median cosine
 
 
 @dataclass
@@ -279,7 +287,11 @@ def signals(
         if c.script:
             q_han = han_dominant(q.text)
             same = np.array([han_dominant(t) == q_han for t in u.texts])
-        out.append(Signals(d, lex, pd, pl, c.joined, same, bool(c.follow_up)))
+        margin = None
+        if c.own_null:
+            cos = (u.vecs[(c.encoders[0], c.terms_dense)] @ q.vec[c.encoders[0]]).astype(np.float64)
+            margin = cos - float(np.median(cos))
+        out.append(Signals(d, lex, pd, pl, c.joined, same, bool(c.follow_up), margin))
     return out
 
 
@@ -351,6 +363,8 @@ def figures(
         score, strongest = fused(s, cfg, c.context)
         order = [int(i) for i in np.lexsort((np.arange(len(score)), -s.dense, -score))]
         ok = (score >= cfg.min_score) & (strongest >= cfg.min_signal)
+        if cfg.margin and s.margin is not None:  # shared words (coverage >= 0.5) still pass
+            ok &= (s.margin >= cfg.margin) | (s.lexical >= 0.5)
         tally.add(q.relevant, order, [i for i in order[:TOP_K] if ok[i]])
     return {**tally.figures(), "n_ans": tally.n_ans, "n_unrel": tally.n_unrel}
 
@@ -378,6 +392,12 @@ def product_default(c: Candidate) -> Config:
 
 
 def grid(c: Candidate) -> list[Config]:
+    if c.own_null:  # the product's weight and gate; margin and min_score vary
+        return [
+            Config(DEFAULT_TERMS_DENSE_WEIGHT, DEFAULT_LEXICAL_GATE, round(float(m), 2), margin=g)
+            for g in (0.0, 0.03, 0.05, 0.08, 0.1, 0.15)
+            for m in np.arange(0.06, 0.301, 0.02)
+        ]
     if c.script:  # the gate stays; the same-script weight, the other one and min_score vary
         return [
             Config(w, DEFAULT_LEXICAL_GATE, round(float(m), 2), same_weight=ws)
@@ -410,6 +430,7 @@ def choose(c: Candidate, sigs: list[Signals], queries: list[LQuery]) -> Config:
             + abs(cfg.gate - DEFAULT.gate)
             + abs(cfg.min_score - DEFAULT.min_score)
             + cfg.min_signal
+            + cfg.margin
             + abs((cfg.same_weight or DEFAULT.weight) - DEFAULT.weight)
         )
 
@@ -481,6 +502,13 @@ CANDIDATES = [
     Candidate("+ terms (lexical + dense), null 0.5", ("USE",), True, True, null=0.5),
     Candidate("+ terms (lexical + dense), null 1.0", ("USE",), True, True, null=1.0),
     Candidate("+ terms (lexical + dense), two signals", ("USE",), True, True, min_signal=True),
+    Candidate(
+        "+ terms (lexical + dense), own null: cosine - the user's median",
+        ("USE",),
+        True,
+        True,
+        own_null=True,
+    ),
 ]
 E5_CANDIDATES = [
     Candidate("USE + e5 (text)", encoders=("USE", "e5")),
