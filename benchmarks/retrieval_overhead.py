@@ -11,7 +11,9 @@ directory with the local USE embedder. Then:
 * search, warm: ``MemoryStore.search`` as the reply path calls it (embed the message locally,
   score the user's cached memories: dense cosine + BM25 through ``memora.longterm.ranking``,
   filter, sort), for --queries learner messages, half of them with the previous turn as extra
-  context;
+  context (the messages repeat, so most of their vectors come from the store's cache of recent
+  query vectors; "new messages" makes each one new, as a conversation does), and how many of
+  them return the hits of sorting every memory's score (the ranking sorts only possible hits);
 * search right after an add: a write updates the cache in place (write-through), but the BM25
   index over the user's texts is rebuilt on the next search;
 * search, cold: after the user's cache was dropped (a restart, a user evicted from the LRU, a
@@ -52,6 +54,7 @@ from memora.longterm.cache import Entry
 from memora.longterm.dedupe import Relation, embedding_text, normalise_text, relation
 from memora.longterm.embeddings import LocalUSE
 from memora.longterm.lexical import BM25
+from memora.longterm.ranking import hybrid_scores, weights_for_query
 from memora.longterm.records import Memory
 
 LEVELS = ["A1", "A2", "B1", "B2", "C1", "C2"]
@@ -249,6 +252,34 @@ async def build(folder: Path, embedder: LocalUSE, n: int) -> None:
         print(f"built {n:,} memories in {time.perf_counter() - t0:.0f} s under {folder}")
 
 
+async def full_sort_hits(
+    store: MemoryStore, query: str, context: str | None, top_k: int, min_score: float
+) -> list[str]:
+    """The ids a search returned before it sorted only the scores that can be hits: every
+    memory's score sorted, per query variant, merged as ``MemoryStore.search`` merges them."""
+    data = store._cache.get(USER)
+    assert data is not None
+    variants = [query] + ([f"{context}\n{query}"] if context else [])
+    qvecs, _ = await store._embed(variants, "query")  # the vectors the search used (cached)
+    best: dict[int, float] = {}
+    for text, qvec in zip(variants, qvecs, strict=True):
+        with store_module.one_blas_thread():  # as the search: the same BLAS, the same bits
+            s = hybrid_scores(
+                qvec,
+                data.vectors,
+                text,
+                data.texts,
+                dense_weight=weights_for_query(data.dense_weights, text),
+                scale=store._scale,
+                index=data.bm25,
+            )
+        order = np.lexsort((np.arange(len(s.score)), -s.dense, -s.score))
+        for i in [int(i) for i in order if s.score[i] >= min_score][:top_k]:
+            best[i] = max(float(s.score[i]), best.get(i, float(s.score[i])))
+    ranked = sorted(best.items(), key=lambda kv: (-kv[1], kv[0]))[:top_k]
+    return [data.entries[i].memory.id for i, _ in ranked]
+
+
 async def overhead(n_memories: int, n_queries: int, restarts: int, keep: Path | None) -> None:
     print(f"start: {load()}")
     embedder = LocalUSE()
@@ -298,6 +329,16 @@ async def overhead(n_memories: int, n_queries: int, restarts: int, keep: Path | 
             await store.search(USER, q, top_k=3, min_score=0.14)
         warm = [await timed(search(q, c)) for q, c in zip(queries, contexts, strict=True)]
         plain = [await timed(search(q)) for q in queries]
+        # Each message new (nothing from the query-vector cache), as in a real conversation.
+        new_messages = [
+            await timed(search(f"{q} ({i})", c))
+            for i, (q, c) in enumerate(zip(queries, contexts, strict=True))
+        ]
+        as_before = 0  # searches whose hits equal those of sorting every memory's score
+        for q, c in zip(queries, contexts, strict=True):
+            got = await store.search(USER, q, top_k=3, min_score=0.14, extra_context=c)
+            want = await full_sort_hits(store, q, c, 3, 0.14)
+            as_before += [h.memory.id for h in got.hits] == want
         embed_ms = [await timed(embedder.embed([q], kind="query")) for q in queries]
 
         vectors = (await embedder.embed(queries, kind="query")).vectors
@@ -356,6 +397,8 @@ async def overhead(n_memories: int, n_queries: int, restarts: int, keep: Path | 
     print("(× baseline: median over the median of a baseline measured in this same run)\n")
     report("search, warm, half with extra_context", warm, chroma_ms)
     report("search, warm, message only", plain, chroma_ms)
+    report("search, warm, new messages, half with context", new_messages, chroma_ms)
+    print(f"  hits equal to sorting every memory's score: {as_before} of {len(queries)}")
     report("search right after an add", after_write, chroma_ms)
     report("  of which: embed one message (LocalUSE)", embed_ms)
     report("  baseline: Chroma filtered kNN query (top 10)", chroma_ms)

@@ -259,7 +259,9 @@ def _group(terms: _Terms) -> _Group:
 
 
 def _with(ids: Ids, i: int) -> Ids:
-    """`ids` with position i added (kept ascending, no copy of the caller's array)."""
+    """A new array: `ids` with position i added, kept ascending (mostly at the end)."""
+    if not len(ids) or ids[-1] < i:
+        return np.concatenate((ids, np.array([i], dtype=np.intp)))
     at = int(np.searchsorted(ids, i))
     return np.insert(ids, at, np.intp(i))
 

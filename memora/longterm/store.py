@@ -523,8 +523,9 @@ class MemoryStore:
             self._cache.invalidate(user_id)  # also makes a load that raced with this write stale
         if self._shared is not None:
             return  # another replica may have written too: the next read loads the server's
-        # Writes happen after the reply: build the lexical index now, not on the next search.
-        await run_blocking(lambda: after.bm25)
+        if "bm25" not in after.__dict__:  # else carried by the write: nothing to build
+            # Writes happen after the reply: build the lexical index now, not on the next search.
+            await run_blocking(lambda: after.bm25)
         self._keep(user_id, after)
 
     async def _rewrite(self, user_id: int, data: UserData, entry: Entry, memory: Memory) -> None:
