@@ -14,8 +14,13 @@ import pytest
 from memora.longterm import MemoryStore, NewMemory
 from memora.longterm.cache import UserData
 from memora.longterm.dedupe import (
+    DUP_CROSS,
+    DUP_MIN,
+    DUP_SAME_TERMS,
+    UPDATE_MIN,
     DedupeIndex,
     Relation,
+    candidate_cosines,
     embedding_text,
     normalise_text,
     relation,
@@ -204,3 +209,35 @@ async def test_a_large_pool_gets_the_same_decisions_as_the_full_scan(
             assert got.memory.user_id == 5
         assert await store.count(6) == 1
     assert set(decided) == {"added", "duplicate", "superseded"}, decided  # all three happened
+
+
+def test_candidate_cosines_decide_as_the_whole_product() -> None:
+    """The candidates' own rows give their cosines unless rounding could change a decision:
+    then the whole product's (a cosine at a threshold, or two candidates that close)."""
+    rng = np.random.default_rng(2)
+    dim = 512
+    matrix = rng.standard_normal((2000, dim)).astype(np.float32)
+    matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
+    thresholds = [DUP_SAME_TERMS, DUP_MIN, DUP_CROSS, UPDATE_MIN]
+    for _ in range(200):
+        vec = matrix[rng.integers(len(matrix))] + 0.8 * rng.standard_normal(dim).astype(np.float32)
+        vec /= np.linalg.norm(vec)
+        candidates = np.sort(rng.choice(len(matrix), int(rng.integers(1, 60)), replace=False))
+        full = (matrix @ vec)[candidates]
+        got = candidate_cosines(matrix, candidates, vec, 0.35)
+        for t in [0.35, *thresholds]:
+            assert np.array_equal(got >= t, full >= t)
+        above = full >= 0.35
+        assert np.array_equal(
+            np.argsort(-got[above], kind="stable"), np.argsort(-full[above], kind="stable")
+        )
+    # a row at a threshold's cosine, and two equal rows: the whole product's cosines, to the bit
+    row = matrix[7]
+    other = matrix[8] - (matrix[8] @ row) * row
+    other /= np.linalg.norm(other)
+    for t in thresholds:
+        vec = (t * row + np.sqrt(1 - t * t) * other).astype(np.float32)
+        rows = np.vstack([matrix, row, row]).astype(np.float32)
+        candidates = np.array([3, len(matrix), len(matrix) + 1], dtype=np.intp)
+        got = candidate_cosines(rows, candidates, vec, 0.35)
+        assert np.array_equal(got, (rows @ vec)[candidates])

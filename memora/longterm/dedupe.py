@@ -400,6 +400,33 @@ class DedupeIndex:
         }
 
 
+def candidate_cosines(
+    matrix: npt.NDArray[np.float32], candidates: Ids, vec: npt.NDArray[np.float32], floor: float
+) -> npt.NDArray[np.float32]:
+    """The cosines of the candidates' rows with `vec`, for `relation` and the closest-first order.
+
+    From the candidates' rows alone (a cost that does not grow with the user's memories) when
+    that cannot change a decision; else from the whole matrix-vector product, the cosines the
+    full comparison saw. BLAS may round a row's cosine differently in a smaller matrix: each
+    float32 computation of a cosine of unit vectors of d dimensions is within d·u of the exact
+    value (u = 2⁻²⁴, whatever the order of the sums), so two differ by at most 2·d·u (6e-5 at
+    512). Only a cosine that close to a threshold, or two candidates above the floor that close
+    to each other (their order), can decide differently: then the whole product decides."""
+    if 4 * len(candidates) >= len(matrix):  # most rows anyway: one product is as cheap
+        full: npt.NDArray[np.float32] = (matrix @ vec)[candidates]
+        return full
+    rough = matrix[candidates] @ vec
+    margin = 4 * matrix.shape[1] * float(np.finfo(np.float32).eps) / 2  # twice 2·d·u
+    thresholds = np.array([floor, DUP_SAME_TERMS, DUP_MIN, DUP_CROSS, UPDATE_MIN])
+    above = np.sort(rough[rough >= floor])
+    if (np.abs(rough[:, None] - thresholds[None, :]) > margin).all() and (
+        np.diff(above) > 2 * margin
+    ).all():
+        return rough
+    exact: npt.NDArray[np.float32] = (matrix @ vec)[candidates]
+    return exact
+
+
 def _posted(postings: dict[str, Ids], keys: Iterable[str], i: int) -> dict[str, Ids]:
     keys = list(keys)
     if not keys:

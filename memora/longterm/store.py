@@ -53,6 +53,7 @@ from memora.erase import (
 from memora.longterm.cache import Entry, UserCache, UserData, UserLocks
 from memora.longterm.dedupe import (
     Relation,
+    candidate_cosines,
     embedding_text,
     may_replace,
     normalise_text,
@@ -175,18 +176,17 @@ class _Batch:
         candidates = self.data.dedupe.candidates(text)  # the others are DISTINCT at any cosine
         if not len(candidates):
             return None, None
-        # The whole product (one matrix-vector product), not the candidates' rows alone: BLAS
-        # may round a row's cosine in its last bit differently in a smaller matrix, and the
-        # thresholds must see the very cosines the full comparison saw.
-        cosines = self.matrix @ vec
-        near = candidates[cosines[candidates] >= relation_floor(text)]
+        floor = relation_floor(text)
+        cosines = candidate_cosines(self.matrix, candidates, vec, floor)
+        near = np.flatnonzero(cosines >= floor)
         update: int | None = None
-        for i in near[np.argsort(-cosines[near], kind="stable")]:
-            verdict = relation(text, self.entries[i].memory.text, float(cosines[i]))
+        for j in near[np.argsort(-cosines[near], kind="stable")]:
+            i = int(candidates[j])
+            verdict = relation(text, self.entries[i].memory.text, float(cosines[j]))
             if verdict is Relation.DUPLICATE:
-                return int(i), None
+                return i, None
             if verdict is Relation.UPDATE and update is None:
-                update = int(i)
+                update = i
         return None, update
 
     def put(self, i: int, memory: Memory, vec: npt.NDArray[np.float32]) -> None:
