@@ -54,7 +54,7 @@ from memora.longterm.cache import Entry
 from memora.longterm.dedupe import Relation, embedding_text, normalise_text, relation
 from memora.longterm.embeddings import LocalUSE
 from memora.longterm.lexical import BM25
-from memora.longterm.ranking import hybrid_scores, weights_for_query
+from memora.longterm.ranking import follow_up_rank, is_follow_up
 from memora.longterm.records import Memory
 
 LEVELS = ["A1", "A2", "B1", "B2", "C1", "C2"]
@@ -255,29 +255,21 @@ async def build(folder: Path, embedder: LocalUSE, n: int) -> None:
 async def full_sort_hits(
     store: MemoryStore, query: str, context: str | None, top_k: int, min_score: float
 ) -> list[str]:
-    """The ids a search returned before it sorted only the scores that can be hits: every
-    memory's score sorted, per query variant, merged as ``MemoryStore.search`` merges them."""
+    """The ids a search returns when every memory's score is sorted (the search sorts only
+    those that can be hits); a follow-up is ranked by ``ranking.follow_up_rank`` as-is."""
     data = store._cache.get(USER)
     assert data is not None
-    variants = [query] + ([f"{context}\n{query}"] if context else [])
+    follow_up = bool(context) and is_follow_up(query)
+    variants = [query] + ([f"{context}\n{query}"] if follow_up else [])
     qvecs, _ = await store._embed(variants, "query")  # the vectors the search used (cached)
-    best: dict[int, float] = {}
-    for text, qvec in zip(variants, qvecs, strict=True):
-        with store_module.one_blas_thread():  # as the search: the same BLAS, the same bits
-            s = hybrid_scores(
-                qvec,
-                data.vectors,
-                text,
-                data.texts,
-                dense_weight=weights_for_query(data.dense_weights, text),
-                scale=store._scale,
-                index=data.bm25,
-            )
-        order = np.lexsort((np.arange(len(s.score)), -s.dense, -s.score))
-        for i in [int(i) for i in order if s.score[i] >= min_score][:top_k]:
-            best[i] = max(float(s.score[i]), best.get(i, float(s.score[i])))
-    ranked = sorted(best.items(), key=lambda kv: (-kv[1], kv[0]))[:top_k]
-    return [data.entries[i].memory.id for i, _ in ranked]
+    with store_module.one_blas_thread():  # as the search: the same BLAS, the same bits
+        scores = [store._scores(data, t, v) for t, v in zip(variants, qvecs, strict=True)]
+    if follow_up:
+        hits = follow_up_rank(scores[0], scores[1], min_score, top_k, min_score)
+        return [data.entries[h.index].memory.id for h in hits]
+    s = scores[0]
+    order = np.lexsort((np.arange(len(s.score)), -s.dense, -s.score))
+    return [data.entries[int(i)].memory.id for i in order if s.score[i] >= min_score][:top_k]
 
 
 async def overhead(n_memories: int, n_queries: int, restarts: int, keep: Path | None) -> None:
@@ -396,6 +388,8 @@ async def overhead(n_memories: int, n_queries: int, restarts: int, keep: Path | 
     print("(the first search's CPU includes the background load running in the same process)")
     print("(× baseline: median over the median of a baseline measured in this same run)\n")
     report("search, warm, half with extra_context", warm, chroma_ms)
+    used = sum(bool(c) and is_follow_up(q) for q, c in zip(queries, contexts, strict=True))
+    print(f"  follow-ups among them (ranked with the context too): {used} of {len(queries)}")
     report("search, warm, message only", plain, chroma_ms)
     report("search, warm, new messages, half with context", new_messages, chroma_ms)
     print(f"  hits equal to sorting every memory's score: {as_before} of {len(queries)}")

@@ -26,7 +26,7 @@ from memora.longterm.dedupe import (
     relation,
 )
 from memora.longterm.embeddings import LocalUSE
-from memora.longterm.ranking import _top_order
+from memora.longterm.ranking import Scores, _top_order, follow_up_rank
 from memora.text import to_simplified
 from tests.test_incremental_index import RELATION_TEXTS, entry
 
@@ -56,6 +56,50 @@ def test_ranking_sorts_only_what_can_be_a_hit_and_orders_as_the_full_sort() -> N
         min_score = float(rng.choice([0.14, 0.0, -np.inf, 0.5]))
         got = _top_order(score, dense, top_k, min_score).tolist()
         assert got == full_sort(score, dense, top_k, min_score), (score, dense, top_k, min_score)
+
+
+def full_sort_follow_up(
+    message: Scores, context: Scores, floor: float, top_k: int, min_score: float
+) -> list[tuple[int, float]]:
+    """A follow-up's ranking with every memory sorted (ranking.follow_up_rank's rule)."""
+    own = message.score >= floor
+    added = ~own & (context.score >= floor)
+    score = np.where(added, context.score, message.score)
+    dense = np.where(added, context.dense, message.dense)
+    group = np.where(own, 0, np.where(added, 1, 2))
+    hits: list[tuple[int, float]] = []
+    for i in np.lexsort((np.arange(len(score)), -dense, -score, group)):
+        if score[i] < min_score or len(hits) >= top_k:
+            break
+        hits.append((int(i), float(score[i])))
+    return hits
+
+
+def test_a_follow_up_sorts_only_what_can_be_a_hit_and_orders_as_the_full_sort() -> None:
+    rng = np.random.default_rng(6)
+    values = [0.0, 0.1, 0.14, 0.2, 0.3, 0.5, 0.9]
+
+    def scores(n: int) -> Scores:
+        return Scores(
+            rng.choice(values, size=n),
+            rng.choice([-0.2, 0.1, 0.3, 0.7], size=n),
+            rng.choice([0.0, 0.5], size=n),
+        )
+
+    for trial in range(400):
+        n = int(rng.integers(1, 60))
+        message, context = scores(n), scores(n)
+        if trial % 9 == 0:
+            message.score[rng.integers(n)] = np.nan
+        floor = float(rng.choice([0.14, 0.2, 0.3]))
+        top_k = int(rng.integers(1, 8))
+        min_score = float(rng.choice([0.14, 0.0, -np.inf]))
+        got = [
+            (h.index, h.score) for h in follow_up_rank(message, context, floor, top_k, min_score)
+        ]
+        want = full_sort_follow_up(message, context, floor, top_k, min_score)
+        assert [i for i, _ in got] == [i for i, _ in want]
+        assert np.array_equal([v for _, v in got], [v for _, v in want], equal_nan=True)
 
 
 # -- the duplicate index ---------------------------------------------------------------------

@@ -319,14 +319,27 @@ def _top_order(
     """The indices of at most top_k scores >= min_score, ordered by score, cosine, index."""
     if np.isnan(score).any():  # NaN sorts after every number: the plain sort decides
         keep = np.arange(len(score))
+        order = keep[np.lexsort((keep, -dense[keep], -score[keep]))]
     else:
-        keep = np.flatnonzero(score >= min_score)
-        if len(keep) > top_k:
-            kth = np.partition(score[keep], len(keep) - top_k)[len(keep) - top_k]
-            keep = keep[score[keep] >= kth]
-    order = keep[np.lexsort((keep, -dense[keep], -score[keep]))]
+        order = _first(np.flatnonzero(score >= min_score), score, dense, top_k)
     below = np.flatnonzero(score[order] < min_score)  # the hits end at the first one below
     return order[: min(top_k, int(below[0]) if len(below) else len(order))]
+
+
+def _first(
+    ids: npt.NDArray[np.intp],
+    score: npt.NDArray[np.float64],
+    dense: npt.NDArray[np.float64],
+    k: int,
+) -> npt.NDArray[np.intp]:
+    """The first k of `ids` (ascending, no NaN score) by score, cosine, then position: only
+    those at or above the k-th best score are sorted (ties kept, so the order is the same as
+    sorting them all)."""
+    if len(ids) > k:
+        kth = np.partition(score[ids], len(ids) - k)[len(ids) - k]
+        ids = ids[score[ids] >= kth]
+    first: npt.NDArray[np.intp] = ids[np.lexsort((ids, -dense[ids], -score[ids]))][:k]
+    return first
 
 
 def _cut(
@@ -388,5 +401,13 @@ def follow_up_rank(
     dense = np.where(added, context.dense, message.dense)
     lexical = np.where(added, context.lexical, message.lexical)
     group = np.where(own, 0, np.where(added, 1, 2))
-    order = np.lexsort((np.arange(len(score)), -dense, -score, group))
+    if np.isnan(score).any():  # NaN sorts after every number: the plain sort decides
+        order = np.lexsort((np.arange(len(score)), -dense, -score, group))
+    else:  # the first top_k of that order, group by group, sorting only what can be among them
+        parts: list[npt.NDArray[np.intp]] = []
+        for g in range(3):
+            need = top_k - sum(len(p) for p in parts)
+            if need > 0:
+                parts.append(_first(np.flatnonzero(group == g), score, dense, need))
+        order = np.concatenate(parts)
     return _cut(order, score, dense, lexical, top_k, min_score)
