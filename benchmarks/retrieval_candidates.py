@@ -132,6 +132,7 @@ class LQuery:
     vec: dict[str, F32] = field(default_factory=dict)
     prev_vec: dict[str, F32] = field(default_factory=dict)
     joined_vec: dict[str, F32] = field(default_factory=dict)  # "previous\nmessage"
+    labelled_follow_up: bool = False  # the set gives its `previous` (a real follow-up)
 
     @property
     def joined(self) -> str:
@@ -153,7 +154,9 @@ def load(path: Path, split: str) -> tuple[list[User], list[LQuery]]:
         for q in u["queries"]:
             prev = q["previous"][-1] if q.get("previous") else last
             rel = {ids.index(r) for r in q["relevant"]}
-            queries.append(LQuery(q["text"], prev, rel, len(users) - 1))
+            queries.append(
+                LQuery(q["text"], prev, rel, len(users) - 1, labelled_follow_up="previous" in q)
+            )
             last = q["text"]
     return users, queries
 
@@ -650,7 +653,19 @@ def run(
                 f"| {c.name} | {split} | {f['hit@1']:.3f} | {f['hit@3']:.3f} "
                 f"| {f['kept']:.3f} | {f['empty']:.3f} |"
             )
+    print("\n" + cue_rate(tune_q, "tuning") + "; " + cue_rate(held_q, "held-out"))
     return chosen
+
+
+def cue_rate(queries: list[LQuery], label: str) -> str:
+    """How often the product's follow-up rule fires, on labelled follow-ups and on the rest."""
+    fired = [q for q in queries if is_follow_up(q.text)]
+    real = [q for q in queries if q.labelled_follow_up]
+    hit = sum(q.labelled_follow_up for q in fired)
+    return (
+        f"{label}: ranking.is_follow_up fires on {len(fired)} of {len(queries)} messages, "
+        f"{hit} of the {len(real)} labelled follow-ups"
+    )
 
 
 def explain(path: Path, encoders: dict[str, Embed], c: Candidate, cfg: Config) -> None:
