@@ -36,7 +36,7 @@ indexed, what the query is, and which dense models are averaged):
   product's rule, ``ranking.is_follow_up``: 那…, "and …", "what about", 這個/他們/it/they/
   again…; written from the tuning users' follow-ups and ordinary anaphora, after the held-out
   users' had been read), ``weak`` (nothing of the message's own reaches ``min_score``), both,
-  either, or every message.
+  either, ``short`` (at most 8 Han characters or 4 words), short or cue, or every message.
 * ``own null``: a memory is returned only if its cosine stands ``margin`` above the median
   cosine of the user's memories for that message (or it shares words: coverage >= 0.5), the
   per-user "background" for Chinese chit-chat that USE puts near every Chinese memory.
@@ -48,6 +48,7 @@ indexed, what the query is, and which dense models are averaged):
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -71,6 +72,7 @@ from memora.longterm.ranking import (
     han_dominant,
     is_follow_up,
 )
+from memora.text import HAN
 
 F32 = npt.NDArray[np.float32]
 F64 = npt.NDArray[np.float64]
@@ -323,11 +325,25 @@ def fused(s: Signals, cfg: Config, beta: float) -> tuple[F64, F64]:
     return score, strongest
 
 
+def short(message: str) -> bool:
+    """A short message: at most 8 Han characters, or at most 4 words (of 3+ letters)."""
+    if han_dominant(message):
+        return len(re.findall(f"[{HAN}]", message)) <= 8
+    return len(re.findall(r"[A-Za-z]{3,}", message)) <= 4
+
+
 def uses_context(mode: str, message: str, message_score: F64, min_score: float) -> bool:
     """Whether the adaptive rule `mode` lets the previous message into this query's ranking."""
     weak = bool(message_score.max(initial=0.0) < min_score)
     cue = is_follow_up(message)
-    rules = {"cue": cue, "weak": weak, "weak&cue": weak and cue, "weak|cue": weak or cue}
+    rules = {
+        "cue": cue,
+        "weak": weak,
+        "weak&cue": weak and cue,
+        "weak|cue": weak or cue,
+        "short": short(message),
+        "short|cue": short(message) or cue,
+    }
     return rules.get(mode, mode == "always")
 
 
@@ -496,6 +512,10 @@ CANDIDATES = [
     ),
     Candidate(
         "follow-up context (weak or cue), + terms", ("USE",), True, True, follow_up="weak|cue"
+    ),
+    Candidate("follow-up context (short), + terms", ("USE",), True, True, follow_up="short"),
+    Candidate(
+        "follow-up context (short or cue), + terms", ("USE",), True, True, follow_up="short|cue"
     ),
     Candidate(
         "follow-up context (every message), + terms", ("USE",), True, True, follow_up="always"
