@@ -40,6 +40,11 @@ indexed, what the query is, and which dense models are averaged):
 * ``own null``: a memory is returned only if its cosine stands ``margin`` above the median
   cosine of the user's memories for that message (or it shares words: coverage >= 0.5), the
   per-user "background" for Chinese chit-chat that USE puts near every Chinese memory.
+* ``bridge β``: the message's Chinese words and English phrases found in CC-CEDICT add
+  ``β ×`` the share of the message they make up, for each memory holding their translation
+  (``memora.longterm.bridge``; "with English": 英文/英语 ↔ "English" translated too).
+* ``chit-chat rule``: a message that is only greetings, thanks, farewells, acknowledgements or
+  laughter returns nothing (``memora.longterm.phatic``).
 * ``gate: two signals``: the same fused score, but a memory is returned only if the dense or the
   lexical evidence alone clears a second bar (``min_signal``), so a score made of two weak
   halves does not pass.
@@ -57,7 +62,9 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
-from memora.longterm.lexical import BM25, tokenize
+from memora.longterm.bridge import UNBRIDGED, bridged_coverage
+from memora.longterm.lexical import BM25
+from memora.longterm.phatic import is_phatic
 from memora.longterm.ranking import (
     DEFAULT_DENSE_WEIGHT,
     DEFAULT_LEXICAL_GATE,
@@ -200,6 +207,9 @@ class Candidate:
     follow_up: str = ""  # adaptive context: "cue", "weak", "weak&cue", "weak|cue" or "always"
     calibrate: bool = False  # e5's floor and ceiling are chosen on the tuning users too
     own_null: bool = False  # a hit's cosine must stand `margin` above the user's median cosine
+    bridge: float = 0.0  # weight of the CC-CEDICT bridge's evidence (memora.longterm.bridge)
+    bridge_all: bool = False  # the bridge translates "English"/英文 too (no UNBRIDGED words)
+    phatic: bool = False  # chit-chat (memora.longterm.phatic) returns nothing
 
 
 @dataclass(frozen=True)
@@ -235,6 +245,7 @@ class Signals:
     same_script: npt.NDArray[np.bool_] | None = None  # memory in the query's script
     follow_up: bool = False  # prev_* hold "previous + message"; figures() applies the rule
     margin: F64 | None = None  # own-null: each memory's cosine minus the user's median cosine
+    phatic: bool = False  # the message is chit-chat and the candidate has the rule: no hits
 
 
 @dataclass
@@ -280,14 +291,15 @@ def signals(
 
         index = u.bm25[c.terms_lexical]
         d = dense01(q.vec)
-        lex = index.coverage(tokenize(q.text))
+        unbridged = frozenset() if c.bridge_all else UNBRIDGED
+        lex = bridged_coverage(index, q.text, c.bridge, unbridged=unbridged)
         pd = pl = None
         if c.context and q.previous:
             pd = dense01(q.prev_vec)
-            pl = index.coverage(tokenize(q.previous))
+            pl = bridged_coverage(index, q.previous, c.bridge, unbridged=unbridged)
         elif (c.joined or c.follow_up) and q.previous:
             pd = dense01(q.joined_vec)
-            pl = index.coverage(tokenize(q.joined))
+            pl = bridged_coverage(index, q.joined, c.bridge, unbridged=unbridged)
         same = None
         if c.script:
             q_han = han_dominant(q.text)
@@ -296,7 +308,19 @@ def signals(
         if c.own_null:
             cos = (u.vecs[(c.encoders[0], c.terms_dense)] @ q.vec[c.encoders[0]]).astype(np.float64)
             margin = cos - float(np.median(cos))
-        out.append(Signals(d, lex, pd, pl, c.joined, same, bool(c.follow_up), margin))
+        out.append(
+            Signals(
+                d,
+                lex,
+                pd,
+                pl,
+                c.joined,
+                same,
+                bool(c.follow_up),
+                margin,
+                c.phatic and is_phatic(q.text),
+            )
+        )
     return out
 
 
@@ -367,6 +391,8 @@ def follow_up_order(
         -np.inf,
     )
     order = [h.index for h in hits]
+    if s.phatic:  # the chit-chat rule: nothing returned, whatever the previous message
+        return order, []
     return order, [h.index for h in hits[:TOP_K] if h.score >= cfg.min_score]
 
 
@@ -381,7 +407,7 @@ def figures(
             continue
         score, strongest = fused(s, cfg, c.context)
         order = [int(i) for i in np.lexsort((np.arange(len(score)), -s.dense, -score))]
-        ok = (score >= cfg.min_score) & (strongest >= cfg.min_signal)
+        ok = (score >= cfg.min_score) & (strongest >= cfg.min_signal) & (not s.phatic)
         if cfg.margin and s.margin is not None:  # shared words (coverage >= 0.5) still pass
             ok &= (s.margin >= cfg.margin) | (s.lexical >= 0.5)
         tally.add(q.relevant, order, [i for i in order[:TOP_K] if ok[i]])
@@ -483,6 +509,13 @@ def calibrated(
     return cfg, ts, signals(c, held[0], held[1], held[2], scales)
 
 
+# The product's retrieval today (marked *): terms, the previous message for follow-ups, the
+# bridge at its default weight, the chit-chat rule.
+PRODUCT = "follow-up context (cue), + terms (lexical + dense), bridge 0.5, chit-chat rule *"
+
+# The CC-CEDICT bridge's weight (memora.longterm.bridge): the rows are compared on tuning users.
+BRIDGE_WEIGHTS = (0.5, 1.0)
+
 CANDIDATES = [
     Candidate("baseline (text, BM25 + USE)"),
     Candidate("script-aware weight (text)", script=True),
@@ -500,7 +533,7 @@ CANDIDATES = [
     Candidate("+ terms (lexical + dense), use_last_turn", ("USE",), True, True, joined=True),
     Candidate("+ terms (lexical + dense), + context β 0.25", ("USE",), True, True, context=0.25),
     Candidate(
-        "follow-up context (cue) *, + terms (lexical + dense)",
+        "follow-up context (cue), + terms (lexical + dense)",
         ("USE",),
         True,
         True,
@@ -532,6 +565,42 @@ CANDIDATES = [
         True,
         own_null=True,
     ),
+    *(
+        Candidate(f"script-aware weight (text), bridge {b:g}", script=True, bridge=b)
+        for b in BRIDGE_WEIGHTS
+    ),
+    *(
+        Candidate(f"+ terms (lexical + dense), bridge {b:g}", ("USE",), True, True, bridge=b)
+        for b in BRIDGE_WEIGHTS
+    ),
+    *(
+        Candidate(
+            f"+ terms (lexical + dense), bridge {b:g} with English",
+            ("USE",),
+            True,
+            True,
+            bridge=b,
+            bridge_all=True,
+        )
+        for b in BRIDGE_WEIGHTS
+    ),
+    Candidate("script-aware weight (text), chit-chat rule", script=True, phatic=True),
+    Candidate("+ terms (lexical + dense), chit-chat rule", ("USE",), True, True, phatic=True),
+    Candidate(
+        "script-aware weight (text), bridge 0.5, chit-chat rule",
+        script=True,
+        bridge=0.5,
+        phatic=True,
+    ),
+    Candidate(
+        "+ terms (lexical + dense), bridge 0.5, chit-chat rule",
+        ("USE",),
+        True,
+        True,
+        bridge=0.5,
+        phatic=True,
+    ),
+    Candidate(PRODUCT, ("USE",), True, True, follow_up="cue", bridge=0.5, phatic=True),
 ]
 E5_CANDIDATES = [
     Candidate("USE + e5 (text)", encoders=("USE", "e5")),
@@ -702,7 +771,7 @@ def explain(path: Path, encoders: dict[str, Embed], c: Candidate, cfg: Config) -
                 order, top = adaptive
             else:
                 order = [int(i) for i in np.argsort(-score, kind="stable")]
-                ok = (score >= cfg.min_score) & (strongest >= cfg.min_signal)
+                ok = (score >= cfg.min_score) & (strongest >= cfg.min_signal) & (not s.phatic)
                 top = [i for i in order[:TOP_K] if ok[i]]
             u = users[q.user]
             bad = (not q.relevant and top) or (
@@ -736,6 +805,7 @@ def as_embed(passages: Callable[[list[str]], F32], query: Callable[[str], F32]) 
 
 __all__: Sequence[str] = [
     "CANDIDATES",
+    "PRODUCT",
     "Candidate",
     "Config",
     "as_embed",

@@ -6,7 +6,9 @@ How the score is formed (the number ``/search`` shows and ``min_score`` is compa
     dense01  = clip((dense - scale.floor) / (scale.ceiling - scale.floor), 0, 1)
     lexical  = BM25 coverage of the query by the memory, in [0, 1]
                (IDF-weighted share of the query's terms that the memory holds, see
-               memora.longterm.lexical.BM25.coverage)
+               memora.longterm.lexical.BM25.coverage), plus bridge × the share of the query's
+               dictionary words whose CC-CEDICT translation the memory holds
+               (memora.longterm.bridge: 夜班 ↔ "night shift", across scripts)
     agree    = min(1, dense01 / lexical_gate)
     score    = dense_weight * dense01 + (1 - dense_weight) * lexical * agree     in [0, 1]
 
@@ -15,7 +17,9 @@ without, 0.2 when the memory is in the message's script (both mostly Han or both
 and 0.4 when it is not, since shared words are only possible in the first case.
 
 Hits are ordered by ``score`` (ties: higher cosine, then lower index) and kept while
-``score >= min_score``, at most ``top_k`` of them.
+``score >= min_score``, at most ``top_k`` of them. (A message that is only chit-chat, "謝謝老師，
+明天見", "ok thanks!!", is not ranked at all: the store's search returns nothing for it,
+:func:`memora.longterm.phatic.is_phatic`.)
 
 Why this form (``benchmarks/retrieval.py`` prints the figures):
 
@@ -53,7 +57,8 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from memora.longterm.lexical import BM25, tokenize
+from memora.longterm import bridge as cedict
+from memora.longterm.lexical import BM25
 from memora.text import HAN
 
 __all__ = [
@@ -216,11 +221,13 @@ def hybrid_scores(
     scale: DenseScale = USE_SCALE,
     lexical_gate: float = DEFAULT_LEXICAL_GATE,
     index: BM25 | None = None,
+    bridge: float = cedict.DEFAULT_WEIGHT,
 ) -> Scores:
     """Fused score, cosine and lexical coverage of every candidate (see the module docstring).
 
     ``dense_weight`` is one weight, or one per candidate (a memory with search terms weighs
-    its dense evidence less, see DEFAULT_TERMS_DENSE_WEIGHT)."""
+    its dense evidence less, see DEFAULT_TERMS_DENSE_WEIGHT); ``bridge`` weighs the bilingual
+    dictionary's evidence (0: none)."""
     n = len(doc_texts)
     weight = np.asarray(dense_weight, dtype=np.float64)
     if weight.ndim > 1 or (weight.ndim == 1 and weight.shape[0] != n):
@@ -245,7 +252,7 @@ def hybrid_scores(
     elif len(index) != n:
         raise ValueError("the BM25 index must cover exactly doc_texts")
     dense = (docs @ query).astype(np.float64)
-    lexical = index.coverage(tokenize(query_text))
+    lexical = cedict.bridged_coverage(index, query_text, bridge)
     score = fuse(dense, lexical, dense_weight=weight, scale=scale, lexical_gate=lexical_gate)
     return Scores(score=score, dense=dense, lexical=lexical)
 

@@ -61,6 +61,7 @@ from memora.longterm.dedupe import (
     relation_floor,
 )
 from memora.longterm.embeddings import Embedder, Vectors
+from memora.longterm.phatic import is_phatic
 from memora.longterm.ranking import (
     Hit,
     Scores,
@@ -813,11 +814,12 @@ class MemoryStore:
         no-result threshold when `min_score` is lower) comes first, then what only the context
         finds (ranking.follow_up_rank). Other messages ignore the context, so a change of topic
         keeps its own memories first. With `origin_chat`, only memories that came from that
-        chat are candidates (a group's replies use what the member said in that group).
+        chat are candidates (a group's replies use what the member said in that group). A
+        message that is only chit-chat ("謝謝老師，明天見": memora.longterm.phatic) finds nothing.
         """
         check_user(user_id)
         query = " ".join(query.split())
-        if not query or top_k <= 0:
+        if not query or top_k <= 0 or is_phatic(query):  # chit-chat asks for no memory
             return SearchResult([], 0)
         version = await self._version(user_id)
         data = self._cached(user_id, version)

@@ -1,0 +1,67 @@
+"""The chit-chat rule (memora.longterm.phatic): greetings, thanks, farewells, acknowledgements
+and laughter, in English and Chinese, ask for no memory; one content word more and the message
+is searched as before."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from memora.longterm import MemoryStore, NewMemory
+from memora.longterm.phatic import is_phatic
+
+NOW = datetime(2026, 12, 1, 8, 0, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "謝謝老師，明天見",
+        "谢谢你，再见",
+        "ok thanks!!",
+        "Thank you so much, see you tomorrow 🙂",
+        "哈哈好喔",
+        "嗯嗯 好的",
+        "Good morning, teacher!",
+        "晚安",
+        "bye",
+    ],
+)
+def test_chit_chat_is_phatic(text: str) -> None:
+    assert is_phatic(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "謝謝老師，雅思口說要怎麼準備？",  # thanks + a question
+        "thanks, what about my IELTS?",
+        "see you at 8",  # a number is content
+        "明天見面要說什麼",  # 見面 is not 明天見
+        "good luck with the night shift",
+        "今天好累啊",
+        "???",  # no letters: not called chit-chat
+        "",
+    ],
+)
+def test_a_message_with_content_is_not(text: str) -> None:
+    assert not is_phatic(text)
+
+
+async def test_chit_chat_finds_nothing_but_neighbours_are_still_listed(
+    store: MemoryStore,
+) -> None:
+    """The rule is part of search's no-result rule: "謝謝老師，明天見" returns no memory even at
+    min_score 0 and with a previous message, while a question sharing words still does;
+    `similar` (a new fact's neighbours, no threshold) is not a search and still lists them."""
+    texts = ["明天要跟老師上口說課", "以前學過一點日文"]
+    await store.add_many(5, [NewMemory(t) for t in texts], now=NOW)
+    assert (await store.search(5, "謝謝老師，明天見", top_k=5, min_score=0.0)).hits == []
+    after = await store.search(
+        5, "好的，謝謝", top_k=5, min_score=0.0, extra_context="明天的口說課要準備什麼"
+    )
+    assert after.hits == [] and after.embedding_tokens == 0  # not even embedded
+    hits = (await store.search(5, "明天的口說課要準備什麼", top_k=5, min_score=0.0)).hits
+    assert hits and hits[0].memory.text == texts[0]
+    assert len(await store.similar(5, "謝謝老師，明天見", k=2)) == 2
