@@ -100,8 +100,11 @@ VARIANTS = [
     Variant("lemma + Snowball, k1 1.2, b 0.75", search_stem, 1.2, 0.75),
     Variant("light suffix stripper, k1 0.9, b 0.4", light_stem, 0.9, 0.4),
     CHOSEN,
+    Variant("lemma + Snowball, k1 0.9, b 0.3", search_stem, 0.9, 0.3),
     Variant("lemma + Snowball, k1 0.9, b 0.2", search_stem, 0.9, 0.2),
+    Variant("lemma + Snowball, k1 0.9, b 0.1", search_stem, 0.9, 0.1),
     Variant("lemma + Snowball, k1 0.6, b 0.2", search_stem, 0.6, 0.2),
+    Variant("lemma + Snowball, k1 1.2, b 0.2", search_stem, 1.2, 0.2),
     Variant("lemma + Snowball, k1 1.2, b 0.4", search_stem, 1.2, 0.4),
     Variant("lemma + Snowball, k1 0.9, b 0.75", search_stem, 0.9, 0.75),
 ]
