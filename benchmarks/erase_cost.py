@@ -9,15 +9,16 @@ hold --memories memories of 100 users (512-dimensional vectors, as the local emb
 with a document and Memora's metadata):
 
 * baseline: Chroma's defaults (sync_threshold 1000), a plain delete: the deleted words stay;
-* Memora's layout: sync_threshold = 1 on every write, a delete, then `vacuum_chroma`;
-* measured, not adopted (memora/erase.py says why): Chroma's default threshold for writes, and
-  an erasure that reopens at threshold 1, deletes, vacuums, reopens at the default
-  (`MemoryStore._erasing` when the two settings differ).
+* the previous layout: sync_threshold = 1 on every write, and the store's erasure (a delete,
+  `vacuum_chroma`, `scrub_hnsw`);
+* Memora's layout: Chroma's default threshold for writes, and the store's erasure
+  (`MemoryStore._erasing`: reopen at threshold 1, delete, vacuum, reopen at the default, scrub).
 
 In each: --writes single-memory upserts (what one extraction or /remember does), wall and CPU
 (this process, Chroma's threads included); /forgetme's store part (delete one user's memories
 with what the layout does around it); how many rows Chroma's log (embeddings_queue) still holds
-and whether a deleted document's words are still anywhere in chroma.sqlite3.
+and whether a deleted document's words are still in any file of the folder (the index files
+included).
 """
 
 from __future__ import annotations
@@ -35,14 +36,11 @@ from typing import Any
 import numpy as np
 
 import memora.longterm.store as store_module
-from memora.erase import CHROMA_FILE, ERASE_HNSW, vacuum_chroma
+from memora.erase import CHROMA_FILE, CHROMA_HNSW, ERASE_HNSW
 from memora.longterm.store import MemoryStore
 
 DIM = 512
 USERS = 100
-
-
-DEFAULT_HNSW = {"sync_threshold": 1000}  # Chroma's own default
 
 
 def _client(path: Path, hnsw: dict[str, Any]) -> tuple[Any, Any]:
@@ -113,23 +111,26 @@ def run(label: str, hnsw: dict[str, Any], args: argparse.Namespace, erase: str) 
         t, c = time.perf_counter(), time.process_time()
         if erase == "memora":
             client.close()  # the store opens the folder itself
+            store_module.CHROMA_HNSW = hnsw  # the store's erasure for writes at this threshold
             _erase_as_memora(path, lambda col: col.delete(where=where))
         else:
             collection.delete(where=where)
-            if erase == "vacuum":
-                vacuum_chroma(path)
             client.close()
         deleted = (1000 * (time.perf_counter() - t), 1000 * (time.process_time() - c))
         db = path / CHROMA_FILE
         con = sqlite3.connect(db)
         log_rows = con.execute("SELECT COUNT(*) FROM embeddings_queue").fetchone()[0]
         con.close()
-        left = b"Zqxmarker" in db.read_bytes()
+        left = [str(f.relative_to(path)) for f in path.rglob("*") if _holds(f, b"Zqxmarker")]
     print(f"{label}")
     print(f"  one upsert at {args.memories} memories: wall {_ms(wall)} | CPU {_ms(cpu)}")
     print(f"  delete {args.writes} memories of one user, with what the layout does around it:")
     print(f"      wall {deleted[0]:.1f} ms, CPU {deleted[1]:.1f} ms")
-    print(f"  log rows left: {log_rows}; deleted words still in chroma.sqlite3: {left}")
+    print(f"  log rows left: {log_rows}; files still holding deleted words: {left or 'none'}")
+
+
+def _holds(file: Path, needle: bytes) -> bool:
+    return file.is_file() and needle in file.read_bytes()
 
 
 def main() -> None:
@@ -139,14 +140,8 @@ def main() -> None:
     args = parser.parse_args()
     print(f"start: {_load()}")
     run("baseline: Chroma defaults (sync_threshold 1000), plain delete", {}, args, "none")
-    run(
-        "memora: sync_threshold 1 for every write, vacuum after delete",
-        ERASE_HNSW,
-        args,
-        "vacuum",
-    )
-    store_module.CHROMA_HNSW = DEFAULT_HNSW  # the store's erasure for writes at this threshold
-    run("not adopted: default threshold, erasure reopens at 1", DEFAULT_HNSW, args, "memora")
+    run("previous: sync_threshold 1 for every write, store's erasure", ERASE_HNSW, args, "memora")
+    run("memora: default threshold, erasure reopens at 1", CHROMA_HNSW, args, "memora")
     print(f"end: {_load()}")
 
 

@@ -533,8 +533,8 @@ def main() -> None:
     parser.add_argument(
         "--sync-threshold",
         type=int,
-        help="run Chroma's writes at this HNSW sync_threshold instead of memora's 1 (1000:"
-        " Chroma's default, measured and not adopted: memora/erase.py), for a side-by-side figure",
+        help="run Chroma's writes at this HNSW sync_threshold instead of memora's (Chroma's"
+        " default, 1000; 1: the previous layout, every write persisted), for a side-by-side figure",
     )
     args = parser.parse_args()
     if args.sync_threshold is not None:

@@ -10,15 +10,19 @@ offers "erase" as one call, so the steps are spelled out here, each one a docume
   zeros) and is checkpointed with ``wal_checkpoint(TRUNCATE)`` after a deletion, so the WAL,
   which still holds the old pages, is emptied (``Database.checkpoint``).
 - Chroma purges its log only up to what its vector index has persisted, and the index persists
-  every ``sync_threshold`` writes. Writes run with ``sync_threshold = 1`` (:data:`CHROMA_HNSW`),
-  so the log never holds more than the last write. A persist rewrites the index's id map, whose
-  size grows with every memory of every user, so this costs each write more (one upsert at
-  10,000 memories: 21.3 ms CPU against 8.8 at Chroma's default, `benchmarks/erase_cost.py`).
-  Measured and not adopted: writes at Chroma's default threshold (1000), a deletion switching
-  the collection to 1 and reopening it to flush the log (``MemoryStore._erasing`` still does
-  that whenever the two settings differ, and a store left at another threshold is switched on
-  open): in about one run in six of ``tests/test_erase.py`` a deleted memory's word was still
-  in the index file (``data_level0.bin``) after the deletion. The cause is the next point.
+  every ``sync_threshold`` writes. Writes run with Chroma's default threshold
+  (:data:`CHROMA_HNSW`): a persist rewrites the index's id map, whose size grows with every
+  memory of every user (at 10,000 memories one upsert cost 21.3 ms CPU persisting every write,
+  8.8 ms at the default: `benchmarks/erase_cost.py`), so persisting on each write made every
+  extraction pay for the whole collection. A deletion instead switches the collection to
+  ``sync_threshold = 1`` (:data:`ERASE_HNSW`, Chroma's public ``collection.modify``) and
+  reopens it: on loading, the index replays the log and persists, which purges the log; the
+  delete is then persisted and purged at once, leaving in the log only itself, which carries
+  no document; then the threshold goes back (``memora.longterm.store.MemoryStore._erasing``).
+  This layout was once reverted: in about one run in six of ``tests/test_erase.py`` a deleted
+  memory's word was still in the index file (``data_level0.bin``). The cause is the next
+  point; with the scrub, 30 consecutive runs of that file and ``tests/test_group_privacy.py``
+  passed.
 - Chroma's vector index (hnswlib) writes its whole element array, every slot up to its
   capacity, when it creates an index, and allocates that array with ``malloc``: the slots no
   element uses yet hold whatever this process freed there (Chroma's SQLite pages, a document
@@ -49,9 +53,9 @@ import sqlite3
 import struct
 from pathlib import Path
 
-# Chroma's HNSW settings for writes, and during a deletion: the log holds no more than the last
-# write (see above).
-CHROMA_HNSW = {"sync_threshold": 1}
+# Chroma's HNSW settings for writes (Chroma's default), and during a deletion: the log holds no
+# more than the last write (see above).
+CHROMA_HNSW = {"sync_threshold": 1000}
 ERASE_HNSW = {"sync_threshold": 1}
 CHROMA_FILE = "chroma.sqlite3"
 _FTS = "embedding_fulltext_search"  # Chroma's FTS5 table over documents

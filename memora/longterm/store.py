@@ -348,8 +348,9 @@ class MemoryStore:
         """(blocking) Chroma keeps each write in its log until its index persists (see
         memora.erase): reopened with a threshold of 1, the index persists what the log holds
         and Chroma purges it; the delete is persisted and purged at once, the file vacuumed;
-        then writes go back to their threshold. When writes already persist at the erasure's
-        threshold (the default), nothing waits in the log: delete and vacuum."""
+        then writes go back to their threshold, and the index files are scrubbed (:meth:`_scrub`).
+        When writes already persist at the erasure's threshold, nothing waits in the log:
+        delete, vacuum, scrub."""
         if CHROMA_HNSW == ERASE_HNSW:
             result = _when_unlocked(delete)
             vacuum_chroma(self.path)
