@@ -640,6 +640,16 @@ E5_CANDIDATES = [
         gate_first=True,
     ),
     Candidate(
+        "USE + e5 order, USE's score passes, + terms, bridge 0.5, chit-chat rule, e5 calibrated",
+        ("USE", "e5"),
+        True,
+        True,
+        calibrate=True,
+        gate_first=True,
+        bridge=0.5,
+        phatic=True,
+    ),
+    Candidate(
         "follow-up context (cue), USE + e5, + terms, e5 scale calibrated",
         ("USE", "e5"),
         True,
