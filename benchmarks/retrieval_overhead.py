@@ -50,6 +50,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import memora.longterm.store as store_module
 from memora.longterm import MemoryStore, NewMemory
+from memora.longterm.bridge import warm as warm_bridge
 from memora.longterm.cache import Entry
 from memora.longterm.dedupe import Relation, embedding_text, normalise_text, relation
 from memora.longterm.embeddings import LocalUSE
@@ -276,6 +277,7 @@ async def overhead(n_memories: int, n_queries: int, restarts: int, keep: Path | 
     print(f"start: {load()}")
     embedder = LocalUSE()
     embedder.warm_up()
+    warm_bridge()  # the CC-CEDICT tables, built at start as the engine does (app.open_engine)
     kept = keep or Path(tempfile.gettempdir()) / "memora-bench" / f"store-{n_memories}"
     await build(kept, embedder, n_memories)
     with tempfile.TemporaryDirectory() as tmp:
