@@ -132,8 +132,8 @@ def test_the_index_carried_through_writes_equals_a_fresh_build() -> None:
         op = rng.random()
         if texts and op < 0.3:
             i = rng.randrange(len(texts))
-            texts[i] = rng.choice(pool)
-            index = index.replaced(i, texts[i])
+            old, texts[i] = texts[i], rng.choice(pool)
+            index = index.replaced(i, old, texts[i])
         elif texts and op < 0.4:
             i = rng.randrange(len(texts))
             del texts[i]

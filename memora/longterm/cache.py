@@ -178,7 +178,9 @@ class UserData:
         if self._has("bm25"):
             new.__dict__["bm25"] = self.bm25.replaced(i, indexed_terms(entry))
         if self._has("dedupe"):
-            new.__dict__["dedupe"] = self.dedupe.replaced(i, entry.memory.text)
+            new.__dict__["dedupe"] = self.dedupe.replaced(
+                i, self.entries[i].memory.text, entry.memory.text
+            )
         if self._has("dense_weights"):
             weights = self.dense_weights.copy()
             weights[i] = dense_weight(entry)

@@ -279,7 +279,8 @@ class DedupeIndex:
     gets the same decisions as the full scan). Hand-written: it mirrors `relation`'s own rules.
 
     Like the lexical index, never changed in place: :meth:`appended`, :meth:`replaced` and
-    :meth:`removed` return a new index sharing the untouched postings with this one.
+    :meth:`removed` return a new index sharing the untouched postings with this one. It holds
+    only the postings (the memories' analysed terms stay in `_terms`'s cache, not here).
     """
 
     def __init__(self, texts: Iterable[str]) -> None:
@@ -305,7 +306,7 @@ class DedupeIndex:
         def ids(values: list[int]) -> Ids:
             return np.asarray(values, dtype=np.intp)
 
-        self._terms = terms
+        self._n = len(terms)
         self._groups = {k: ids(v) for k, v in groups.items()}
         self._latin = {k: ids(v) for k, v in latin.items()}
         self._cjk = {k: ids(v) for k, v in cjk.items()}
@@ -313,7 +314,7 @@ class DedupeIndex:
         self._no_cjk = ids(no_cjk)
 
     def __len__(self) -> int:
-        return len(self._terms)
+        return self._n
 
     def candidates(self, text: str) -> Ids:
         """Positions of the memories `relation(text, ...)` may not call DISTINCT, ascending."""
@@ -334,9 +335,9 @@ class DedupeIndex:
             found = np.union1d(holding, np.intersect1d(found, without, assume_unique=True))
         return found.astype(np.intp, copy=False)
 
-    def _derived(self, terms: list[_Terms]) -> DedupeIndex:
+    def _derived(self, n: int) -> DedupeIndex:
         new = object.__new__(DedupeIndex)
-        new._terms = terms
+        new._n = n
         new._groups, new._latin, new._cjk = self._groups, self._latin, self._cjk
         new._no_latin, new._no_cjk = self._no_latin, self._no_cjk
         return new
@@ -364,30 +365,29 @@ class DedupeIndex:
 
     def appended(self, text: str) -> DedupeIndex:
         """This index with one more memory at the end."""
-        t = _terms(text)
-        new = self._derived([*self._terms, t])
-        new._add(len(self._terms), t)
+        new = self._derived(self._n + 1)
+        new._add(self._n, _terms(text))
         return new
 
-    def replaced(self, i: int, text: str) -> DedupeIndex:
-        """This index with memory i's text replaced."""
-        if not 0 <= i < len(self._terms):
+    def replaced(self, i: int, old_text: str, text: str) -> DedupeIndex:
+        """This index with memory i's text `old_text` replaced by `text`."""
+        if not 0 <= i < self._n:
             raise IndexError(i)
-        t = _terms(text)
-        terms = list(self._terms)
-        terms[i] = t
-        new = self._derived(terms)
-        new._drop(i, self._terms[i])
-        new._add(i, t)
+        new = self._derived(self._n)
+        new._drop(i, _terms(old_text))
+        new._add(i, _terms(text))
         return new
 
     def removed(self, i: int) -> DedupeIndex:
-        """This index without memory i (later ones move up a place): rebuilt, a deletion is
-        rare, from the kept terms (no text is analysed again)."""
-        if not 0 <= i < len(self._terms):
+        """This index without memory i: later memories move up a place in every posting."""
+        if not 0 <= i < self._n:
             raise IndexError(i)
-        new = object.__new__(DedupeIndex)
-        new._setup([*self._terms[:i], *self._terms[i + 1 :]])
+        new = self._derived(self._n - 1)
+        new._groups = _shifted_all(self._groups, i)
+        new._latin = _shifted_all(self._latin, i)
+        new._cjk = _shifted_all(self._cjk, i)
+        new._no_latin = _shifted(self._no_latin, i)
+        new._no_cjk = _shifted(self._no_cjk, i)
         return new
 
     def postings(self) -> dict[str, dict[object, list[int]]]:
@@ -425,6 +425,18 @@ def candidate_cosines(
         return rough
     exact: npt.NDArray[np.float32] = (matrix @ vec)[candidates]
     return exact
+
+
+def _shifted(ids: Ids, i: int) -> Ids:
+    """A new array: `ids` without position i, the later positions one less."""
+    kept: Ids = ids[ids != i]
+    kept[kept > i] -= 1
+    return kept
+
+
+def _shifted_all(postings: dict[_K, Ids], i: int) -> dict[_K, Ids]:
+    shifted = {key: _shifted(ids, i) for key, ids in postings.items()}
+    return {key: ids for key, ids in shifted.items() if len(ids)}  # as a fresh build
 
 
 def _posted(postings: dict[str, Ids], keys: Iterable[str], i: int) -> dict[str, Ids]:

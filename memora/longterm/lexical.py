@@ -242,12 +242,23 @@ class BM25:
         return new
 
     def removed(self, i: int) -> BM25:
-        """This index without document i (later documents move up one place). Rare (a
-        deletion), so the postings are rebuilt from the kept term counts: no tokenising."""
+        """This index without document i (later documents move up one place in every
+        posting; a posting that ends before i is shared as it is)."""
         if not 0 <= i < self.n_docs:
             raise IndexError(i)
-        freqs = [*self._freqs[:i], *self._freqs[i + 1 :]]
-        return BM25([list(f.elements()) for f in freqs], k1=self.k1, b=self.b)
+        postings: dict[str, Posting] = {}
+        for term, (ids, tfs) in self._postings.items():
+            if ids[-1] < i:
+                postings[term] = (ids, tfs)
+                continue
+            keep = ids != i
+            if keep.any():  # as a fresh build: no empty postings
+                kept = ids[keep]
+                kept[kept > i] -= 1
+                postings[term] = (kept, tfs[keep])
+        new = self._derived([*self._freqs[:i], *self._freqs[i + 1 :]], postings)
+        new._set_lengths(np.delete(self.doc_len, i))
+        return new
 
     @classmethod
     def from_texts(

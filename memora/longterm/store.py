@@ -750,8 +750,8 @@ class MemoryStore:
             finally:
                 self._cache.invalidate(user_id)
             if cached is not None and self._shared is None:
-                # Off the event loop: the indexes drop one memory by re-indexing the rest (a
-                # rare write; about 0.25 s for 10,000 memories at a load of 4).
+                # Off the event loop: the indexes shift every later memory's position (about
+                # 50 ms for 10,000 memories at a load of 4).
                 self._keep(user_id, await run_blocking(cached.without, memory_id))
             return True
 
