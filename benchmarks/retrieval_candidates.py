@@ -819,6 +819,34 @@ def explain(path: Path, encoders: dict[str, Embed], c: Candidate, cfg: Config) -
             )
 
 
+def product_figures(
+    sets: Sequence[tuple[str, Path, str]], encoders: dict[str, Embed]
+) -> list[tuple[str, dict[str, float]]]:
+    """The product's row (PRODUCT at product_default: nothing is chosen here) on each
+    (label, learner-set file, split), e.g. the tuning and held-out users beside a fresh set."""
+    c = next(c for c in CANDIDATES if c.name == PRODUCT)
+    cfg = product_default(c)
+    print(
+        f"\n## (i) The product at its defaults, nothing chosen: {c.name} ({cfg}), top_k {TOP_K}\n"
+    )
+    print(
+        "| set | users | answerable + unrelated | hit@1 | hit@3 | answerable kept "
+        "| unrelated → nothing |"
+    )
+    print("|---|---|---|---|---|---|---|")
+    out = []
+    for label, path, split in sets:
+        users, queries = load(path, split)
+        embed_all(users, queries, encoders)
+        f = figures(c, cfg, signals(c, users, queries), queries)
+        print(
+            f"| {label} | {len(users)} | {f['n_ans']:.0f} + {f['n_unrel']:.0f} "
+            f"| {f['hit@1']:.3f} | {f['hit@3']:.3f} | {f['kept']:.3f} | {f['empty']:.3f} |"
+        )
+        out.append((label, f))
+    return out
+
+
 def main_candidates(path: Path, encoders: dict[str, Embed], verbose: bool) -> None:
     run(path, encoders, verbose=verbose)
 
@@ -840,5 +868,6 @@ __all__: Sequence[str] = [
     "as_embed",
     "explain",
     "product_default",
+    "product_figures",
     "run",
 ]

@@ -1,0 +1,58 @@
+"""The learner sets that benchmarks/retrieval.py reads are well formed: unique ids, every
+labelled memory exists in its own user, follow-ups carry their previous messages, and the fresh
+blind set (issue 12) holds only held-out users, so no benchmark can tune on it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+DATA = Path(__file__).resolve().parents[1] / "benchmarks" / "data"
+SETS = ["learner_set.json", "learner_set_fresh.json"]
+
+
+def _load(name: str) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads((DATA / name).read_text(encoding="utf-8"))
+    return data
+
+
+@pytest.mark.parametrize("name", SETS)
+def test_learner_set_is_well_formed(name: str) -> None:
+    data = _load(name)
+    assert {"description", "terms_note", "previous_note", "users"} <= set(data)
+    user_ids = [u["id"] for u in data["users"]]
+    assert len(user_ids) == len(set(user_ids))
+    memory_ids: set[str] = set()
+    for user in data["users"]:
+        assert user["split"] in ("tune", "heldout")
+        own = [m["id"] for m in user["memories"]]
+        assert own, user["id"]
+        assert not memory_ids & set(own) and len(own) == len(set(own)), user["id"]
+        memory_ids |= set(own)
+        for m in user["memories"]:
+            assert m["lang"] in ("zh-TW", "zh-CN", "en") and m["text"] and m["terms"], m["id"]
+        texts = [q["text"] for q in user["queries"]]
+        assert len(texts) == len(set(texts)), user["id"]
+        for q in user["queries"]:
+            assert set(q) <= {"text", "relevant", "previous"}, q
+            assert set(q["relevant"]) <= set(own), (user["id"], q["text"])
+            assert len(q["relevant"]) == len(set(q["relevant"])), q["text"]
+            if "previous" in q:
+                assert q["previous"] and all(isinstance(p, str) and p for p in q["previous"])
+
+
+def test_fresh_set_only_reports() -> None:
+    fresh = _load("learner_set_fresh.json")
+    assert {u["split"] for u in fresh["users"]} == {"heldout"}
+    assert [u["id"] for u in fresh["users"]] == [f"f{i}" for i in range(1, 11)]
+    queries = [q for u in fresh["users"] for q in u["queries"]]
+    assert any(not q["relevant"] for q in queries)  # messages that should find nothing
+    assert any("previous" in q for q in queries)  # follow-ups
+    old = _load("learner_set.json")
+    old_ids = {u["id"] for u in old["users"]}
+    assert not old_ids & {u["id"] for u in fresh["users"]}
+    old_texts = {q["text"] for u in old["users"] for q in u["queries"]}
+    assert not old_texts & {q["text"] for q in queries}  # written anew, not copied
