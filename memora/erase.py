@@ -12,13 +12,14 @@ offers "erase" as one call, so the steps are spelled out here, each one a docume
 - Chroma purges its log only up to what its vector index has persisted, and the index persists
   every ``sync_threshold`` writes. Writes run with Chroma's default threshold
   (:data:`CHROMA_HNSW`): a persist rewrites the index's id map, whose size grows with every
-  memory of every user (at 10,000 memories one upsert cost 21.3 ms CPU persisting every write,
-  8.8 ms at the default: `benchmarks/erase_cost.py`), so persisting on each write made every
-  extraction pay for the whole collection. A deletion instead switches the collection to
-  ``sync_threshold = 1`` (:data:`ERASE_HNSW`, Chroma's public ``collection.modify``) and
-  reopens it: on loading, the index replays the log and persists, which purges the log; the
-  delete is then persisted and purged at once, leaving in the log only itself, which carries
-  no document; then the threshold goes back (``memora.longterm.store.MemoryStore._erasing``).
+  memory of every user (at 10,000 memories one upsert cost 10.3 ms CPU persisting every
+  write, 6.8 ms at the default: `benchmarks/erase_cost.py`, deploy/CAPACITY.md), so
+  persisting on each write made every extraction pay for the whole collection. A deletion
+  instead switches the collection to ``sync_threshold = 1`` (:data:`ERASE_HNSW`, Chroma's
+  public ``collection.modify``) and reopens it: on loading, the index replays the log and
+  persists, which purges the log; the delete is then persisted and purged at once, leaving in
+  the log only itself, which carries no document; then the threshold goes back, with one more
+  reopen (``memora.longterm.store.MemoryStore._erasing``).
   This layout was once reverted: in about one run in six of ``tests/test_erase.py`` a deleted
   memory's word was still in the index file (``data_level0.bin``). The cause is the next
   point; with the scrub, 30 consecutive runs of that file and ``tests/test_group_privacy.py``
@@ -40,6 +41,22 @@ offers "erase" as one call, so the steps are spelled out here, each one a docume
   bot instead was not enough: length.bin's array (4 bytes a slot) is small enough to come from
   glibc's per-thread cache, which the option leaves alone (with it set, that file's unused
   bytes still differed from run to run), and it would only hold on glibc.
+- hnswlib deletes an element by marking it (a flag in its link list) and keeps its slot, the
+  vector included, until a later insertion takes the slot (Chroma's index replaces deleted
+  elements): a deleted memory's embedding, which can be partly inverted back to text, stayed in
+  ``data_level0.bin`` (and its norm in ``length.bin``). Neither Chroma nor hnswlib offers to
+  drop it: replacement needs a new insertion, and Chroma passes no "compact" or "purge deleted"
+  call through. So the store zeroes the vector and the norm of every element marked deleted,
+  after the erasure's delete is persisted and before the index is loaded again (the reopen that
+  ends every erasure, and every open: :func:`erase_deleted_vectors`); hand-written, with the
+  layout read from the same header and refused when unknown. The element's label and links
+  stay: hnswlib's search still walks through it, at a zero vector's distance from every query
+  (Chroma's own search serves learners who are not in the store's cache: its recall@10 with
+  10-30 % of 10,000 memories deleted, vectors kept and zeroed, is in
+  ``benchmarks/erase_recall.py``). The rest of the disk is covered by the flush: the vector of
+  every write waits in Chroma's log (``embeddings_queue``) until the index persists it, and
+  the vacuum below leaves no deleted row in the file (``tests/test_erase.py`` searches every
+  file for a run of the deleted embedding's float32 values).
 - After a delete, Chroma's file is vacuumed the way ``chroma utils vacuum`` does (Chroma's docs:
   vacuuming "blocks all reads and writes while it's running", shutting down first is "not
   strictly required"), after merging its full-text index (the FTS5 ``optimize`` command), whose
@@ -51,6 +68,7 @@ from __future__ import annotations
 
 import sqlite3
 import struct
+from dataclasses import dataclass
 from pathlib import Path
 
 # Chroma's HNSW settings for writes (Chroma's default), and during a deletion: the log holds no
@@ -63,14 +81,21 @@ CHECKPOINT = "PRAGMA wal_checkpoint(TRUNCATE)"
 SECURE_DELETE = "PRAGMA secure_delete=ON"
 
 
-# hnswlib's persisted index (chroma-core/hnswlib, hnswalg.h, HEADER_FIELDS): header.bin starts with
-# PERSISTENCE_VERSION (int), offsetLevel0_, max_elements_, cur_element_count, size_data_per_element_
-# (size_t each, packed); data_level0.bin holds size_data_per_element_ bytes per element slot,
-# length.bin one float per slot.
+# hnswlib's persisted index (chroma-core/hnswlib, hnswalg.h, HEADER_FIELDS): header.bin starts
+# with PERSISTENCE_VERSION (int), offsetLevel0_, max_elements_, cur_element_count,
+# size_data_per_element_, label_offset_, offsetData_ (size_t each, packed); data_level0.bin holds
+# size_data_per_element_ bytes per element slot: its level-0 link list (a 4-byte header whose
+# third byte carries DELETE_MARK 0x01, then maxM0_ neighbour ids), its vector (from offsetData_
+# to label_offset_) and its 8-byte label; length.bin holds one float per slot (the vector's norm
+# before normalising).
 HNSW_HEADER = "header.bin"
-_HNSW_FIELDS = struct.Struct("<iQQQQ")
+_HNSW_FIELDS = struct.Struct("<iQQQQQQ")
 _HNSW_VERSION = 1
 _FLOAT = 4
+_LABEL = 8  # labeltype, size_t
+_LINK_HEADER = 4  # linklistsizeint: a 16-bit neighbour count, a flags byte, one unused byte
+_FLAGS_BYTE = 2
+_DELETE_MARK = 0x01
 
 
 def hnsw_indexes(chroma_dir: Path) -> list[Path]:
@@ -94,30 +119,94 @@ def scrub_hnsw(chroma_dir: Path) -> int:
     """
     zeroed = 0
     for folder in hnsw_indexes(chroma_dir):
-        count, per_element = _hnsw_slots(folder)
-        zeroed += _zero_from(folder / "data_level0.bin", count * per_element)
-        zeroed += _zero_from(folder / "length.bin", count * _FLOAT)
+        layout = _hnsw_layout(folder)
+        zeroed += _zero_from(folder / "data_level0.bin", layout.count * layout.per_element)
+        zeroed += _zero_from(folder / "length.bin", layout.count * _FLOAT)
     return zeroed
 
 
 def hnsw_elements(chroma_dir: Path) -> int:
     """How many elements Chroma's persisted HNSW indexes hold (0 before any is persisted)."""
-    return sum(_hnsw_slots(folder)[0] for folder in hnsw_indexes(chroma_dir))
+    return sum(_hnsw_layout(folder).count for folder in hnsw_indexes(chroma_dir))
 
 
-def _hnsw_slots(folder: Path) -> tuple[int, int]:
-    """(elements, bytes per element slot) from an index's header; refuses a layout it does not
-    know rather than zero the wrong bytes."""
+def erase_deleted_vectors(chroma_dir: Path) -> int:
+    """Zero the vector (and its norm) of every element Chroma's HNSW indexes mark deleted; bytes
+    zeroed (blocking). Run it while no client has the index loaded: a loaded index keeps the
+    vector in memory, uses it in searches and writes the element's whole slot from there
+    whenever it persists that element again; loaded after this, it holds zeros too.
+
+    hnswlib deletes by setting DELETE_MARK in the element's link-list header and keeps the
+    slot, vector included, until an insertion reuses it (Chroma's index replaces deleted
+    elements); a search still walks through the slot. Refuses a layout it does not know.
+    """
+    import numpy as np
+
+    zeroed = 0
+    for folder in hnsw_indexes(chroma_dir):
+        layout = _hnsw_layout(folder)
+        data, lengths = folder / "data_level0.bin", folder / "length.bin"
+        if not layout.count or not data.is_file():
+            continue
+        if data.stat().st_size < layout.count * layout.per_element:
+            raise RuntimeError(f"{data}: shorter than its {layout.count} elements")
+        slots = np.memmap(data, dtype=np.uint8, mode="r+", shape=(layout.count, layout.per_element))
+        try:
+            deleted = np.flatnonzero(slots[:, _FLAGS_BYTE] & _DELETE_MARK)
+            vectors = slots[deleted, layout.vector_start : layout.vector_end]
+            left = deleted[vectors.any(axis=1)]
+            if len(left):
+                slots[left, layout.vector_start : layout.vector_end] = 0
+                slots.flush()
+                zeroed += len(left) * (layout.vector_end - layout.vector_start)
+        finally:
+            del slots
+        if len(deleted) and lengths.is_file() and lengths.stat().st_size >= layout.count * _FLOAT:
+            norms = np.memmap(lengths, dtype=np.float32, mode="r+", shape=(layout.count,))
+            try:
+                if norms[deleted].any():
+                    zeroed += int(np.count_nonzero(norms[deleted])) * _FLOAT
+                    norms[deleted] = 0
+                    norms.flush()
+            finally:
+                del norms
+    return zeroed
+
+
+@dataclass(frozen=True)
+class _Layout:
+    count: int  # elements (deleted ones included)
+    per_element: int  # bytes per slot of data_level0.bin
+    vector_start: int  # the vector's bytes within a slot
+    vector_end: int
+
+
+def _hnsw_layout(folder: Path) -> _Layout:
+    """An index's slot layout from its header; refuses a layout it does not know rather than
+    zero the wrong bytes."""
     head = (folder / HNSW_HEADER).read_bytes()
     if len(head) < _HNSW_FIELDS.size:
         raise RuntimeError(f"{folder}: hnswlib header too short ({len(head)} bytes)")
-    version, _, capacity, count, per_element = _HNSW_FIELDS.unpack_from(head)
-    if version != _HNSW_VERSION or not per_element or count > capacity:
+    version, level0, capacity, count, per_element, label_at, data_at = _HNSW_FIELDS.unpack_from(
+        head
+    )
+    known = (
+        version == _HNSW_VERSION
+        and level0 == 0
+        and count <= capacity
+        and data_at >= _LINK_HEADER
+        and (data_at - _LINK_HEADER) % _FLOAT == 0
+        and label_at > data_at
+        and (label_at - data_at) % _FLOAT == 0
+        and per_element == label_at + _LABEL
+    )
+    if not known:
         raise RuntimeError(
             f"{folder}: unknown hnswlib index layout (version {version}, {count} of"
-            f" {capacity} slots of {per_element} bytes): cannot scrub its unused slots"
+            f" {capacity} slots of {per_element} bytes, vector at {data_at}..{label_at}):"
+            " cannot scrub its slots"
         )
-    return count, per_element
+    return _Layout(count, per_element, data_at, label_at)
 
 
 def _zero_from(path: Path, start: int) -> int:

@@ -15,10 +15,20 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+import numpy.typing as npt
 import pytest
 
 import memora.longterm.store as store_module
-from memora.erase import CHROMA_FILE, CHROMA_HNSW, ERASE_HNSW, HNSW_HEADER, hnsw_indexes, scrub_hnsw
+from memora.erase import (
+    CHROMA_FILE,
+    CHROMA_HNSW,
+    ERASE_HNSW,
+    HNSW_HEADER,
+    erase_deleted_vectors,
+    hnsw_indexes,
+    scrub_hnsw,
+)
 from memora.longterm.store import COLLECTION, MemoryStore
 from tests.fake_openai import FakeOpenAI, FakeRequest, default_responder
 from tests.test_crash import ChatProcess
@@ -251,12 +261,96 @@ async def test_chromas_index_files_hold_no_uninitialised_memory(
         assert _holding_bytes(path, perturbed_malloc) == []
 
 
+def files_holding_vector(
+    root: Path, vector: npt.NDArray[np.float32], *, width: int = 64
+) -> list[str]:
+    """Every file under root holding a run of `width` consecutive float32 values of the vector
+    (any such run: a piece of it is enough) at any byte offset, to float32 rounding (hnswlib
+    stores it normalised; the vectors here are unit length already)."""
+    vector = np.asarray(vector, dtype=np.float32)
+    hits = []
+    for path in sorted(root.rglob("*")):
+        if not path.is_file():
+            continue
+        data = path.read_bytes()
+        if any(_holds_run(data, vector[at : at + width]) for at in range(0, len(vector), width)):
+            hits.append(str(path.relative_to(root)))
+    return hits
+
+
+def _holds_run(data: bytes, run: npt.NDArray[np.float32]) -> bool:
+    for offset in range(4):
+        count = (len(data) - offset) // 4
+        if count < len(run):
+            continue
+        values = np.frombuffer(data, dtype=np.float32, count=count, offset=offset)
+        with np.errstate(invalid="ignore", over="ignore"):
+            starts = np.flatnonzero(np.isclose(values[: len(values) - len(run) + 1], run[0]))
+            for i in starts:
+                if np.allclose(values[i : i + len(run)], run, rtol=1e-5, atol=1e-7):
+                    return True
+    return False
+
+
+def _vectors(store: MemoryStore, ids: list[str]) -> list[npt.NDArray[np.float32]]:
+    got = store._col.get(ids=ids, include=["embeddings"])
+    by_id = dict(zip(got["ids"], got["embeddings"], strict=True))
+    return [np.asarray(by_id[i], dtype=np.float32) for i in ids]
+
+
+@pytest.mark.parametrize("threshold", [1, 1000])
+async def test_a_deleted_memorys_vector_leaves_every_file(
+    tmp_path: Path, embedder: Any, threshold: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """hnswlib keeps a deleted element's slot, its vector included, marked deleted; Chroma's log
+    (chroma.sqlite3) holds each write's vector until the index persists it. After /forget and
+    /forgetme no file holds any piece of a deleted memory's embedding, also after later writes
+    reuse or relink the deleted slots and another erasure persists them, and after a restart;
+    Chroma's own nearest-neighbour search (a search for an uncached learner) still answers."""
+    monkeypatch.setattr(store_module, "CHROMA_HNSW", {"sync_threshold": threshold})
+    path = tmp_path / "chroma"
+    store = await MemoryStore.create(path, embedder)
+    try:
+        for topic in ("trains", "hotels", "cooking", "museums"):
+            await store.add(8, f"The user wants words about {topic}.", source="manual")
+        cat = await store.add(7, f"The user's cat is called {MARKER}.", source="manual")
+        job = await store.add(7, "The user works as a nurse in Kaohsiung.", source="manual")
+        night = await store.add(7, "The user studies every night.", source="manual")
+        ids = [cat.memory.id, job.memory.id, night.memory.id]
+        deleted = _vectors(store, ids)
+        kept = _vectors(store, [m.id for m in await store.memories(8)])
+        assert all(files_holding_vector(path, v) for v in deleted + kept), "the test sees them"
+        assert await store.delete(7, cat.memory.id) is True
+        assert files_holding_vector(path, deleted[0]) == []
+        assert files_holding_vector(path, deleted[1]), "an other memory's vector stays"
+        assert await store.delete_user(7) == 2
+        assert [files_holding_vector(path, v) for v in deleted] == [[], [], []]
+        # A write takes one deleted slot and relinks its neighbours, the other deleted slots
+        # among them: at a threshold of 1 it persists them at once.
+        await store.add(8, "The user wants words about banks.", source="manual")
+        assert [files_holding_vector(path, v) for v in deleted] == [[], [], []]
+        hotels = await store.add(8, "The user wants words about hotels at night.", source="manual")
+        assert await store.delete(8, hotels.memory.id) is True  # persists every dirty slot
+        assert [files_holding_vector(path, v) for v in deleted] == [[], [], []]
+        assert all(files_holding_vector(path, v) for v in kept)
+        store._cache.clear()  # the next search asks Chroma's index (_nearest_sync)
+        found = await store.search(8, "words about museums", top_k=1, min_score=0.0)
+        assert [h.memory.text for h in found.hits] == ["The user wants words about museums."]
+    finally:
+        await store.close()
+    async with MemoryStore(path, embedder) as again:
+        assert await again.memories(7) == []
+        assert len(await again.memories(8)) == 5
+        assert [files_holding_vector(path, v) for v in deleted] == [[], [], []]
+
+
 def test_scrubbing_refuses_an_index_layout_it_does_not_know(tmp_path: Path) -> None:
     """A header of another hnswlib version: nothing is zeroed on a guess, the erasure fails."""
     index = tmp_path / "segment"
     index.mkdir()
-    (index / HNSW_HEADER).write_bytes(bytes([2, 0, 0, 0]) + bytes(32))
+    (index / HNSW_HEADER).write_bytes(bytes([2, 0, 0, 0]) + bytes(48))
     (index / "data_level0.bin").write_bytes(b"x" * 100)
-    with pytest.raises(RuntimeError, match="unknown hnswlib index layout"):
-        scrub_hnsw(tmp_path)
+    for scrub in (scrub_hnsw, erase_deleted_vectors):
+        with pytest.raises(RuntimeError, match="unknown hnswlib index layout"):
+            scrub(tmp_path)
     assert (index / "data_level0.bin").read_bytes() == b"x" * 100

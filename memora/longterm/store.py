@@ -45,6 +45,7 @@ from memora.clock import utcnow
 from memora.erase import (
     CHROMA_HNSW,
     ERASE_HNSW,
+    erase_deleted_vectors,
     hnsw_elements,
     hnsw_indexes,
     scrub_hnsw,
@@ -290,6 +291,8 @@ class MemoryStore:
     async def open(self) -> None:
         if self._client is None:
             self._gate = aiorwlock.RWLock()
+            if not self.url:  # before Chroma loads the index: see _reopen
+                await run_blocking(erase_deleted_vectors, self.path)
             self._client, self._collection = await run_blocking(self._open_sync)
             if self.url:
                 self._shared = await run_blocking(SharedVersions, self._client)
@@ -348,15 +351,12 @@ class MemoryStore:
         """(blocking) Chroma keeps each write in its log until its index persists (see
         memora.erase): reopened with a threshold of 1, the index persists what the log holds
         and Chroma purges it; the delete is persisted and purged at once, the file vacuumed;
-        then writes go back to their threshold, and the index files are scrubbed (:meth:`_scrub`).
-        When writes already persist at the erasure's threshold, nothing waits in the log:
-        delete, vacuum, scrub."""
-        if CHROMA_HNSW == ERASE_HNSW:
-            result = _when_unlocked(delete)
-            vacuum_chroma(self.path)
-            self._scrub()
-            return result
-        self._reopen(ERASE_HNSW)
+        then the client is reopened with writes back at their threshold, the deleted vectors
+        zeroed in between (:meth:`_reopen`), and the index files scrubbed (:meth:`_scrub`).
+        When writes already persist at the erasure's threshold, nothing waits in the log: the
+        first reopen is skipped."""
+        if CHROMA_HNSW != ERASE_HNSW:
+            self._reopen(ERASE_HNSW)
         try:
             result = _when_unlocked(delete)
             vacuum_chroma(self.path)
@@ -370,10 +370,15 @@ class MemoryStore:
 
     def _reopen(self, hnsw: dict[str, int]) -> None:
         """(blocking) Set the collection's HNSW settings and reopen the client, the only way
-        they reach the running index (Chroma loads a segment's settings when it opens it)."""
+        they reach the running index (Chroma loads a segment's settings when it opens it).
+        Between the two, with no index loaded, the vectors of deleted elements are zeroed in
+        its files (memora.erase.erase_deleted_vectors): hnswlib keeps them in their slots; a
+        loaded index would keep them in memory and write them again whenever it persisted one
+        of those elements."""
         _when_unlocked(lambda: self._col.modify(configuration={"hnsw": dict(hnsw)}))
         client, self._client, self._collection = self._client, None, None
         client.close()
+        erase_deleted_vectors(self.path)
         self._client, self._collection = self._open_sync(upgrade=False)
         self._scrub_due = True
 
