@@ -17,8 +17,9 @@ with a document and Memora's metadata):
 In each: --writes single-memory upserts (what one extraction or /remember does), wall and CPU
 (this process, Chroma's threads included); /forgetme's store part (delete one user's memories
 with what the layout does around it); how many rows Chroma's log (embeddings_queue) still holds
-and whether a deleted document's words are still in any file of the folder (the index files
-included).
+and whether a deleted document's words, or a run of 64 consecutive float32 values of a deleted
+memory's vector (as written, or normalised as hnswlib stores it), are still in any file of the
+folder (the index files included).
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 import memora.longterm.store as store_module
 from memora.erase import CHROMA_FILE, CHROMA_HNSW, ERASE_HNSW
@@ -97,11 +99,12 @@ def run(label: str, hnsw: dict[str, Any], args: argparse.Namespace, erase: str) 
         client, collection = _client(path, hnsw)
         _fill(collection, args.memories, rng)
         wall, cpu = [], []
+        written = rng.standard_normal((args.writes, DIM)).astype(np.float32)
         for k in range(args.writes):
             t, c = time.perf_counter(), time.process_time()
             collection.upsert(
                 ids=[f"new{k}"],
-                embeddings=rng.standard_normal((1, DIM)).astype(np.float32),
+                embeddings=written[k : k + 1],
                 documents=[f"Zqxmarker{k} is the learner's new fact."],
                 metadatas=[{"user_id": USERS + 1, "source": "extracted"}],
             )
@@ -122,15 +125,47 @@ def run(label: str, hnsw: dict[str, Any], args: argparse.Namespace, erase: str) 
         log_rows = con.execute("SELECT COUNT(*) FROM embeddings_queue").fetchone()[0]
         con.close()
         left = [str(f.relative_to(path)) for f in path.rglob("*") if _holds(f, b"Zqxmarker")]
+        vectors = [str(f.relative_to(path)) for f in path.rglob("*") if _holds_vector(f, written)]
     print(f"{label}")
     print(f"  one upsert at {args.memories} memories: wall {_ms(wall)} | CPU {_ms(cpu)}")
     print(f"  delete {args.writes} memories of one user, with what the layout does around it:")
     print(f"      wall {deleted[0]:.1f} ms, CPU {deleted[1]:.1f} ms")
     print(f"  log rows left: {log_rows}; files still holding deleted words: {left or 'none'}")
+    print(f"  files still holding a piece of a deleted vector: {vectors or 'none'}")
 
 
 def _holds(file: Path, needle: bytes) -> bool:
     return file.is_file() and needle in file.read_bytes()
+
+
+def _holds_vector(file: Path, vectors: npt.NDArray[np.float32], width: int = 64) -> bool:
+    """Whether the file holds, at any byte offset, `width` consecutive float32 values of one of
+    the vectors' first `width`, as written or scaled to unit length (to float32 rounding)."""
+    if not file.is_file():
+        return False
+    data = file.read_bytes()
+    runs = np.concatenate([vectors[:, :width], vectors[:, :width] / _norms(vectors)])
+    order = np.argsort(runs[:, 0])
+    firsts = runs[order, 0]
+    for offset in range(4):
+        count = (len(data) - offset) // 4
+        if count < width:
+            continue
+        values = np.frombuffer(data, dtype=np.float32, count=count, offset=offset)
+        values = values[: count - width + 1]
+        with np.errstate(invalid="ignore", over="ignore"):
+            at = np.clip(np.searchsorted(firsts, values), 1, len(firsts) - 1)
+            near = np.minimum(np.abs(firsts[at] - values), np.abs(firsts[at - 1] - values))
+            for i in np.flatnonzero(near <= 1e-5 * np.abs(values) + 1e-7):
+                window = np.frombuffer(data, dtype=np.float32, count=width, offset=offset + 4 * i)
+                if np.isclose(window, runs, rtol=1e-5, atol=1e-7).all(axis=1).any():
+                    return True
+    return False
+
+
+def _norms(vectors: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
+    norms: npt.NDArray[np.float32] = np.linalg.norm(vectors, axis=1, keepdims=True)
+    return norms
 
 
 def main() -> None:
