@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import statistics
 import sys
 import tempfile
@@ -35,6 +34,8 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from machine import load
 
 from benchmarks.retrieval_overhead import learner_pool
 from memora.erase import CHROMA_HNSW
@@ -189,11 +190,6 @@ def report(name: str, ms: list[float], base: list[float] | None = None) -> None:
         f"{name:<44} n={len(ms):>3}  median {statistics.median(ms):8.1f} ms"
         f"  p95 {p95(ms):8.1f} ms{ratio}"
     )
-
-
-def load() -> str:
-    one, five, _ = os.getloadavg()
-    return f"load average {one:.1f} (1 min) {five:.1f} (5 min) on {os.cpu_count()} CPUs"
 
 
 async def main() -> None:

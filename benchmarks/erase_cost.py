@@ -25,7 +25,6 @@ folder (the index files included).
 from __future__ import annotations
 
 import argparse
-import os
 import sqlite3
 import statistics
 import tempfile
@@ -36,6 +35,7 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+from machine import load as _load
 
 import memora.longterm.store as store_module
 from memora.erase import CHROMA_FILE, CHROMA_HNSW, ERASE_HNSW
@@ -178,11 +178,6 @@ def main() -> None:
     run("previous: sync_threshold 1 for every write, store's erasure", ERASE_HNSW, args, "memora")
     run("memora: default threshold, erasure reopens at 1", CHROMA_HNSW, args, "memora")
     print(f"end: {_load()}")
-
-
-def _load() -> str:
-    one, five, _ = os.getloadavg()
-    return f"load average {one:.1f} (1 min) {five:.1f} (5 min) on {os.cpu_count()} CPUs"
 
 
 if __name__ == "__main__":

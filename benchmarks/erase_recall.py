@@ -29,7 +29,6 @@ Query times are wall time of one query on a shared machine (noisy).
 from __future__ import annotations
 
 import argparse
-import os
 import shutil
 import statistics
 import tempfile
@@ -39,6 +38,7 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+from machine import load as _load
 
 from memora.erase import _hnsw_layout, erase_deleted_vectors, hnsw_indexes
 
@@ -263,11 +263,6 @@ def _print(
         if baseline is not None:
             ratio = f" (x{recall / baseline[scope][0]:.3f} of kept)"
         print(f"    {name:21s} recall@10 {recall:.3f}{ratio} | {_ms(ms)}")
-
-
-def _load() -> str:
-    one, five, _ = os.getloadavg()
-    return f"load average {one:.1f} (1 min) {five:.1f} (5 min) on {os.cpu_count()} CPUs"
 
 
 if __name__ == "__main__":
