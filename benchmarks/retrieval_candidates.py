@@ -132,6 +132,8 @@ class User:
     terms: list[str]
     vecs: dict[tuple[str, bool], F32] = field(default_factory=dict)  # (encoder, terms) -> (n, d)
     bm25: dict[bool, BM25] = field(default_factory=dict)  # terms? -> index
+    name: str = ""  # the user's id in the set (u1, h1, ...)
+    split: str = "tune"  # "tune" or "heldout"
 
 
 @dataclass
@@ -159,7 +161,12 @@ def load(path: Path, split: str) -> tuple[list[User], list[LQuery]]:
             continue
         ids = [m["id"] for m in u["memories"]]
         users.append(
-            User([m["text"] for m in u["memories"]], [m.get("terms", "") for m in u["memories"]])
+            User(
+                [m["text"] for m in u["memories"]],
+                [m.get("terms", "") for m in u["memories"]],
+                name=u.get("id", ""),
+                split=split,
+            )
         )
         last: str | None = None
         for q in u["queries"]:
@@ -404,24 +411,28 @@ def follow_up_order(
     return order, [h.index for h in hits[:TOP_K] if h.score >= cfg.min_score]
 
 
+def ranked(c: Candidate, cfg: Config, s: Signals, q: LQuery) -> tuple[list[int], list[int]]:
+    """One query under one configuration: every memory in rank order, and what is returned."""
+    adaptive = follow_up_order(c, cfg, s, q)
+    if adaptive is not None:
+        return adaptive
+    score, strongest = fused(s, cfg, c.context)
+    order = [int(i) for i in np.lexsort((np.arange(len(score)), -s.dense, -score))]
+    ok = (score >= cfg.min_score) & (strongest >= cfg.min_signal) & (not s.phatic)
+    if s.gate_dense is not None:  # the order is all encoders', what passes the first one's
+        gated = fused(replace(s, dense=s.gate_dense), cfg, c.context)[0] >= cfg.min_score
+        ok = gated & (not s.phatic)
+    if cfg.margin and s.margin is not None:  # shared words (coverage >= 0.5) still pass
+        ok &= (s.margin >= cfg.margin) | (s.lexical >= 0.5)
+    return order, [i for i in order[:TOP_K] if ok[i]]
+
+
 def figures(
     c: Candidate, cfg: Config, sigs: list[Signals], queries: list[LQuery]
 ) -> dict[str, float]:
     tally = Tally()
     for s, q in zip(sigs, queries, strict=True):
-        adaptive = follow_up_order(c, cfg, s, q)
-        if adaptive is not None:
-            tally.add(q.relevant, *adaptive)
-            continue
-        score, strongest = fused(s, cfg, c.context)
-        order = [int(i) for i in np.lexsort((np.arange(len(score)), -s.dense, -score))]
-        ok = (score >= cfg.min_score) & (strongest >= cfg.min_signal) & (not s.phatic)
-        if s.gate_dense is not None:  # the order is all encoders', what passes the first one's
-            gated = fused(replace(s, dense=s.gate_dense), cfg, c.context)[0] >= cfg.min_score
-            ok = gated & (not s.phatic)
-        if cfg.margin and s.margin is not None:  # shared words (coverage >= 0.5) still pass
-            ok &= (s.margin >= cfg.margin) | (s.lexical >= 0.5)
-        tally.add(q.relevant, order, [i for i in order[:TOP_K] if ok[i]])
+        tally.add(q.relevant, *ranked(c, cfg, s, q))
     return {**tally.figures(), "n_ans": tally.n_ans, "n_unrel": tally.n_unrel}
 
 
@@ -475,22 +486,37 @@ def grid(c: Candidate) -> list[Config]:
     ]
 
 
-def choose(c: Candidate, sigs: list[Signals], queries: list[LQuery]) -> Config:
-    """The best configuration on the tuning part; ties go to the one closest to the defaults."""
-    scored = [(cfg, objective(figures(c, cfg, sigs, queries))) for cfg in grid(c)]
-    best = max(v for _, v in scored)
+def closeness(cfg: Config) -> float:
+    """How far a configuration is from the defaults: what breaks ties between equals."""
+    return (
+        abs(cfg.weight - DEFAULT.weight)
+        + abs(cfg.gate - DEFAULT.gate)
+        + abs(cfg.min_score - DEFAULT.min_score)
+        + cfg.min_signal
+        + cfg.margin
+        + abs((cfg.same_weight or DEFAULT.weight) - DEFAULT.weight)
+    )
 
-    def closeness(cfg: Config) -> float:
-        return (
-            abs(cfg.weight - DEFAULT.weight)
-            + abs(cfg.gate - DEFAULT.gate)
-            + abs(cfg.min_score - DEFAULT.min_score)
-            + cfg.min_signal
-            + cfg.margin
-            + abs((cfg.same_weight or DEFAULT.weight) - DEFAULT.weight)
-        )
 
-    return min((cfg for cfg, v in scored if v >= best - 1e-9), key=closeness)
+def pick(configs: Sequence[Config], values: Sequence[float]) -> Config:
+    """The configuration of the best value; ties go to the one closest to the defaults (the
+    first in `configs` among equally close ones)."""
+    best = max(values)
+    return min(
+        (cfg for cfg, v in zip(configs, values, strict=True) if v >= best - 1e-9),
+        key=closeness,
+    )
+
+
+def choose(
+    c: Candidate,
+    sigs: list[Signals],
+    queries: list[LQuery],
+    configs: Sequence[Config] | None = None,
+) -> Config:
+    """The best configuration on the tuning part (of `configs`, else the candidate's grid)."""
+    configs = grid(c) if configs is None else configs
+    return pick(configs, [objective(figures(c, cfg, sigs, queries)) for cfg in configs])
 
 
 # e5's cosines are compressed (everything ≈ .75-.9): its floor and ceiling are chosen with the
