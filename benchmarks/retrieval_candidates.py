@@ -873,6 +873,212 @@ def product_figures(
     return out
 
 
+# ----------------------------------------------------------------- (j) cross-validation
+
+# The candidates cross-validated by --cv: the baseline, terms, and the steps to the product's row.
+CV_CANDIDATES = (
+    "baseline (text, BM25 + USE)",
+    "+ terms (lexical + dense)",
+    "follow-up context (cue), + terms (lexical + dense)",
+    "+ terms (lexical + dense), bridge 0.5, chit-chat rule",
+    PRODUCT,
+)
+# What one query counts for (Tally's fields), in this order.
+COUNTS = ("h1", "h3", "kept", "empty", "n_ans", "n_unrel")
+I64 = npt.NDArray[np.int64]
+
+
+def load_pooled(path: Path) -> tuple[list[User], list[LQuery]]:
+    """Every learner of the set as one pool: the tuning users, then the held-out ones."""
+    users, queries = load(path, "tune")
+    held_u, held_q = load(path, "heldout")
+    for q in held_q:
+        q.user += len(users)
+    return users + held_u, queries + held_q
+
+
+def outcomes(
+    c: Candidate, configs: Sequence[Config], sigs: list[Signals], queries: list[LQuery]
+) -> I64:
+    """(configurations, queries, COUNTS): what each query counts for under each configuration,
+    computed once so that every fold's choice is sums and divisions."""
+    out = np.zeros((len(configs), len(queries), len(COUNTS)), dtype=np.int64)
+    for j, cfg in enumerate(configs):
+        for i, (s, q) in enumerate(zip(sigs, queries, strict=True)):
+            t = Tally()
+            t.add(q.relevant, *ranked(c, cfg, s, q))
+            out[j, i] = (t.h1, t.h3, t.kept, t.empty, t.n_ans, t.n_unrel)
+    return out
+
+
+def objectives(counts: I64) -> F64:
+    """objective() of summed COUNTS (..., 6) -> (...): the same divisions, in the same order."""
+    n_ans = np.maximum(counts[..., 4], 1)
+    n_unrel = np.maximum(counts[..., 5], 1)
+    value: F64 = counts[..., 0] / n_ans + counts[..., 2] / n_ans + counts[..., 3] / n_unrel
+    return value
+
+
+def as_figures(counts: I64) -> dict[str, float]:
+    """figures() of summed COUNTS."""
+    t = Tally(*(int(x) for x in counts))
+    return {**t.figures(), "n_ans": t.n_ans, "n_unrel": t.n_unrel}
+
+
+@dataclass
+class Fold:
+    user: str  # the held-out user
+    config: Config  # chosen on every other user
+    counts: I64  # COUNTS of the held-out user's queries at that configuration
+    default: I64  # ... at the product's defaults
+
+
+@dataclass
+class CrossValidation:
+    candidate: Candidate
+    configs: list[Config]
+    folds: list[Fold]
+    per_query: I64  # (queries, COUNTS): each query at the configuration its fold chose
+    default_per_query: I64  # (queries, COUNTS): each query at the product's defaults
+    everyone: Config  # chosen on all the users together
+    everyone_counts: I64  # its COUNTS on them (in-sample)
+
+    def pooled(self, folds: Sequence[int] | None = None) -> I64:
+        """The held-out COUNTS summed over folds (all of them, or those listed)."""
+        chosen = range(len(self.folds)) if folds is None else folds
+        total: I64 = np.sum([self.folds[k].counts for k in chosen], axis=0)
+        return total
+
+
+def cross_validate(
+    c: Candidate,
+    users: list[User],
+    queries: list[LQuery],
+    sigs: list[Signals],
+    configs: Sequence[Config] | None = None,
+) -> CrossValidation:
+    """Leave one user out: for each user, the configuration `choose` would pick on the other
+    users' queries, reported on that user's. Each query's outcome under each configuration is
+    computed once (`outcomes`); a fold's choice is then the same objective on sums."""
+    configs = grid(c) if configs is None else list(configs)
+    table = outcomes(c, configs, sigs, queries)
+    default = outcomes(c, [product_default(c)], sigs, queries)[0]
+    owner = np.array([q.user for q in queries], dtype=np.intp)
+    by_user = np.stack([table[:, owner == u].sum(axis=1) for u in range(len(users))])
+    per_query = np.zeros_like(default)
+    folds = []
+    for u, user in enumerate(users):
+        others = np.delete(by_user, u, axis=0).sum(axis=0)  # (configurations, COUNTS)
+        cfg = pick(configs, [float(v) for v in objectives(others)])
+        j = configs.index(cfg)
+        mine = owner == u
+        per_query[mine] = table[j, mine]
+        folds.append(Fold(user.name, cfg, table[j, mine].sum(axis=0), default[mine].sum(axis=0)))
+    everyone = pick(configs, [float(v) for v in objectives(by_user.sum(axis=0))])
+    return CrossValidation(
+        c,
+        configs,
+        folds,
+        per_query,
+        default,
+        everyone,
+        table[configs.index(everyone)].sum(axis=0),
+    )
+
+
+def _row(name: str, label: str, counts: I64) -> str:
+    f = as_figures(counts)
+    return (
+        f"| {name} | {label} | {f['hit@1']:.3f} | {f['hit@3']:.3f} | {f['kept']:.3f} "
+        f"| {f['empty']:.3f} |"
+    )
+
+
+def paired(a: I64, b: I64) -> str:
+    """Per query: how many `a` gets right and `b` wrong, and the reverse, for each figure."""
+    parts = []
+    for k, label in ((0, "hit@1"), (2, "answerable kept"), (3, "unrelated → nothing")):
+        parts.append(
+            f"{label} +{int(((a[:, k] == 1) & (b[:, k] == 0)).sum())}"
+            f"/-{int(((a[:, k] == 0) & (b[:, k] == 1)).sum())}"
+        )
+    return ", ".join(parts)
+
+
+def cross_validation(
+    path: Path, encoders: dict[str, Embed], names: Sequence[str] = CV_CANDIDATES
+) -> list[CrossValidation]:
+    """Section (j): leave-one-user-out over all the learners of `path` (tuning + held-out)."""
+    t0 = time.perf_counter()
+    users, queries = load_pooled(path)
+    embed_all(users, queries, encoders)
+    t_embed = time.perf_counter() - t0
+    held = [k for k, u in enumerate(users) if u.split == "heldout"]
+    n_unrel = sum(not q.relevant for q in queries)
+    n_tune = len(users) - len(held)
+    print(
+        f"\n## (j) Leave-one-user-out cross-validation: all {len(users)} learners "
+        f"({n_tune} tuning + {len(held)} held-out), {len(queries) - n_unrel} answerable + "
+        f"{n_unrel} unrelated queries, top_k {TOP_K}\n"
+    )
+    print(
+        f"For each of the {len(users)} folds, weight, gate and min_score are chosen on the other "
+        f"{len(users) - 1} users (each candidate's grid, hit@1 + answerable kept + unrelated → "
+        "nothing, ties to the closest to the defaults) and reported on the one left out; the "
+        "folds' queries are pooled. Beside them: the product's defaults on the same users (per "
+        f"user, pooled; chosen on the tuning users, so in-sample on {n_tune} of them), the same "
+        f"two on the {len(held)} held-out users' folds only, and the configuration chosen on "
+        f"all {len(users)} (in-sample).\n"
+    )
+    print("| candidate | figure | hit@1 | hit@3 | answerable kept | unrelated → nothing |")
+    print("|---|---|---|---|---|---|")
+    out = []
+    notes = []
+    for name in names:
+        c = next(c for c in CANDIDATES if c.name == name)
+        if c.null or c.calibrate or c.encoders != ("USE",):
+            raise ValueError(f"not cross-validated here: {name}")
+        cv = cross_validate(c, users, queries, signals(c, users, queries))
+        d = product_default(c)
+        held_q = np.isin([q.user for q in queries], held)
+        for label, counts in (
+            (f"leave-one-user-out, {len(users)} folds pooled", cv.pooled()),
+            (f"defaults ({d}), {len(users)} users", cv.default_per_query.sum(axis=0)),
+            (f"leave-one-user-out, the {len(held)} held-out users' folds", cv.pooled(held)),
+            (
+                f"defaults ({d}), the {len(held)} held-out users",
+                cv.default_per_query[held_q].sum(axis=0),
+            ),
+            (f"chosen on all {len(users)}: {cv.everyone} (in-sample)", cv.everyone_counts),
+        ):
+            print(_row(c.name, label, counts))
+        choices: dict[str, list[str]] = {}
+        for fold in cv.folds:
+            choices.setdefault(str(fold.config), []).append(fold.user)
+        notes.append(
+            f"- {c.name}: folds chose "
+            + "; ".join(
+                f"{cfg} in {len(who)} ({', '.join(who)})"
+                for cfg, who in sorted(choices.items(), key=lambda kv: -len(kv[1]))
+            )
+            + ". Per query, leave-one-user-out vs defaults: "
+            + paired(cv.per_query, cv.default_per_query)
+        )
+        out.append(cv)
+    print(
+        "\nWhat each fold chose, and per query where the fold's choice and the defaults differ "
+        "(+n: right only with the fold's choice, -n: right only at the defaults):\n"
+    )
+    print("\n".join(notes))
+    grid_sizes = sorted({len(cv.configs) for cv in out})
+    print(
+        f"\nWall time: {time.perf_counter() - t0:.1f} s ({t_embed:.1f} s embedding; "
+        f"{'/'.join(map(str, grid_sizes))} configurations × {len(queries)} queries per "
+        f"candidate, each computed once)"
+    )
+    return out
+
+
 def main_candidates(path: Path, encoders: dict[str, Embed], verbose: bool) -> None:
     run(path, encoders, verbose=verbose)
 
@@ -888,10 +1094,13 @@ def as_embed(passages: Callable[[list[str]], F32], query: Callable[[str], F32]) 
 
 __all__: Sequence[str] = [
     "CANDIDATES",
+    "CV_CANDIDATES",
     "PRODUCT",
     "Candidate",
     "Config",
     "as_embed",
+    "cross_validate",
+    "cross_validation",
     "explain",
     "product_default",
     "product_figures",
