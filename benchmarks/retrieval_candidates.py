@@ -9,6 +9,13 @@ For every candidate, weight, lexical gate and ``min_score`` are chosen on the tu
 section (d) of ``retrieval.py``); the table prints the same configuration on the tuning and on the
 held-out users. The held-out users never choose anything.
 
+``--cv`` (``retrieval.py --candidates --cv``, section (j)) prints instead a leave-one-user-out
+cross-validation over all the learners (tuning + held-out, 18): for each, the configuration is
+chosen on the others (same grid, same objective, ``choose``) and reported on that one, for the
+product's row and a few others (CV_CANDIDATES); beside it, the product's defaults on the same
+users and the configuration chosen on all of them (in-sample). Each query's outcome under each
+configuration is computed once (``outcomes``), so every fold's choice is sums (seconds).
+
 Candidates (all use the product's fused score, ``memora.longterm.ranking``; they differ in what is
 indexed, what the query is, and which dense models are averaged):
 
