@@ -58,6 +58,7 @@ import numpy as np
 from memora.longterm.lexical import (
     BM25,
     ENGLISH_STOP_WORDS,
+    Posting,
     Vector,
     search_stem,
     tokenize,
@@ -346,25 +347,46 @@ def bridged_coverage(
     index: BM25, query: str, weight: float, *, unbridged: frozenset[str] = UNBRIDGED
 ) -> Vector:
     """BM25 coverage of the message by each memory, plus ``weight`` × the bridge's evidence
-    (see the module docstring), in [0, 1]. ``weight`` 0 is plain coverage."""
+    (see the module docstring), in [0, 1]. ``weight`` 0 is plain coverage.
+
+    The evidence is summed over the lexical index's postings: only the memories that hold one
+    of the translations' terms get any, so the work is what those postings hold, not a pass
+    over every memory per term (the same figures, to the bit, as that pass:
+    ``tests/test_bridge.py`` keeps it as the reference)."""
     lexical = index.coverage(tokenize(query))
     if weight <= 0.0 or len(index) == 0:
         return lexical
-    extra = np.zeros(len(index), dtype=np.float64)
+    found = units(query, unbridged)
     rare = _idf_of_one(len(index))
     # A term's coverage times its IDF relative to a term only one memory holds: a translation
     # that many of the user's memories share ("student" in a school) counts as little as the
     # word would had the message said it, not as a full match. Once per term per call.
-    held: dict[str, Vector] = {}
-    for unit in units(query, unbridged):
-        best = np.zeros(len(index), dtype=np.float64)
+    held: dict[str, Posting] = {}
+    for unit in found:
         for alt in unit.alternatives:
             for term in alt:
                 if term not in held:
-                    held[term] = index.coverage((term,)) * (index.idf(term) / rare)
-            np.maximum(best, sum(held[t] for t in alt) / len(alt), out=best)
+                    ids, cover = index.term_coverage(term)
+                    held[term] = (ids, cover * (index.idf(term) / rare))
+    touched = [ids for ids, _ in held.values() if len(ids)]
+    if not touched:  # no memory holds a translation: plain coverage, as weight × 0 adds
+        out: Vector = np.clip(lexical, 0.0, 1.0)
+        return out
+    # The memories that hold some translation, and each term's values at their places there.
+    where = np.unique(np.concatenate(touched))
+    dense: dict[str, Vector] = {}
+    for term, (ids, cover) in held.items():
+        row = np.zeros(len(where), dtype=np.float64)
+        row[np.searchsorted(where, ids)] = cover
+        dense[term] = row
+    extra = np.zeros(len(where), dtype=np.float64)
+    for unit in found:
+        best = np.zeros(len(where), dtype=np.float64)
+        for alt in unit.alternatives:
+            np.maximum(best, sum(dense[t] for t in alt) / len(alt), out=best)
         extra += unit.share * best
-    out: Vector = np.clip(lexical + weight * extra, 0.0, 1.0)
+    out = np.clip(lexical, 0.0, 1.0)
+    out[where] = np.clip(lexical[where] + weight * extra, 0.0, 1.0)
     return out
 
 
