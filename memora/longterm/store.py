@@ -66,6 +66,7 @@ from memora.longterm.phatic import is_phatic
 from memora.longterm.ranking import (
     Hit,
     Scores,
+    context_can_matter,
     dense_scale_for,
     follow_up_rank,
     hybrid_scores,
@@ -840,23 +841,32 @@ class MemoryStore:
             data = data.from_chat(origin_chat) if origin_chat is not None else data
             if not data.entries:
                 return SearchResult([], 0)
-        variants = [query]
         context = " ".join((extra_context or "").split())
-        if context and is_follow_up(query):
-            variants.append(f"{context}\n{query}")
+        joined = f"{context}\n{query}" if context and is_follow_up(query) else ""
+        # A follow-up's context is embedded with the message in one call when the search is
+        # cold (Chroma's candidates come from both vectors) or each call is a round trip to a
+        # service; else only if the message's own hits leave room for it (context_can_matter).
+        later = bool(joined) and data is not None and getattr(self.embedder, "local", False)
+        variants = [query] if not joined or later else [query, joined]
         qvecs, tokens = await self._embed(variants, "query")
         if data is None:  # answer from Chroma, then load the user for the next search
             data = await self._candidates(self._loads.get(user_id), where, qvecs, origin_chat)
             self._load(user_id, version)
-        if len(variants) == 1:
+        if not joined:
             found = self._rank(data, query, qvecs[0], top_k, min_score)
         else:
+            edge = min_score if floor is None else floor
             with one_blas_thread():
-                message, joined = (
-                    self._scores(data, text, vec) for text, vec in zip(variants, qvecs, strict=True)
-                )
-                edge = min_score if floor is None else floor
-                found = follow_up_rank(message, joined, edge, top_k, min_score)
+                message = self._scores(data, query, qvecs[0])
+            if not context_can_matter(message, edge, top_k):
+                together = message  # the context cannot change the hits (follow_up_rank)
+            else:
+                if later:
+                    more, spent = await self._embed([joined], "query")
+                    qvecs, tokens = np.vstack([qvecs, more]), tokens + spent
+                with one_blas_thread():
+                    together = self._scores(data, joined, qvecs[1])
+            found = follow_up_rank(message, together, edge, top_k, min_score)
         hits = [SearchHit(data.entries[h.index].memory, h.score) for h in found]
         return SearchResult(hits, tokens)
 
