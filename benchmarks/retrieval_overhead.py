@@ -31,8 +31,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import cProfile
+import io
 import itertools
+import math
 import os
+import pstats
 import random
 import shutil
 import statistics
@@ -48,14 +53,16 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+import memora.longterm.bridge as bridge_module
 import memora.longterm.store as store_module
 from memora.longterm import MemoryStore, NewMemory
+from memora.longterm.bridge import UNBRIDGED, bridged_coverage, units
 from memora.longterm.bridge import warm as warm_bridge
 from memora.longterm.cache import Entry
 from memora.longterm.dedupe import Relation, embedding_text, normalise_text, relation
 from memora.longterm.embeddings import LocalUSE
-from memora.longterm.lexical import BM25
-from memora.longterm.ranking import follow_up_rank, is_follow_up
+from memora.longterm.lexical import BM25, tokenize
+from memora.longterm.ranking import context_can_matter, follow_up_rank, is_follow_up, rank_scores
 from memora.longterm.records import Memory
 
 LEVELS = ["A1", "A2", "B1", "B2", "C1", "C2"]
@@ -273,7 +280,145 @@ async def full_sort_hits(
     return [data.entries[int(i)].memory.id for i in order if s.score[i] >= min_score][:top_k]
 
 
-async def overhead(n_memories: int, n_queries: int, restarts: int, keep: Path | None) -> None:
+def dense_pass_bridge(
+    index: BM25, query: str, weight: float, *, unbridged: frozenset[str] = UNBRIDGED
+) -> np.ndarray:
+    """``bridge.bridged_coverage`` as it was before it summed over postings: one pass over
+    every memory per translated term and per translation (the same figures)."""
+    lexical = index.coverage(tokenize(query))
+    if weight <= 0.0 or len(index) == 0:
+        return lexical
+    extra = np.zeros(len(index), dtype=np.float64)
+    rare = math.log(1.0 + (len(index) - 0.5) / 1.5)
+    held: dict[str, np.ndarray] = {}
+    for unit in units(query, unbridged):
+        best = np.zeros(len(index), dtype=np.float64)
+        for alt in unit.alternatives:
+            for term in alt:
+                if term not in held:
+                    held[term] = index.coverage((term,)) * (index.idf(term) / rare)
+            np.maximum(best, sum(held[t] for t in alt) / len(alt), out=best)
+        extra += unit.share * best
+    return np.clip(lexical + weight * extra, 0.0, 1.0)
+
+
+@contextlib.contextmanager
+def code_before(embedder: LocalUSE) -> Any:
+    """The search as it was before issue 12's last changes: the bridge as a pass over every
+    memory, and a follow-up's context embedded in the message's call and always scored."""
+    saved = bridge_module.bridged_coverage, store_module.context_can_matter
+    bridge_module.bridged_coverage = dense_pass_bridge
+    store_module.context_can_matter = lambda *_: True
+    embedder.local = False
+    try:
+        yield
+    finally:
+        bridge_module.bridged_coverage, store_module.context_can_matter = saved
+        del embedder.local
+
+
+async def new_message_stages(
+    store: MemoryStore,
+    embedder: LocalUSE,
+    queries: list[str],
+    contexts: list[str | None],
+    profile: bool,
+) -> list[tuple[str, list[Ms], list[Ms] | None]]:
+    """Every message new (nothing from the query-vector cache): the search now and as it was
+    (interleaved, the same messages with other suffixes), whether their hits agree, and what a
+    search spends where (each part timed alone on other new messages)."""
+    now: list[Ms] = []
+    before: list[Ms] = []
+    pairs = list(enumerate(zip(queries, contexts, strict=True)))
+    for i, (q, c) in pairs:
+        for old in (False, True) if i % 2 else (True, False):  # neither always goes first
+            with code_before(embedder) if old else contextlib.nullcontext():
+                (before if old else now).append(
+                    await timed(store.search(USER, f"{q} <{i}>{'*' * old}", top_k=3,
+                                             min_score=0.14, extra_context=c))
+                )  # fmt: skip
+    agree = 0
+    for q, c in zip(queries, contexts, strict=True):
+        got = await store.search(USER, q, top_k=3, min_score=0.14, extra_context=c)
+        with code_before(embedder):
+            was = await store.search(USER, q, top_k=3, min_score=0.14, extra_context=c)
+        agree += [(h.memory.id, h.score) for h in got.hits] == [
+            (h.memory.id, h.score) for h in was.hits
+        ]
+    print(f"  every message new: hits (ids and scores) equal to the code before: {agree} of"
+          f" {len(queries)}")  # fmt: skip
+
+    data = store._cache.get(USER)
+    assert data is not None
+    one: list[Ms] = []
+    both: list[Ms] = []
+    alone: list[Ms] = []
+    scored: list[Ms] = []
+    dense: list[Ms] = []
+    postings: list[Ms] = []
+    dense_pass: list[Ms] = []
+    ranked: list[Ms] = []
+    follow_ups = skipped = 0
+    for i, (q, c) in pairs:
+        text = f"{q} {{{i}}}"
+        one.append(sync_ms(embedder._encode, [text]))
+        vec = embedder._encode([text])[0]
+        with store_module.one_blas_thread():
+            scored.append(sync_ms(store._scores, data, text, vec))
+            scores = store._scores(data, text, vec)
+            dense.append(sync_ms(lambda v=vec: data.vectors @ v))
+            postings.append(sync_ms(bridged_coverage, data.bm25, text, 0.5))
+            dense_pass.append(sync_ms(dense_pass_bridge, data.bm25, text, 0.5))
+            ranked.append(sync_ms(rank_scores, scores, 3, 0.14))
+        if c and is_follow_up(text):
+            follow_ups += 1
+            skipped += not context_can_matter(scores, 0.14, 3)
+            joined = f"{c}\n{text}"
+            both.append(sync_ms(embedder._encode, [text, joined]))
+            alone.append(sync_ms(embedder._encode, [joined]))
+    print(f"  follow-ups whose context could not change the hits (not embedded now): {skipped}"
+          f" of {follow_ups}")  # fmt: skip
+    if profile:  # cProfile sees one thread: the blocking calls run inline here meanwhile
+        import memora.longterm.embeddings as embeddings_module
+
+        async def inline(fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
+            return fn(*args, **kwargs)
+
+        saved = store_module.run_blocking, embeddings_module.run_blocking
+        store_module.run_blocking = embeddings_module.run_blocking = inline
+        profiler = cProfile.Profile()
+        profiler.enable()
+        for i, (q, c) in pairs:
+            await store.search(USER, f"{q} |{i}|", top_k=3, min_score=0.14, extra_context=c)
+        profiler.disable()
+        store_module.run_blocking, embeddings_module.run_blocking = saved
+        out = io.StringIO()
+        pstats.Stats(profiler, stream=out).sort_stats("cumulative").print_stats(30)
+        print(out.getvalue())
+    return [
+        ("search, warm, every message new: this code", now, before),
+        ("  baseline: the code before (below)", before, None),
+        (
+            "    (before: the bridge a pass over every memory; a follow-up's context always"
+            " embedded in the message's call and scored)",
+            [],
+            None,
+        ),
+        ("  part: embed the message (LocalUSE, one text)", one, None),
+        ("  part: embed message + context, one call", both, one),
+        ("  part: embed the context alone", alone, one),
+        ("    (those two: the follow-ups; × the message alone)", [], None),
+        ("  part: score every memory (store._scores)", scored, None),
+        ("    of which: dense cosine (matrix × vector)", dense, None),
+        ("    of which: bridge summed over postings", postings, dense_pass),
+        ("    baseline: bridge as a pass over every memory", dense_pass, None),
+        ("  part: rank the scores (rank_scores)", ranked, None),
+    ]
+
+
+async def overhead(
+    n_memories: int, n_queries: int, restarts: int, keep: Path | None, profile: bool = False
+) -> None:
     print(f"start: {load()}")
     embedder = LocalUSE()
     embedder.warm_up()
@@ -328,6 +473,7 @@ async def overhead(n_memories: int, n_queries: int, restarts: int, keep: Path | 
             await timed(search(f"{q} ({i})", c))
             for i, (q, c) in enumerate(zip(queries, contexts, strict=True))
         ]
+        stages = await new_message_stages(store, embedder, queries, contexts, profile)
         as_before = 0  # searches whose hits equal those of sorting every memory's score
         for q, c in zip(queries, contexts, strict=True):
             got = await store.search(USER, q, top_k=3, min_score=0.14, extra_context=c)
@@ -395,6 +541,11 @@ async def overhead(n_memories: int, n_queries: int, restarts: int, keep: Path | 
     report("search, warm, message only", plain, chroma_ms)
     report("search, warm, new messages, half with context", new_messages, chroma_ms)
     print(f"  hits equal to sorting every memory's score: {as_before} of {len(queries)}")
+    for name, ms, base in stages:
+        if ms:
+            report(name, ms, base)
+        else:
+            print(name)
     report("search right after an add", after_write, chroma_ms)
     report("  of which: embed one message (LocalUSE)", embed_ms)
     report("  baseline: Chroma filtered kNN query (top 10)", chroma_ms)
@@ -533,6 +684,11 @@ def main() -> None:
     parser.add_argument("--store", type=Path, help="keep the built store here (default: temp dir)")
     parser.add_argument("--pairs", action="store_true", help="also print the duplicate table")
     parser.add_argument(
+        "--profile",
+        action="store_true",
+        help="also print cProfile's cumulative table of the searches with every message new",
+    )
+    parser.add_argument(
         "--sync-threshold",
         type=int,
         help="run Chroma's writes at this HNSW sync_threshold instead of memora's (Chroma's"
@@ -542,7 +698,7 @@ def main() -> None:
     if args.sync_threshold is not None:
         store_module.CHROMA_HNSW = {"sync_threshold": args.sync_threshold}
         print(f"Chroma writes at sync_threshold {args.sync_threshold} (not memora's)")
-    asyncio.run(overhead(args.memories, args.queries, args.restarts, args.store))
+    asyncio.run(overhead(args.memories, args.queries, args.restarts, args.store, args.profile))
     if args.pairs:
         pairs()
 
