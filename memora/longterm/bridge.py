@@ -368,23 +368,32 @@ def bridged_coverage(
                 if term not in held:
                     ids, cover = index.term_coverage(term)
                     held[term] = (ids, cover * (index.idf(term) / rare))
-    touched = [ids for ids, _ in held.values() if len(ids)]
+    touched = {term: posting for term, posting in held.items() if len(posting[0])}
     if not touched:  # no memory holds a translation: plain coverage, as weight × 0 adds
         out: Vector = np.clip(lexical, 0.0, 1.0)
         return out
-    # The memories that hold some translation, and each term's values at their places there.
-    where = np.unique(np.concatenate(touched))
-    dense: dict[str, Vector] = {}
-    for term, (ids, cover) in held.items():
-        row = np.zeros(len(where), dtype=np.float64)
-        row[np.searchsorted(where, ids)] = cover
-        dense[term] = row
+    # The memories that hold some translation, and each held term's values at their places
+    # among them (a term no memory holds adds exact zeros: left out, the sums are the same).
+    mask = np.zeros(len(index), dtype=bool)
+    for ids, _ in touched.values():
+        mask[ids] = True
+    where = np.flatnonzero(mask)
+    slot = np.zeros(len(index), dtype=np.intp)
+    slot[where] = np.arange(len(where))
+    rows: dict[str, Vector] = {}
+    for term, (ids, cover) in touched.items():
+        rows[term] = np.zeros(len(where), dtype=np.float64)
+        rows[term][slot[ids]] = cover
     extra = np.zeros(len(where), dtype=np.float64)
     for unit in found:
-        best = np.zeros(len(where), dtype=np.float64)
+        best: Vector | None = None
         for alt in unit.alternatives:
-            np.maximum(best, sum(dense[t] for t in alt) / len(alt), out=best)
-        extra += unit.share * best
+            parts = [rows[t] for t in alt if t in rows]
+            if parts:
+                mean = sum(parts[1:], parts[0]) / len(alt)
+                best = mean if best is None else np.maximum(best, mean, out=best)
+        if best is not None:
+            extra += unit.share * best
     out = np.clip(lexical, 0.0, 1.0)
     out[where] = np.clip(lexical[where] + weight * extra, 0.0, 1.0)
     return out
