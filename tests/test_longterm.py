@@ -247,9 +247,11 @@ class CountingEmbedder:
         self.model, self.name, self.dim = model, model.name, model.dim
         self.local = local  # say it computes here, as LocalUSE does (store.search)
         self.texts: list[str] = []
+        self.calls: list[list[str]] = []
 
     async def embed(self, texts: list[str], kind: Kind = "passage") -> Embedded:
         self.texts += texts
+        self.calls.append(list(texts))
         return await self.model.embed(texts, kind)
 
 
@@ -289,12 +291,12 @@ async def test_a_follow_up_s_context_is_skipped_only_where_it_cannot_change_the_
             for top_k, min_score, floor in [(1, 0.14, None), (3, 0.14, None), (4, 0.0, 0.14)]:
                 joined = f"{previous}\n{question}"
                 store._queries.clear()  # every message new: nothing from the vector cache
-                counting.texts.clear()
+                counting.calls.clear()
                 got = await store.search(
                     4, question, top_k=top_k, min_score=min_score, floor=floor,
                     extra_context=previous,
                 )  # fmt: skip
-                embedded = list(counting.texts)
+                embedded = list(counting.calls)
                 vectors, _ = await store._embed([question, joined], "query")
                 with one_blas_thread():
                     message = store._scores(data, question, vectors[0])
@@ -305,14 +307,22 @@ async def test_a_follow_up_s_context_is_skipped_only_where_it_cannot_change_the_
                     (data.entries[h.index].memory.id, h.score) for h in want
                 ]
                 if not local:
-                    assert embedded == [question, joined]  # one call, as before
+                    assert embedded == [[question, joined]]  # one call, as before
                 elif context_can_matter(message, edge, top_k):
-                    assert embedded == [question, joined]  # the message, then the context
+                    assert embedded == [[question], [joined]]  # the message, then the context
                     used += 1
                 else:
-                    assert embedded == [question]
+                    assert embedded == [[question]]
                     skipped += 1
         assert local <= (skipped >= 3 and used >= 3)  # a local model takes both paths here
+        # fewer memories than top_k: the context can always matter, so it comes in one call
+        await store.add_many(5, [NewMemory(t) for t in FOLLOW_UP_MEMORIES[:2]])
+        await store.memories(5)  # cached: a warm search
+        counting.calls.clear()
+        question = "那如果他們要去火車站呢"
+        small = await store.search(5, question, top_k=3, min_score=0.14, extra_context=previous)
+        assert counting.calls == [[question, f"{previous}\n{question}"]]
+        assert {h.memory.text for h in small.hits} == set(FOLLOW_UP_MEMORIES[:2])
 
 
 async def test_a_message_is_embedded_once_for_the_reply_and_its_extraction(

@@ -844,9 +844,15 @@ class MemoryStore:
         context = " ".join((extra_context or "").split())
         joined = f"{context}\n{query}" if context and is_follow_up(query) else ""
         # A follow-up's context is embedded with the message in one call when the search is
-        # cold (Chroma's candidates come from both vectors) or each call is a round trip to a
-        # service; else only if the message's own hits leave room for it (context_can_matter).
-        later = bool(joined) and data is not None and getattr(self.embedder, "local", False)
+        # cold (Chroma's candidates come from both vectors), each call is a round trip to a
+        # service, or the user has fewer memories than top_k (then it always can matter);
+        # else only if the message's own hits leave room for it (context_can_matter).
+        later = (
+            bool(joined)
+            and data is not None
+            and len(data.entries) >= top_k
+            and getattr(self.embedder, "local", False)
+        )
         variants = [query] if not joined or later else [query, joined]
         qvecs, tokens = await self._embed(variants, "query")
         if data is None:  # answer from Chroma, then load the user for the next search
