@@ -3,6 +3,7 @@
 Run from the repository root::
 
     .venv/bin/python benchmarks/retrieval_overhead.py [--memories 1000] [--queries 200] [--pairs]
+        [--profile]
 
 Prints figures, passes or fails nothing. One user gets --memories varied learner facts (English,
 繁體 and 简体, built from templates), stored in a real Chroma PersistentClient in a temporary
@@ -20,7 +21,12 @@ directory with the local USE embedder. Then:
   failed write): it adds one filtered Chroma ``get`` of all the user's memories and vectors;
 * add: ``MemoryStore.add`` of new facts (embedding, duplicate check against the memories the
   duplicate index picks, one Chroma upsert), and of a duplicate (no write);
-* Chroma's own filtered nearest-neighbour query, for comparison with the exact in-process scan.
+* Chroma's own filtered nearest-neighbour query, for comparison with the exact in-process scan;
+* every message new, this code against the code before (interleaved on the same messages, the
+  before side with the bridge as a pass over every memory and a follow-up's context always
+  embedded in the message's call and scored), whether their hits agree, and the parts of such
+  a search timed alone (embedding, the scores, the bridge both ways, the ranking); with
+  ``--profile`` also cProfile's table of those searches (run in one thread meanwhile).
 
 ``--pairs`` also prints the duplicate-guard table: the cosine of hand-made pairs and of 24
 facts written in English and in Chinese, and what ``memora.longterm.dedupe.relation`` decides
@@ -324,29 +330,31 @@ async def new_message_stages(
     contexts: list[str | None],
     profile: bool,
 ) -> list[tuple[str, list[Ms], list[Ms] | None]]:
-    """Every message new (nothing from the query-vector cache): the search now and as it was
-    (interleaved, the same messages with other suffixes), whether their hits agree, and what a
-    search spends where (each part timed alone on other new messages)."""
+    """Every message new: the search now and as it was, interleaved on the same messages as
+    "new messages" (each search forgets the recent query vectors and the bridge's cache of
+    messages first, so both sides start from a new message alike), whether their hits agree,
+    and what a search spends where (each part timed alone)."""
     now: list[Ms] = []
     before: list[Ms] = []
-    pairs = list(enumerate(zip(queries, contexts, strict=True)))
-    for i, (q, c) in pairs:
+    pairs = [(f"{q} ({i})", c) for i, (q, c) in enumerate(zip(queries, contexts, strict=True))]
+    for i, (text, c) in enumerate(pairs):
         for old in (False, True) if i % 2 else (True, False):  # neither always goes first
+            store._queries.clear()
+            units.cache_clear()
             with code_before(embedder) if old else contextlib.nullcontext():
                 (before if old else now).append(
-                    await timed(store.search(USER, f"{q} <{i}>{'*' * old}", top_k=3,
-                                             min_score=0.14, extra_context=c))
-                )  # fmt: skip
+                    await timed(store.search(USER, text, top_k=3, min_score=0.14, extra_context=c))
+                )
     agree = 0
-    for q, c in zip(queries, contexts, strict=True):
+    for q, c in [*zip(queries, contexts, strict=True), *pairs]:
         got = await store.search(USER, q, top_k=3, min_score=0.14, extra_context=c)
         with code_before(embedder):
             was = await store.search(USER, q, top_k=3, min_score=0.14, extra_context=c)
         agree += [(h.memory.id, h.score) for h in got.hits] == [
             (h.memory.id, h.score) for h in was.hits
         ]
-    print(f"  every message new: hits (ids and scores) equal to the code before: {agree} of"
-          f" {len(queries)}")  # fmt: skip
+    print(f"  hits (ids and scores) equal to the code before's: {agree} of"
+          f" {len(queries) + len(pairs)} (the messages repeated, then new)")  # fmt: skip
 
     data = store._cache.get(USER)
     assert data is not None
@@ -359,8 +367,7 @@ async def new_message_stages(
     dense_pass: list[Ms] = []
     ranked: list[Ms] = []
     follow_ups = skipped = 0
-    for i, (q, c) in pairs:
-        text = f"{q} {{{i}}}"
+    for text, c in pairs:
         one.append(sync_ms(embedder._encode, [text]))
         vec = embedder._encode([text])[0]
         with store_module.one_blas_thread():
@@ -388,8 +395,10 @@ async def new_message_stages(
         store_module.run_blocking = embeddings_module.run_blocking = inline
         profiler = cProfile.Profile()
         profiler.enable()
-        for i, (q, c) in pairs:
-            await store.search(USER, f"{q} |{i}|", top_k=3, min_score=0.14, extra_context=c)
+        for text, c in pairs:
+            store._queries.clear()
+            units.cache_clear()
+            await store.search(USER, text, top_k=3, min_score=0.14, extra_context=c)
         profiler.disable()
         store_module.run_blocking, embeddings_module.run_blocking = saved
         out = io.StringIO()
