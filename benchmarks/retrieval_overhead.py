@@ -64,7 +64,7 @@ import memora.longterm.store as store_module
 from memora.longterm import MemoryStore, NewMemory
 from memora.longterm.bridge import UNBRIDGED, bridged_coverage, units
 from memora.longterm.bridge import warm as warm_bridge
-from memora.longterm.cache import Entry
+from memora.longterm.cache import Entry, dense_weight
 from memora.longterm.dedupe import Relation, embedding_text, normalise_text, relation
 from memora.longterm.embeddings import LocalUSE
 from memora.longterm.lexical import BM25, tokenize
@@ -449,6 +449,8 @@ async def overhead(
         cold: list[Ms] = []
         opened: list[Ms] = []  # the store's open at start (Chroma loads its segments there)
         filled: list[Ms] = []
+        first_warm: list[Ms] = []  # the first search once the load is in the cache
+        weights: list[Ms] = []  # what that search built on the event loop before the load did
         whole: list[Ms] = []
         same = 0  # first searches whose hits equal the warm search's for the same message
         for i in range(restarts):
@@ -460,7 +462,12 @@ async def overhead(
                 first = await store.search(USER, query, top_k=3, min_score=0.14)
                 cold.append(since(t))
                 filled.append(await timed(store.memories(USER)))
+                t = start()
                 again = await store.search(USER, query, top_k=3, min_score=0.14)  # warm now
+                first_warm.append(since(t))
+                loaded = store._cache.get(USER)
+                assert loaded is not None
+                weights.append(sync_ms(lambda d=loaded: [dense_weight(e) for e in d.entries]))
                 same += [h.memory.id for h in first.hits] == [h.memory.id for h in again.hits]
             async with MemoryStore(folder, embedder) as store:
                 t = start()
@@ -475,6 +482,7 @@ async def overhead(
 
         for q in queries[:20]:
             await store.search(USER, q, top_k=3, min_score=0.14)
+        await store.memories(USER)  # the load the first of them started: warm from here on
         warm = [await timed(search(q, c)) for q, c in zip(queries, contexts, strict=True)]
         plain = [await timed(search(q)) for q in queries]
         # Each message new (nothing from the query-vector cache), as in a real conversation.
@@ -561,6 +569,8 @@ async def overhead(
     report("open the store at a restart (process start)", opened)
     report("first search after a restart (new store object)", cold, whole)
     report("  then: the rest of the load into the cache", filled)
+    report("  then: the first warm search (same message)", first_warm)
+    report("    before, it built the dense weights too: this more", weights)
     report("  baseline: load the whole user, then rank", whole)
     print(f"  first search's hits equal the warm search's (top 3): {same} of {restarts}")
     report("add() of a new fact", adds, rebuild)

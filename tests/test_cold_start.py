@@ -67,7 +67,10 @@ async def test_first_search_after_a_restart_does_not_wait_for_the_load_and_ranks
         assert cold._cache.get(USER) is None
         cold.release.set()
         assert len(await cold.memories(USER)) == len(FACTS)  # joins the load in flight
-        assert cold._cache.get(USER) is not None
+        loaded = cold._cache.get(USER)
+        assert loaded is not None
+        # what a search needs was built by the load, off the event loop, not by the next search
+        assert {"bm25", "dense_weights", "texts"} <= loaded.__dict__.keys()
         for q in QUERIES:
             assert await hits(cold, q) == want[q]
     finally:

@@ -407,8 +407,9 @@ class MemoryStore:
             where={"user_id": user_id}, include=["documents", "metadatas", "embeddings"]
         )
         data = self._user_data(got["ids"], got["documents"], got["metadatas"], got["embeddings"])
-        # Indexed here, off the event loop, not by the next search or write.
-        data.bm25, data.keys, data.dedupe  # noqa: B018
+        # Indexed here, off the event loop, not by the next search or write (the dense weights
+        # too: the first warm search built them on the loop, benchmarks/retrieval_overhead.py).
+        data.bm25, data.keys, data.dedupe, data.dense_weights  # noqa: B018
         return data
 
     def _user_data(
