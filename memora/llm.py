@@ -203,6 +203,11 @@ def _short(exc: Exception) -> str:
     return f"the answer is not valid JSON ({exc})"
 
 
+CONTEXT_EXCEEDED = "context_length_exceeded"
+"""The error code of a request longer than the model's context (OpenAI's, llama.cpp's server's),
+also given to a structured answer the context cut short (ChatCompletionsLLM._parse)."""
+
+
 class LLMError(Exception):
     """The model could not answer (outage, timeout, refusal, bad response).
 
@@ -678,10 +683,29 @@ class ChatCompletionsLLM(OpenAILLM):
         )
         if not resp.choices:
             raise LLMError("the model returned no choices")
-        msg = resp.choices[0].message
+        choice = resp.choices[0]
+        msg = choice.message
         usage = self._usage(resp.usage)
         if msg.refusal:
             return Parsed(text=msg.refusal, usage=usage, problem="the model refused")
         text = msg.content or ""
         parsed, problem = validated(schema, text)
+        if parsed is None and choice.finish_reason == "length" and self._cut_by_context(usage):
+            # llama.cpp answers a prompt that fits and stops the answer where its context ends
+            # (it lowers max_tokens to the room left): asking again, longer, cannot fit more.
+            # Said as the server says a prompt too long, so the caller can ask in fewer tokens.
+            self._structured_confirmed = True  # the server took the form: it answered 200
+            raise LLMError(
+                f"the answer was cut at the end of the model's context ({usage.input_tokens} "
+                f"prompt + {usage.output_tokens} answer tokens)",
+                CONTEXT_EXCEEDED,
+            )
         return Parsed(text=text, usage=usage, parsed=parsed, problem=problem)
+
+    def _cut_by_context(self, usage: Usage) -> bool:
+        """Whether an answer that stopped for length stopped before the cap it was sent with
+        (`max_tokens`): then the server's context ended it. Without a cap, the server's limit
+        is its context; with one and no usage reported, it cannot be told: no."""
+        if not self.max_output_tokens:
+            return True
+        return 0 < usage.output_tokens < self.max_output_tokens

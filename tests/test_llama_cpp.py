@@ -12,14 +12,21 @@ real SDK and a real Chroma store through them.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
 from memora.engine import ChatRef, Engine, EngineConfig, UserRef
-from memora.llm import ChatCompletionsLLM, schema_sketch
+from memora.llm import (
+    CONTEXT_EXCEEDED,
+    ChatCompletionsLLM,
+    ChatMessage,
+    LLMError,
+    schema_sketch,
+)
 from memora.longterm import MemoryStore
-from memora.longterm.extraction import COMPACT_INSTRUCTIONS, ExtractionResult
+from memora.longterm.extraction import COMPACT_INSTRUCTIONS, ExtractionResult, extract
 from memora.storage import Database
 from memora.tokens import LocalTokenCounter
 from tests.fake_openai import FakeOpenAI, input_tokens_of
@@ -130,12 +137,12 @@ async def test_an_extraction_too_long_for_the_context_is_asked_again_compact_for
     assert (only.instructions or "").startswith(COMPACT_INSTRUCTIONS)
 
 
-async def test_an_extraction_answer_cut_by_the_context_is_asked_again_compact(
+async def test_an_extraction_answer_cut_by_the_context_is_asked_compact_at_once(
     fake: FakeOpenAI, engine: Engine
 ) -> None:
     """llama.cpp answers a prompt that fits and cuts the answer where its context ends (it does
-    not refuse prompt + max_tokens). The cut JSON is asked again with the error; that request no
-    longer fits, so the compact form is asked at once and keeps the memory."""
+    not refuse prompt + max_tokens). Asking again with the cut JSON and the error would only be
+    longer, so the compact form is asked at once and keeps the memory."""
     ok, _ = await turn(engine, "Hi, I am Mei.", stream=False)
     assert ok
     full = input_tokens_of(fake.requests_of("structured")[-1])
@@ -146,8 +153,8 @@ async def test_an_extraction_answer_cut_by_the_context_is_asked_again_compact(
     before = len(fake.requests_of("structured"))
     ok, _ = await turn(engine, "Hi, I am Mia.", stream=False)
     assert ok and engine.extraction_form == "compact"
-    cut, again, compact = fake.requests_of("structured")[before:]
-    assert input_tokens_of(cut) < fake.context_window <= input_tokens_of(again)
+    cut, compact = fake.requests_of("structured")[before:]
+    assert input_tokens_of(cut) < fake.context_window
     assert (compact.instructions or "").startswith(COMPACT_INSTRUCTIONS)
     assert [m.text for m in await engine.memories(MEI.id)] == [long_fact.strip()]
     log = await engine.extraction_log(MEI.id)
@@ -182,3 +189,77 @@ async def test_a_streamed_reply_too_long_for_the_context_fails_clearly(
     assert await engine.history(CHAT.id) == []
     (streamed,) = fake.requests_of("reply")  # the empty 200 stream is not taken for a refusal
     assert streamed.stream
+
+
+async def test_an_answer_cut_by_the_context_is_told_from_one_cut_by_the_cap(
+    fake: FakeOpenAI,
+) -> None:
+    """`max_tokens` 20: an answer stopped at 20 tokens was stopped by the cap (a broken answer,
+    asked again as such); one stopped earlier was stopped by the context's end, which llama.cpp
+    lowers max_tokens to, and is said like a prompt too long for the context."""
+    llm = ChatCompletionsLLM(
+        model="smollm2", api_key="x", base_url=fake.base_url, max_output_tokens=20
+    )
+    long_fact = {"memories": [memory("The user lives in Taipei and takes the MRT. " * 6)]}
+    fake.context_window = 100_000  # the rule on, with room to spare: the cap cuts the answer
+    try:
+        fake.queue_reply(long_fact, kind="structured")
+        capped = await llm.parse(
+            "Extract.", [ChatMessage("user", "I live in Taipei.")], ExtractionResult
+        )
+        assert capped.parsed is None and "cut off" in (capped.problem or "")
+        assert capped.usage.output_tokens == 20
+
+        asked = fake.requests_of("structured")[-1]
+        fake.context_window = input_tokens_of(asked) + 10  # room for 10 answer tokens
+        fake.queue_reply(long_fact, kind="structured")
+        with pytest.raises(LLMError) as cut:
+            await llm.parse(
+                "Extract.", [ChatMessage("user", "I live in Taipei.")], ExtractionResult
+            )
+        assert cut.value.code == CONTEXT_EXCEEDED
+        assert "cut at the end of the model's context" in str(cut.value)
+    finally:
+        await llm.aclose()
+
+
+async def test_an_ask_again_cut_by_the_context_is_asked_compact(fake: FakeOpenAI) -> None:
+    """Seen at `--n_ctx 2048` with `max_output_tokens = 120` (benchmarks/local_server.py, turn
+    6): a first answer that is not JSON is asked again with the error; that prompt fits, but the
+    context cuts its answer short (1965 prompt + 82 answer tokens). The compact form is asked at
+    once and keeps the memory, where the extraction used to fail as "cut off"."""
+    llm = ChatCompletionsLLM(
+        model="smollm2", api_key="x", base_url=fake.base_url, max_output_tokens=120
+    )
+    turn = {
+        "user_message": "I live in Taipei and I work as a software engineer.",
+        "assistant_reply": "Nice! Taipei is a great city.",
+        "existing": [],
+        "now": datetime(2026, 12, 1, 12, 0, tzinfo=UTC),
+    }
+    broken = "Sure! The memories are: the user lives in Taipei"  # no JSON at all
+    fact = {"memories": [memory("The user lives in Taipei and works as a software engineer.")]}
+    try:
+        # The same call with no context limit: how long the ask again is.
+        fake.queue_reply(broken, kind="structured")
+        fake.queue_reply(fact, kind="structured")
+        measured = await extract(llm, **turn)  # type: ignore[arg-type]
+        assert measured.error is None and measured.form == "full"
+        again = input_tokens_of(fake.requests_of("structured")[-1])
+
+        fake.context_window = again + 5  # the ask again fits, with room for 5 answer tokens
+        before = len(fake.requests_of("structured"))
+        fake.queue_reply(broken, kind="structured")
+        fake.queue_reply(fact, kind="structured")  # cut after 5 tokens
+        fake.queue_reply(fact, kind="structured")  # the compact form's answer
+        outcome = await extract(llm, **turn)  # type: ignore[arg-type]
+        first, cut, compact = fake.requests_of("structured")[before:]
+        assert input_tokens_of(cut) == again < fake.context_window
+        assert (compact.instructions or "").startswith(COMPACT_INSTRUCTIONS)
+        assert outcome.error is None and outcome.form == "compact"
+        assert [m.text for m in outcome.memories] == [
+            "The user lives in Taipei and works as a software engineer."
+        ]
+        assert [r.retry_count for r in (first, cut, compact)] == [0, 0, 0]
+    finally:
+        await llm.aclose()

@@ -28,7 +28,15 @@ from memora.learner.model import (
     ExtractedWord,
     ProfileUpdate,
 )
-from memora.llm import LLM, ChatMessage, LLMError, Parsed, Usage, loads_lenient
+from memora.llm import (
+    CONTEXT_EXCEEDED,
+    LLM,
+    ChatMessage,
+    LLMError,
+    Parsed,
+    Usage,
+    loads_lenient,
+)
 from memora.longterm.dedupe import normalise_text
 from memora.longterm.records import (
     MAX_MEMORY_CHARS,
@@ -404,11 +412,13 @@ async def extract(
     `needs_terms` (see :func:`needing_terms`) it is also asked for those memories' terms.
 
     A server that refuses the full form as longer than its context (`context_length_exceeded`,
-    llama.cpp's answer at `--n_ctx 2048`) is asked again at once in the compact form, and the
-    outcome's `form` says so: the caller keeps that form (Engine does, for the process), as the
-    LLM seam keeps a structured-output form that worked. Learned, not configured: the server
-    knows its context, its refusal is immediate (the prompt is only tokenised), and an operator
-    need not know how many tokens the call takes with their model's tokenizer."""
+    llama.cpp's answer at `--n_ctx 2048`), or whose context cuts an answer short (the seam says
+    so with the same code: see ChatCompletionsLLM._parse), is asked again at once in the
+    compact form, and the outcome's `form` says so: the caller keeps that form (Engine does,
+    for the process), as the LLM seam keeps a structured-output form that worked. Learned, not
+    configured: the server knows its context, its refusal is immediate (the prompt is only
+    tokenised), and an operator need not know how many tokens the call takes with their
+    model's tokenizer."""
     call = functools.partial(
         _extract_in,
         llm,
@@ -422,9 +432,6 @@ async def extract(
         log.warning("the extraction call is longer than the model's context: compact from now on")
         outcome = await call("compact", existing, needs_terms)
     return outcome
-
-
-CONTEXT_EXCEEDED = "context_length_exceeded"
 
 
 async def _extract_in(
@@ -479,7 +486,7 @@ async def _extract_in(
                     raw=_masked(raw),
                     usage=usage,
                     error=f"unusable answer: {problem}; asking again failed: {exc}",
-                    code=exc.code,  # an answer cut at the context's end, then no room to ask
+                    code=exc.code,  # the ask again too long, or cut at the context's end
                 )
             result, problem = _read(again, schema)
             raw = f"{answer.text}\n--- asked again ---\n{again.text}"
