@@ -12,6 +12,7 @@ go through `Engine.handle_turn` (retrieval, budget, the one reply call; streamed
 prints: whether the reply came, its latency, the input tokens counted locally and those the
 server reported with the learned counted→billed factor, the structured-output form the
 extraction client uses now (json_schema → json_object → instructions, see memora/llm.py), the
+extraction call's form (full, or compact once the server's context refused it), the
 extraction's status as `/extraction` shows it, the memories kept and any summary error. The
 last turn asks the model for the facts back; the run ends with the memories, the profile and
 the summary, so a silent loss shows. Everything runs in a temporary data folder.
@@ -62,6 +63,7 @@ class TurnFigures:
     actual: int
     factor: float
     structured: str
+    form: str  # the extraction call's form: "compact" once the server's context refused "full"
     extraction: str
     memories: int
     updates: int  # on_delta calls (0 without --stream, or from a server that cannot stream)
@@ -92,6 +94,7 @@ async def one_turn(engine: Engine, n: int, text: str, stream: bool) -> TurnFigur
         actual=usage.actual_input if usage else 0,
         factor=_factor(engine),
         structured=getattr(engine.extraction_llm, "structured_mode", "?"),
+        form=engine.extraction_form,
         extraction=extraction,
         memories=len(await engine.memories(LEARNER.id)),
         updates=len(pieces),
@@ -107,10 +110,12 @@ def _factor(engine: Engine) -> float:
 
 def render_turn(f: TurnFigures) -> str:
     ok = "ok " if f.ok else "ERR"
+    # A server that streams without usage (llama.cpp's) reports no billed count: not a 0.
+    billed = f"{f.actual:5d}" if f.actual else "not reported"
     head = (
         f"turn {f.turn}: reply {ok} {f.seconds * 1000:6.0f} ms | input counted {f.counted:5d} "
-        f"billed {f.actual:5d} factor {f.factor:.3f} | structured={f.structured} | "
-        f"memories {f.memories}"
+        f"billed {billed} factor {f.factor:.3f} | structured={f.structured} | "
+        f"extraction form {f.form} | memories {f.memories}"
     )
     streamed = f" (streamed in {f.updates} updates)" if f.updates else ""
     lines = [head, f"    reply{streamed}: {_one_line(f.reply, 160)}"]
