@@ -101,6 +101,7 @@ def assert_same_data(got: UserData, want: UserData) -> None:
     assert np.array_equal(got.vectors, want.vectors)
     assert got.texts == want.texts
     assert got.keys == want.keys
+    assert got._shared_keys == want._shared_keys  # what carries the keys through a write
     assert np.array_equal(got.dense_weights, want.dense_weights)  # (n, 2): per message script
     assert_same_index(got.bm25, want.bm25)
 
@@ -118,12 +119,13 @@ def test_user_data_carries_texts_keys_and_index_through_writes() -> None:
             new = entry(1000 + k, rng.choice(TEXTS))
             memory = dataclasses.replace(old.memory, text=new.memory.text, terms=new.memory.terms)
             data = data.replaced(i, Entry(memory, old.seq, new.vector))
+            assert "keys" in data.__dict__  # carried, not rebuilt by the next write
         elif data.entries and op < 0.4:
             data = data.without(rng.choice(data.entries).memory.id)
             data.bm25, data.keys, data.texts, data.dense_weights  # noqa: B018
         else:
             data = data.appended(entry(k, rng.choice(TEXTS)))
-        assert {"bm25", "texts", "dense_weights"} <= data.__dict__.keys()
+        assert {"bm25", "keys", "texts", "dense_weights"} <= data.__dict__.keys()
         assert_same_data(data, fresh(data))
         snapshots.append((data, fresh(data)))
     for snapshot, copy in snapshots:  # later writes never changed an earlier snapshot
@@ -131,6 +133,7 @@ def test_user_data_carries_texts_keys_and_index_through_writes() -> None:
     assert data.keys == {
         k: i for i, k in reversed(list(enumerate(normalise_text(t) for t in data.texts)))
     }
+    assert data._shared_keys  # the walk met texts held by several memories at once
 
 
 def test_appending_to_an_older_snapshot_does_not_touch_a_newer_one() -> None:
