@@ -63,6 +63,7 @@ from memora.longterm.lexical import (
     search_stem,
     tokenize,
 )
+from memora.longterm.lexical import warm as warm_stemmer
 from memora.text import HAN, stem, to_simplified
 
 __all__ = [
@@ -257,7 +258,9 @@ def dictionary() -> Dictionary:
 
 
 def warm() -> None:
-    """Build the tables now."""
+    """Build the tables now, and load the stemmer's dictionary that they and the lexical index
+    use (lexical.warm)."""
+    warm_stemmer()
     dictionary()
 
 
