@@ -254,3 +254,19 @@ def test_a_new_memory_is_compared_only_where_relation_can_say_more_than_distinct
             said_more += bool(above - {Relation.DISTINCT})
     assert checked > 10_000
     assert said_more >= 4  # duplicates and updates exist among these pairs above the floor
+
+
+def test_a_loaded_snapshot_has_room_so_its_first_appends_copy_no_matrix() -> None:
+    """What the load makes (UserData.with_room): the appends that follow write one row each
+    into the same buffer, end up as a fresh build, and leave the loaded snapshot as it was."""
+    loaded = [entry(k, TEXTS[k % len(TEXTS)]) for k in range(6)]
+    matrix = np.stack([e.vector for e in loaded])
+    data = UserData.with_room(tuple(loaded), matrix.copy())
+    data.bm25, data.keys, data.texts, data.dense_weights  # noqa: B018 - what the load builds
+    first = data
+    for k in range(6, 12):
+        data = data.appended(entry(k, TEXTS[k % len(TEXTS)]))
+        assert np.shares_memory(data.vectors, first.vectors)  # no copy of the matrix
+        assert_same_data(data, fresh(data))
+    assert np.array_equal(first.vectors, matrix)
+    assert_same_data(first, UserData(tuple(loaded), matrix))

@@ -410,6 +410,31 @@ async def test_memories_survive_reopening_the_store(tmp_path: Path, embedder: Lo
         assert hits[0].memory.id == added.memory.id
 
 
+async def test_a_write_after_a_reload_appends_to_the_loaded_matrix(
+    tmp_path: Path, embedder: LocalUSE
+) -> None:
+    """The load leaves room behind the user's matrix (UserData.with_room): the first write
+    after a restart appends its row there instead of copying every memory's, and the memory it
+    wrote is found like any other, in this process and the next."""
+    path = tmp_path / "chroma"
+    async with MemoryStore(path, embedder) as first:
+        await first.add_many(42, [NewMemory(t) for t in FACTS[:4]])
+    async with MemoryStore(path, embedder) as second:
+        loaded = await second._data(42)
+        assert "_rows" in loaded.__dict__
+        added = await second.add(42, "The user plays badminton on Sundays.", source="manual")
+        assert added.action == "added"
+        after = await second._data(42)
+        assert np.shares_memory(after.vectors, loaded.vectors)
+        assert len(loaded.entries) == 4 and len(after.entries) == 5  # the old one unchanged
+        hits = (await second.search(42, "badminton", top_k=1, min_score=0.0)).hits
+        assert hits[0].memory.id == added.memory.id
+    async with MemoryStore(path, embedder) as third:
+        reloaded = await third._data(42)
+        assert np.array_equal(reloaded.vectors, after.vectors)
+        assert [e.memory for e in reloaded.entries] == [e.memory for e in after.entries]
+
+
 async def test_an_other_embedder_cannot_open_the_memories(
     tmp_path: Path, embedder: LocalUSE
 ) -> None:

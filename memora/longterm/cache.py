@@ -72,6 +72,16 @@ class UserData:
     entries: tuple[Entry, ...]
     vectors: npt.NDArray[np.float32]  # (n, dim)
 
+    @classmethod
+    def with_room(cls, entries: tuple[Entry, ...], vectors: npt.NDArray[np.float32]) -> UserData:
+        """A snapshot whose matrix has spare rows behind it, as a write leaves one: the load
+        makes one, so that the first write after it appends one row instead of copying every
+        memory's (6-60 ms at 10,000 memories, on the event loop)."""
+        rows = _Rows(vectors, capacity=max(2 * len(entries), 16))
+        data = cls(entries, rows.array[: len(entries)])
+        data.__dict__["_rows"] = rows
+        return data
+
     @cached_property
     def texts(self) -> list[str]:
         return [e.memory.text for e in self.entries]

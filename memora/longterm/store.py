@@ -406,16 +406,25 @@ class MemoryStore:
         got = self._col.get(
             where={"user_id": user_id}, include=["documents", "metadatas", "embeddings"]
         )
-        data = self._user_data(got["ids"], got["documents"], got["metadatas"], got["embeddings"])
+        data = self._user_data(
+            got["ids"], got["documents"], got["metadatas"], got["embeddings"], room=True
+        )
         # Indexed here, off the event loop, not by the next search or write (the dense weights
         # too: the first warm search built them on the loop, benchmarks/retrieval_overhead.py).
         data.bm25, data.keys, data.dedupe, data.dense_weights  # noqa: B018
         return data
 
     def _user_data(
-        self, ids: Sequence[str], docs: Sequence[Any], metas: Sequence[Any], embeddings: Any
+        self,
+        ids: Sequence[str],
+        docs: Sequence[Any],
+        metas: Sequence[Any],
+        embeddings: Any,
+        *,
+        room: bool = False,
     ) -> UserData:
-        """Chroma records as a user's snapshot: oldest first, vectors normalised."""
+        """Chroma records as a user's snapshot: oldest first, vectors normalised; with `room`,
+        spare rows behind the matrix for the writes to append to (UserData.with_room)."""
         if not ids:
             return UserData((), np.zeros((0, self.embedder.dim), dtype=np.float32))
         vectors = np.asarray(embeddings, dtype=np.float32)
@@ -429,6 +438,8 @@ class MemoryStore:
         rows.sort(key=lambda r: (r[0], r[1], r[2]))
         entries = tuple(Entry(m, seq, vectors[i]) for seq, _, _, m, i in rows)
         order = [i for *_, i in rows]
+        if room:
+            return UserData.with_room(entries, vectors[order])
         return UserData(entries, np.ascontiguousarray(vectors[order]))
 
     async def _version(self, user_id: int) -> str:
