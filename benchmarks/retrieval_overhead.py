@@ -26,7 +26,8 @@ directory with the local USE embedder. Then:
   before side with the bridge as a pass over every memory and a follow-up's context always
   embedded in the message's call and scored), whether their hits agree, and the parts of such
   a search timed alone (embedding, the scores, the bridge both ways, the ranking); with
-  ``--profile`` also cProfile's table of those searches (run in one thread meanwhile).
+  ``--profile`` also cProfile's table of those searches (run in one thread meanwhile), and of
+  ``add()`` of 50 more new facts after the timed ones (the same way).
 
 ``--pairs`` also prints the duplicate-guard table: the cosine of hand-made pairs and of 24
 facts written in English and in Chinese, and what ``memora.longterm.dedupe.relation`` decides
@@ -514,14 +515,20 @@ async def overhead(
         ]
 
         used = {m.text for m in await store.memories(USER)}
-        new_facts = [t for t in learner_facts(2 * n_memories + 200) if t not in used][:50]
+        fresh_facts = [t for t in learner_facts(2 * n_memories + 400) if t not in used]
+        new_facts = fresh_facts[:50]
         adds: list[Ms] = []
         after_write: list[Ms] = []
         upserts: list[Ms] = []
+        outcomes: list[str] = []
         for i, t in enumerate(new_facts):
-            adds.append(await timed(store.add(USER, t, source="extracted")))
+            t0 = start()
+            outcomes.append((await store.add(USER, t, source="extracted")).action)
+            adds.append(since(t0))
             after_write.append(await timed(search(queries[i % len(queries)])))
         dups = [await timed(store.add(USER, t, source="extracted")) for t in new_facts[:20]]
+        if profile:
+            await add_profile(store, fresh_facts[50:100])
         data = store._cache.get(USER)
         assert data is not None
         # What each write used to redo over all of the user's memories (the code before the
@@ -568,16 +575,48 @@ async def overhead(
     report("  baseline: Chroma filtered kNN query (top 10)", chroma_ms)
     report("open the store at a restart (process start)", opened)
     report("first search after a restart (new store object)", cold, whole)
+    print("  each, in order (the first is the process's first search):", " ".join(
+        f"{m:.0f}" for m in cold))  # fmt: skip
     report("  then: the rest of the load into the cache", filled)
     report("  then: the first warm search (same message)", first_warm)
     report("    before, it built the dense weights too: this more", weights)
     report("  baseline: load the whole user, then rank", whole)
     print(f"  first search's hits equal the warm search's (top 3): {same} of {restarts}")
     report("add() of a new fact", adds, rebuild)
+    kinds = {k: outcomes.count(k) for k in sorted(set(outcomes))}
+    print(f"  what they did: {kinds} (a supersede copies the matrix: MemoryStore._Batch.put)")
     report("add() of a duplicate", dups, rebuild)
     report("  baseline: Chroma upsert of one record", upserts)
     report("  before this change, per write: re-key + copy + BM25", rebuild)
     print(f"\nend: {load()}")
+
+
+async def add_profile(store: MemoryStore, facts: list[str]) -> None:
+    """cProfile's tables of `add()` of new facts, the blocking calls run inline (cProfile sees
+    one thread)."""
+    import memora.longterm.embeddings as embeddings_module
+
+    async def inline(fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
+        return fn(*args, **kwargs)
+
+    saved = store_module.run_blocking, embeddings_module.run_blocking
+    store_module.run_blocking = embeddings_module.run_blocking = inline
+    profiler = cProfile.Profile()
+    outcomes: list[str] = []
+    try:
+        profiler.enable()
+        for text in facts:
+            outcomes.append((await store.add(USER, text, source="extracted")).action)
+        profiler.disable()
+    finally:
+        store_module.run_blocking, embeddings_module.run_blocking = saved
+    out = io.StringIO()
+    stats = pstats.Stats(profiler, stream=out)
+    kinds = {k: outcomes.count(k) for k in sorted(set(outcomes))}
+    print(f"\ncProfile: add() of {len(facts)} more new facts, inline ({kinds})")
+    stats.sort_stats("cumulative").print_stats(25)
+    stats.sort_stats("tottime").print_stats(15)
+    print(out.getvalue())
 
 
 PAIRS: list[tuple[str, str, str]] = [
@@ -705,7 +744,8 @@ def main() -> None:
     parser.add_argument(
         "--profile",
         action="store_true",
-        help="also print cProfile's cumulative table of the searches with every message new",
+        help="also print cProfile's tables of the searches with every message new and of"
+        " add() of 50 new facts",
     )
     parser.add_argument(
         "--sync-threshold",
