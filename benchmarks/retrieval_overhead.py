@@ -585,6 +585,9 @@ async def overhead(
     report("add() of a new fact", adds, rebuild)
     kinds = {k: outcomes.count(k) for k in sorted(set(outcomes))}
     print(f"  what they did: {kinds} (a supersede copies the matrix: MemoryStore._Batch.put)")
+    slow = sorted(range(len(adds)), key=lambda i: -adds[i])[:4]
+    print("  the slowest, (order, what, ms):", ", ".join(
+        f"({i + 1}, {outcomes[i]}, {adds[i]:.0f})" for i in sorted(slow)))  # fmt: skip
     report("add() of a duplicate", dups, rebuild)
     report("  baseline: Chroma upsert of one record", upserts)
     report("  before this change, per write: re-key + copy + BM25", rebuild)
