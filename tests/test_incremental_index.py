@@ -97,7 +97,10 @@ def fresh(data: UserData) -> UserData:
 
 
 def assert_same_data(got: UserData, want: UserData) -> None:
-    assert got.entries == want.entries
+    assert [(e.memory, e.seq) for e in got.entries] == [(e.memory, e.seq) for e in want.entries]
+    assert len(got.entries) == len(want.entries)
+    for g, w in zip(got.entries, want.entries, strict=True):
+        assert np.array_equal(g.vector, w.vector)
     assert np.array_equal(got.vectors, want.vectors)
     assert got.texts == want.texts
     assert got.keys == want.keys
@@ -267,6 +270,8 @@ def test_a_loaded_snapshot_has_room_so_its_first_appends_copy_no_matrix() -> Non
     for k in range(6, 12):
         data = data.appended(entry(k, TEXTS[k % len(TEXTS)]))
         assert np.shares_memory(data.vectors, first.vectors)  # no copy of the matrix
+        # the entries' vectors are the matrix's rows: the user's vectors are held once
+        assert all(np.shares_memory(e.vector, first.vectors) for e in first.entries)
         assert_same_data(data, fresh(data))
     assert np.array_equal(first.vectors, matrix)
     assert_same_data(first, UserData(tuple(loaded), matrix))

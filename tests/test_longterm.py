@@ -422,6 +422,9 @@ async def test_a_write_after_a_reload_appends_to_the_loaded_matrix(
     async with MemoryStore(path, embedder) as second:
         loaded = await second._data(42)
         assert "_rows" in loaded.__dict__
+        # each memory's vector is its row of that matrix: the vectors are held once, in order
+        for row, e in zip(loaded.vectors, loaded.entries, strict=True):
+            assert np.shares_memory(e.vector, loaded.vectors) and np.array_equal(e.vector, row)
         added = await second.add(42, "The user plays badminton on Sundays.", source="manual")
         assert added.action == "added"
         after = await second._data(42)

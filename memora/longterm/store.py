@@ -436,11 +436,13 @@ class MemoryStore:
             memory, seq = from_record(memory_id, str(doc or ""), dict(meta or {}))
             rows.append((seq, memory.created_at, memory.id, memory, i))
         rows.sort(key=lambda r: (r[0], r[1], r[2]))
-        entries = tuple(Entry(m, seq, vectors[i]) for seq, _, _, m, i in rows)
-        order = [i for *_, i in rows]
+        # One matrix in the user's order; each entry's vector is a view of its row (a view of
+        # the unordered array would keep that one alive too: the vectors held twice).
+        ordered = np.ascontiguousarray(vectors[[i for *_, i in rows]])
+        entries = tuple(Entry(m, seq, ordered[j]) for j, (seq, _, _, m, _) in enumerate(rows))
         if room:
-            return UserData.with_room(entries, vectors[order])
-        return UserData(entries, np.ascontiguousarray(vectors[order]))
+            return UserData.with_room(entries, ordered)
+        return UserData(entries, ordered)
 
     async def _version(self, user_id: int) -> str:
         if self._shared is None:
