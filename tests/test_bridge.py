@@ -5,7 +5,6 @@ the words they translate, never for "English" itself, and never across users."""
 from __future__ import annotations
 
 import json
-import math
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -16,6 +15,12 @@ from memora.longterm import MemoryStore, NewMemory
 from memora.longterm.bridge import UNBRIDGED, bridged_coverage, dictionary, units
 from memora.longterm.lexical import BM25, tokenize
 from memora.longterm.records import indexed_text
+from tests.bench import load_benchmark
+
+# The bridge as first written, one pass over every memory per term and per translation (the
+# formula of the module docstring, dense): the reference that bridged_coverage, which sums
+# over postings, must equal; retrieval_overhead.py times it as "the code before".
+dense_pass_bridge = load_benchmark("retrieval_overhead").dense_pass_bridge
 
 NOW = datetime(2026, 12, 1, 8, 0, tzinfo=UTC)
 
@@ -101,26 +106,6 @@ async def test_the_bridge_never_reaches_another_users_memories(store: MemoryStor
     assert [h.memory.text for h in theirs] == ["Likes cooking pasta"]
 
 
-def _reference_bridged_coverage(index: BM25, query: str, weight: float) -> np.ndarray:
-    """The bridge as first written: one pass over every memory per term and per translation
-    (the formula of the module docstring, dense). ``bridged_coverage`` sums over postings."""
-    lexical = index.coverage(tokenize(query))
-    if weight <= 0.0 or len(index) == 0:
-        return lexical
-    extra = np.zeros(len(index), dtype=np.float64)
-    rare = math.log(1.0 + (len(index) - 0.5) / 1.5)
-    held: dict[str, np.ndarray] = {}
-    for unit in units(query):
-        best = np.zeros(len(index), dtype=np.float64)
-        for alt in unit.alternatives:
-            for term in alt:
-                if term not in held:
-                    held[term] = index.coverage((term,)) * (index.idf(term) / rare)
-            np.maximum(best, sum(held[t] for t in alt) / len(alt), out=best)
-        extra += unit.share * best
-    return np.clip(lexical + weight * extra, 0.0, 1.0)
-
-
 def _learner_pool() -> tuple[list[str], list[str]]:
     """Every user's memories of the tuning learner set in one pool (zh-TW, zh-CN and English,
     with and without their search terms) and every query, with the previous messages."""
@@ -161,7 +146,7 @@ def test_the_postings_sum_equals_the_pass_over_every_memory() -> None:
         for query in [*queries, *(q for q, _ in _CROSS)]:
             for weight in (0.0, 0.5, 1.0):
                 got = bridged_coverage(idx, query, weight)
-                want = _reference_bridged_coverage(idx, query, weight)
+                want = dense_pass_bridge(idx, query, weight)
                 np.testing.assert_allclose(got, want, rtol=0.0, atol=1e-12)
                 bridged += weight > 0 and bool(np.any(want != idx.coverage(tokenize(query))))
     assert bridged > 50  # the bridge changed the figures for many of these messages

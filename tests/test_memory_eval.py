@@ -7,32 +7,18 @@ CORRECT, how many memories extraction stored, the input tokens the server billed
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
 import statistics
-import sys
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
 
+from tests.bench import load_benchmark
 from tests.fake_openai import FakeOpenAI, FakeRequest, input_tokens_of
 
-ROOT = Path(__file__).resolve().parent.parent
-
-
-def _load() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("memory_eval", ROOT / "benchmarks/memory_eval.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["memory_eval"] = module  # dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
-
-
-memory_eval = _load()
+memory_eval = load_benchmark("memory_eval")
 
 # Two sessions between Ana and Ben. Each turn carries a FACT marker the fake extracts.
 SESSIONS = {

@@ -7,36 +7,22 @@ pooled figures are the folds' sums."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from dataclasses import replace
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import numpy as np
 import pytest
 
 from memora.longterm.embeddings import LocalUSE
+from tests.bench import load_benchmark
 
 ROOT = Path(__file__).resolve().parent.parent
 LEARNERS = ROOT / "benchmarks" / "data" / "learner_set.json"
 SLICE = ("u1", "h1", "h7")  # a tuning user and two held-out ones
 
 
-def _load() -> ModuleType:
-    name = "retrieval_candidates"
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-rc = _load()
+rc = load_benchmark("retrieval_candidates")
 CONFIGS = [
     rc.Config(w, g, m) for w in (0.3, 0.5) for g in (0.0, 0.5) for m in (0.1, 0.14, 0.2, 0.26)
 ]
