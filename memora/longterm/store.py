@@ -883,9 +883,11 @@ class MemoryStore:
             else:
                 if later:
                     more, spent = await self._embed([joined], "query")
-                    qvecs, tokens = np.vstack([qvecs, more]), tokens + spent
+                    context_vec, tokens = more[0], tokens + spent
+                else:
+                    context_vec = qvecs[1]
                 with one_blas_thread():
-                    together = self._scores(data, joined, qvecs[1])
+                    together = self._scores(data, joined, context_vec)
             found = follow_up_rank(message, together, edge, top_k, min_score)
         hits = [SearchHit(data.entries[h.index].memory, h.score) for h in found]
         return SearchResult(hits, tokens)
