@@ -65,7 +65,7 @@ import memora.longterm.store as store_module
 from memora.longterm import MemoryStore, NewMemory
 from memora.longterm.bridge import UNBRIDGED, bridged_coverage, units
 from memora.longterm.bridge import warm as warm_bridge
-from memora.longterm.cache import Entry, dense_weight
+from memora.longterm.cache import Entry, UserData, dense_weight
 from memora.longterm.dedupe import Relation, embedding_text, normalise_text, relation
 from memora.longterm.embeddings import LocalUSE
 from memora.longterm.lexical import BM25, tokenize
@@ -374,7 +374,7 @@ async def new_message_stages(
         with store_module.one_blas_thread():
             scored.append(sync_ms(store._scores, data, text, vec))
             scores = store._scores(data, text, vec)
-            dense.append(sync_ms(lambda v=vec: data.vectors @ v))
+            dense.append(sync_ms(data.matrix.dot, vec))
             postings.append(sync_ms(bridged_coverage, data.bm25, text, 0.5))
             dense_pass.append(sync_ms(dense_pass_bridge, data.bm25, text, 0.5))
             ranked.append(sync_ms(rank_scores, scores, 3, 0.14))
@@ -537,12 +537,13 @@ async def overhead(
             sync_ms(
                 lambda: (
                     [normalise_text(t) for t in data.texts],
-                    np.vstack([data.vectors, data.vectors[:1]]),
+                    np.vstack([*data.matrix.chunks(), data.matrix.row(0)[None, :]]),
                     BM25.from_texts(data.texts),
                 )
             )
             for _ in range(5)
         ]
+        replaced, copied = supersede_snapshots(data)
         one = vectors[0][None, :]
         for k in range(20):  # Chroma's own cost of writing one record, outside memora
             upserts.append(
@@ -584,14 +585,49 @@ async def overhead(
     print(f"  first search's hits equal the warm search's (top 3): {same} of {restarts}")
     report("add() of a new fact", adds, rebuild)
     kinds = {k: outcomes.count(k) for k in sorted(set(outcomes))}
-    print(f"  what they did: {kinds} (a supersede copies the matrix: MemoryStore._Batch.put)")
+    print(f"  what they did: {kinds}")
+    superseded = [ms for ms, what in zip(adds, outcomes, strict=True) if what == "superseded"]
+    if superseded:
+        print(f"  the supersedes among them: median {statistics.median(superseded):.1f} ms,"
+              f" slowest {max(superseded):.1f} ms")  # fmt: skip
     slow = sorted(range(len(adds)), key=lambda i: -adds[i])[:4]
     print("  the slowest, (order, what, ms):", ", ".join(
         f"({i + 1}, {outcomes[i]}, {adds[i]:.0f})" for i in sorted(slow)))  # fmt: skip
     report("add() of a duplicate", dups, rebuild)
     report("  baseline: Chroma upsert of one record", upserts)
     report("  before this change, per write: re-key + copy + BM25", rebuild)
+    report("a supersede's new snapshot (UserData.replaced)", replaced, copied)
+    report("  baseline: the whole matrix copied (the code before)", copied)
     print(f"\nend: {load()}")
+
+
+def supersede_snapshots(data: UserData, n: int = 50) -> tuple[list[Ms], list[Ms]]:
+    """The snapshot a supersede makes (a memory's new version: its row changed), against what
+    it cost before the chunked matrix: a fresh buffer of twice the rows with every row copied
+    into it (each snapshot may be held by a search, so a changed row cannot be written in
+    place). Interleaved, each from the same snapshot."""
+    rng = np.random.default_rng(1)
+    rows = [int(i) for i in rng.integers(0, len(data.entries), n)]
+    made: list[Ms] = []
+    copied: list[Ms] = []
+    for i in rows:
+        old = data.entries[i]
+        entry = Entry(old.memory, old.seq, data.matrix.row((i + 1) % len(data.entries)).copy())
+        made.append(sync_ms(data.replaced, i, entry))
+        copied.append(sync_ms(copy_whole, data, i, entry.vector))
+    return made, copied
+
+
+def copy_whole(data: UserData, i: int, vec: np.ndarray) -> np.ndarray:
+    """The code before's supersede: the matrix copied into a new buffer of twice its rows."""
+    rows, dim = data.matrix.shape
+    array = np.empty((max(2 * rows, 16), dim), dtype=np.float32)
+    at = 0
+    for chunk in data.matrix.chunks():
+        array[at : at + len(chunk)] = chunk
+        at += len(chunk)
+    array[i] = vec
+    return array
 
 
 async def add_profile(store: MemoryStore, facts: list[str]) -> None:

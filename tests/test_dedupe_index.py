@@ -26,6 +26,7 @@ from memora.longterm.dedupe import (
     relation,
 )
 from memora.longterm.embeddings import LocalUSE
+from memora.longterm.matrix import Matrix
 from memora.longterm.ranking import Scores, _top_order, follow_up_rank
 from memora.text import to_simplified
 from tests.test_incremental_index import RELATION_TEXTS, entry
@@ -268,7 +269,7 @@ def test_candidate_cosines_decide_as_the_whole_product() -> None:
         vec /= np.linalg.norm(vec)
         candidates = np.sort(rng.choice(len(matrix), int(rng.integers(1, 60)), replace=False))
         full = (matrix @ vec)[candidates]
-        got = candidate_cosines(matrix, candidates, vec, 0.35)
+        got = candidate_cosines(Matrix.of(matrix), candidates, vec, 0.35)
         for t in [0.35, *thresholds]:
             assert np.array_equal(got >= t, full >= t)
         above = full >= 0.35
@@ -283,5 +284,5 @@ def test_candidate_cosines_decide_as_the_whole_product() -> None:
         vec = (t * row + np.sqrt(1 - t * t) * other).astype(np.float32)
         rows = np.vstack([matrix, row, row]).astype(np.float32)
         candidates = np.array([3, len(matrix), len(matrix) + 1], dtype=np.intp)
-        got = candidate_cosines(rows, candidates, vec, 0.35)
+        got = candidate_cosines(Matrix.of(rows), candidates, vec, 0.35)
         assert np.array_equal(got, (rows @ vec)[candidates])

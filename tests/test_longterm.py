@@ -421,14 +421,14 @@ async def test_a_write_after_a_reload_appends_to_the_loaded_matrix(
         await first.add_many(42, [NewMemory(t) for t in FACTS[:4]])
     async with MemoryStore(path, embedder) as second:
         loaded = await second._data(42)
-        assert "_rows" in loaded.__dict__
+        (chunk,) = loaded.matrix.chunks()
         # each memory's vector is its row of that matrix: the vectors are held once, in order
-        for row, e in zip(loaded.vectors, loaded.entries, strict=True):
-            assert np.shares_memory(e.vector, loaded.vectors) and np.array_equal(e.vector, row)
+        for row, e in zip(chunk, loaded.entries, strict=True):
+            assert np.shares_memory(e.vector, chunk) and np.array_equal(e.vector, row)
         added = await second.add(42, "The user plays badminton on Sundays.", source="manual")
         assert added.action == "added"
         after = await second._data(42)
-        assert np.shares_memory(after.vectors, loaded.vectors)
+        assert np.shares_memory(after.matrix.chunks()[0], chunk)  # the row went behind it
         assert len(loaded.entries) == 4 and len(after.entries) == 5  # the old one unchanged
         hits = (await second.search(42, "badminton", top_k=1, min_score=0.0)).hits
         assert hits[0].memory.id == added.memory.id

@@ -22,6 +22,7 @@ import numpy.typing as npt
 
 from memora.longterm.dedupe import DedupeIndex, normalise_text
 from memora.longterm.lexical import BM25, tokenize
+from memora.longterm.matrix import Matrix
 from memora.longterm.ranking import dense_weight_pair
 from memora.longterm.records import Memory, indexed_text
 
@@ -37,56 +38,38 @@ class Entry:
     vector: npt.NDArray[np.float32]
 
 
-class _Rows:
-    """A float32 matrix with spare rows at the end, shared by the snapshots that grew from one
-    another by appending: each snapshot sees its own prefix, and a row is written only past the
-    end of every snapshot that exists (``used``), so an append costs one row, not a copy of the
-    user's whole matrix."""
-
-    def __init__(self, rows: npt.NDArray[np.float32], capacity: int) -> None:
-        n, dim = rows.shape
-        self.array = np.empty((max(capacity, n + 1), dim), dtype=np.float32)
-        self.array[:n] = rows
-        self.used = n
-
-    def grown(self, n: int, row: npt.NDArray[np.float32]) -> npt.NDArray[np.float32] | None:
-        """The first n rows plus `row`, if row n is still free here; None if it is not."""
-        if self.used != n or n >= self.array.shape[0]:
-            return None
-        self.array[n] = row
-        self.used = n + 1
-        return self.array[: n + 1]
-
-
-@dataclass(frozen=True)
 class UserData:
     """One user's memories, oldest first, and their vectors as one matrix (rows as entries).
 
     A snapshot: never changed once made. A write makes the next snapshot with :meth:`appended`,
     :meth:`replaced` or :meth:`without`, which carry over what this one has already derived
     (texts, the BM25 index, the duplicate keys, the per-chat views of :meth:`from_chat`)
-    updated for the one memory that changed, so a write's cost does not grow with the user's
-    memories.
+    updated for the one memory that changed, and share the matrix's unchanged chunks
+    (memora.longterm.matrix), so a write's cost does not grow with the user's memories.
     """
 
-    entries: tuple[Entry, ...]
-    vectors: npt.NDArray[np.float32]  # (n, dim)
+    def __init__(self, entries: tuple[Entry, ...], vectors: Matrix | npt.ArrayLike) -> None:
+        self.entries = entries
+        self.matrix = vectors if isinstance(vectors, Matrix) else Matrix.of(vectors)
+        if len(self.matrix) != len(entries):
+            raise ValueError(f"{len(entries)} entries but {len(self.matrix)} vectors")
 
     @classmethod
     def with_room(cls, entries: tuple[Entry, ...], vectors: npt.NDArray[np.float32]) -> UserData:
-        """A snapshot whose matrix has spare rows behind it: the load makes one, so that the
-        first writes after it append one row each instead of copying every memory's (6-60 ms
-        at 10,000 memories, on the event loop). An eighth more rows (at least 16), not the
-        double a write leaves: most cached users are read, not written, and untouched spare
-        rows still count against a process's memory. The entries' vectors become views of the
-        matrix's rows, so the user's vectors are held once."""
-        n = len(entries)
-        rows = _Rows(vectors, capacity=n + max(16, n // 8))
-        matrix = rows.array[:n]
-        entries = tuple(Entry(e.memory, e.seq, matrix[j]) for j, e in enumerate(entries))
-        data = cls(entries, matrix)
-        data.__dict__["_rows"] = rows
-        return data
+        """What the load makes: the matrix copied into its chunks, with spare rows behind the
+        last one so that the first writes after the load append a row each, and the entries'
+        vectors views of the matrix's rows (the user's vectors held once). An eighth more
+        rows (at least 16) at most: most cached users are read, not written, and untouched
+        spare rows still count against a process's memory."""
+        matrix = Matrix.with_room(vectors, len(entries) // 8)
+        entries = tuple(Entry(e.memory, e.seq, matrix.row(j)) for j, e in enumerate(entries))
+        return cls(entries, matrix)
+
+    @property
+    def vectors(self) -> npt.NDArray[np.float32]:
+        """The vectors as one contiguous (n, dim) array: a copy past one chunk (tests and
+        benchmarks; searches and writes use :attr:`matrix`)."""
+        return self.matrix.array()
 
     @cached_property
     def texts(self) -> list[str]:
@@ -168,14 +151,7 @@ class UserData:
     def appended(self, entry: Entry) -> UserData:
         """The same data with one more memory at the end."""
         n = len(self.entries)
-        rows: _Rows | None = self.__dict__.get("_rows")
-        vectors = rows.grown(n, entry.vector) if rows is not None else None
-        if vectors is None:
-            rows = _Rows(self.vectors, capacity=max(2 * n, 16))
-            vectors = rows.grown(n, entry.vector)
-            assert vectors is not None
-        new = UserData((*self.entries, entry), vectors)
-        new.__dict__["_rows"] = rows
+        new = UserData((*self.entries, entry), self.matrix.appended(entry.vector))
         if self._has("texts"):
             new.__dict__["texts"] = [*self.texts, entry.memory.text]
         if self._has("bm25"):
@@ -200,13 +176,9 @@ class UserData:
 
     def replaced(self, i: int, entry: Entry) -> UserData:
         """The same data with memory i replaced by a new version of it (new text and vector)."""
-        # A search may still hold this snapshot's matrix: the new one gets its own copy, with
-        # spare rows, so the appends that follow do not copy it again.
-        n = len(self.entries)
-        rows = _Rows(self.vectors, capacity=max(2 * n, 16))
-        rows.array[i] = entry.vector
-        new = UserData((*self.entries[:i], entry, *self.entries[i + 1 :]), rows.array[:n])
-        new.__dict__["_rows"] = rows
+        # A search may still hold this snapshot's matrix: the new one copies row i's chunk.
+        matrix = self.matrix.replaced(i, entry.vector)
+        new = UserData((*self.entries[:i], entry, *self.entries[i + 1 :]), matrix)
         if self._has("texts"):
             texts = list(self.texts)
             texts[i] = entry.memory.text
@@ -271,7 +243,7 @@ class UserData:
         view = self._chats.get(chat_id)
         if view is None:
             keep = [i for i, e in enumerate(self.entries) if e.memory.chat_id == chat_id]
-            view = UserData(tuple(self.entries[i] for i in keep), self.vectors[keep])
+            view = UserData(tuple(self.entries[i] for i in keep), self.matrix.take(keep))
             self._chats[chat_id] = view
         return view
 
@@ -279,8 +251,7 @@ class UserData:
         i = self.position(memory_id)
         if i is None:
             return self
-        keep = [j for j in range(len(self.entries)) if j != i]
-        new = UserData((*self.entries[:i], *self.entries[i + 1 :]), self.vectors[keep])
+        new = UserData((*self.entries[:i], *self.entries[i + 1 :]), self.matrix.removed(i))
         if self._has("bm25"):
             new.__dict__["bm25"] = self.bm25.removed(i)
         if self._has("dedupe"):

@@ -22,6 +22,7 @@ import numpy as np
 import numpy.ma  # np.union1d imports it on first use: 11-16 ms in a first write
 import numpy.typing as npt
 
+from memora.longterm.matrix import Matrix
 from memora.text import EXAMS, HAN, stem, to_simplified
 
 _FINAL_PUNCT = " .。!！;；…"
@@ -402,7 +403,7 @@ class DedupeIndex:
 
 
 def candidate_cosines(
-    matrix: npt.NDArray[np.float32], candidates: Ids, vec: npt.NDArray[np.float32], floor: float
+    matrix: Matrix, candidates: Ids, vec: npt.NDArray[np.float32], floor: float
 ) -> npt.NDArray[np.float32]:
     """The cosines of the candidates' rows with `vec`, for `relation` and the closest-first order.
 
@@ -414,17 +415,17 @@ def candidate_cosines(
     512). Only a cosine that close to a threshold, or two candidates above the floor that close
     to each other (their order), can decide differently: then the whole product decides."""
     if 4 * len(candidates) >= len(matrix):  # most rows anyway: one product is as cheap
-        full: npt.NDArray[np.float32] = (matrix @ vec)[candidates]
+        full: npt.NDArray[np.float32] = matrix.dot(vec)[candidates]
         return full
-    rough = matrix[candidates] @ vec
-    margin = 4 * matrix.shape[1] * float(np.finfo(np.float32).eps) / 2  # twice 2·d·u
+    rough = matrix.take(candidates) @ vec
+    margin = 4 * matrix.dim * float(np.finfo(np.float32).eps) / 2  # twice 2·d·u
     thresholds = np.array([floor, DUP_SAME_TERMS, DUP_MIN, DUP_CROSS, UPDATE_MIN])
     above = np.sort(rough[rough >= floor])
     if (np.abs(rough[:, None] - thresholds[None, :]) > margin).all() and (
         np.diff(above) > 2 * margin
     ).all():
         return rough
-    exact: npt.NDArray[np.float32] = (matrix @ vec)[candidates]
+    exact: npt.NDArray[np.float32] = matrix.dot(vec)[candidates]
     return exact
 
 

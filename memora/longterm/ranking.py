@@ -59,6 +59,7 @@ import numpy.typing as npt
 
 from memora.longterm import bridge as cedict
 from memora.longterm.lexical import BM25
+from memora.longterm.matrix import Matrix
 from memora.text import HAN
 
 __all__ = [
@@ -214,7 +215,7 @@ class Scores:
 
 def hybrid_scores(
     query_vec: npt.ArrayLike,
-    doc_vecs: npt.ArrayLike,
+    doc_vecs: npt.ArrayLike | Matrix,
     query_text: str,
     doc_texts: Sequence[str],
     *,
@@ -240,11 +241,10 @@ def hybrid_scores(
     if n == 0:
         empty = np.zeros(0, dtype=np.float64)
         return Scores(empty, empty, empty)
-    docs = np.asarray(doc_vecs)
-    if docs.dtype not in (np.float32, np.float64):
-        docs = docs.astype(np.float64)
-    query = np.asarray(query_vec, dtype=docs.dtype).reshape(-1)  # no float64 copy of the docs
-    if docs.ndim != 2 or docs.shape[0] != n:
+    docs = doc_vecs if isinstance(doc_vecs, Matrix) else _as_rows(doc_vecs)
+    query = np.asarray(query_vec, dtype=np.float32 if isinstance(docs, Matrix) else docs.dtype)
+    query = query.reshape(-1)  # in the docs' type: no float64 copy of the docs
+    if len(docs.shape) != 2 or docs.shape[0] != n:
         raise ValueError(f"doc_vecs must have one row per text: {docs.shape} vs {n} texts")
     if docs.shape[1] != query.shape[0]:
         raise ValueError(f"dimension mismatch: query {query.shape[0]}, docs {docs.shape[1]}")
@@ -252,10 +252,15 @@ def hybrid_scores(
         index = BM25.from_texts(doc_texts)
     elif len(index) != n:
         raise ValueError("the BM25 index must cover exactly doc_texts")
-    dense = (docs @ query).astype(np.float64)
+    dense = (docs.dot(query) if isinstance(docs, Matrix) else docs @ query).astype(np.float64)
     lexical = cedict.bridged_coverage(index, query_text, bridge)
     score = fuse(dense, lexical, dense_weight=weight, scale=scale, lexical_gate=lexical_gate)
     return Scores(score=score, dense=dense, lexical=lexical)
+
+
+def _as_rows(doc_vecs: npt.ArrayLike) -> npt.NDArray[np.floating]:
+    docs = np.asarray(doc_vecs)
+    return docs if docs.dtype in (np.float32, np.float64) else docs.astype(np.float64)
 
 
 def fuse(

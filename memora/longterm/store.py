@@ -62,6 +62,7 @@ from memora.longterm.dedupe import (
     relation_floor,
 )
 from memora.longterm.embeddings import Embedder, Vectors
+from memora.longterm.matrix import Matrix
 from memora.longterm.phatic import is_phatic
 from memora.longterm.ranking import (
     Hit,
@@ -162,8 +163,8 @@ class _Batch:
         return self.data.entries
 
     @property
-    def matrix(self) -> npt.NDArray[np.float32]:
-        return self.data.vectors
+    def matrix(self) -> Matrix:
+        return self.data.matrix
 
     def index_of(self, memory_id: str | None) -> int | None:
         return None if memory_id is None else self.data.position(memory_id)
@@ -617,7 +618,7 @@ class MemoryStore:
         """Decide one item of a batch against the memories so far, and apply it to the batch."""
         target = batch.index_of(item.replaces)
         if target is not None:
-            cosine = float(batch.matrix[target] @ vec)
+            cosine = float(batch.matrix.row(target) @ vec)
             if not may_replace(text, batch.entries[target].memory.text, cosine):
                 log.info("ignored a `replaces` that points at an unrelated memory")
                 target = None  # decided like any new item: added, or a duplicate
@@ -952,7 +953,7 @@ class MemoryStore:
         """Every candidate's fused score for one query (the caller holds one BLAS thread)."""
         return hybrid_scores(
             qvec,
-            data.vectors,
+            data.matrix,
             query,
             data.texts,
             dense_weight=weights_for_query(data.dense_weights, query),
