@@ -112,9 +112,9 @@ def test_products_are_the_whole_arrays_to_the_bit(n: int) -> None:
             whole = rows @ vec
             assert np.array_equal(matrix.dot(vec), whole)
             assert np.array_equal(written.dot(vec), whole)
-    ids = rng.choice(n, size=min(n, 50), replace=False)
-    assert np.array_equal(matrix.take(ids), rows[ids])
-    assert np.array_equal(written.take(ids), rows[ids])
+    for ids in (rng.choice(n, size=min(n, 50), replace=False), np.arange(0, n, 7), []):
+        for m in (matrix, written):  # in any order, and sorted (a chunk at a time)
+            assert np.array_equal(m.take(ids), rows[np.asarray(ids, dtype=np.intp)])
 
 
 def test_bad_indices_and_dimensions_are_refused() -> None:

@@ -22,6 +22,7 @@ import numpy as np
 import numpy.ma  # np.union1d imports it on first use: 11-16 ms in a first write
 import numpy.typing as npt
 
+from memora.longterm.lexical import inserted
 from memora.longterm.matrix import Matrix
 from memora.text import EXAMS, HAN, stem, to_simplified
 
@@ -265,7 +266,7 @@ def _with(ids: Ids, i: int) -> Ids:
     if not len(ids) or ids[-1] < i:
         return np.concatenate((ids, np.array([i], dtype=np.intp)))
     at = int(np.searchsorted(ids, i))
-    return np.insert(ids, at, np.intp(i))
+    return inserted(ids, at, i)
 
 
 class DedupeIndex:

@@ -41,6 +41,7 @@ import threading
 import unicodedata
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
+from typing import Any, TypeVar, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -144,6 +145,18 @@ Vector = npt.NDArray[np.float64]
 Posting = tuple[npt.NDArray[np.intp], Vector]  # ids of the documents holding a term, their tfs
 _EMPTY: Posting = (np.zeros(0, dtype=np.intp), np.zeros(0, dtype=np.float64))
 
+_A = TypeVar("_A", bound=np.ndarray[Any, Any])
+
+
+def inserted(array: _A, at: int, value: float) -> _A:
+    """A new 1-d array with `value` at position `at` (np.insert does the same through its
+    general n-d path, ~25 µs a call: a supersede inserts into every term's posting)."""
+    out = np.empty(len(array) + 1, dtype=array.dtype)
+    out[:at] = array[:at]
+    out[at] = value
+    out[at + 1 :] = array[at:]
+    return cast(_A, out)
+
 
 class BM25:
     """Okapi BM25 over a fixed list of documents (one user's memories, or one benchmark pool).
@@ -239,7 +252,7 @@ class BM25:
         for term, tf in freq.items():
             ids, tfs = postings.get(term, _EMPTY)
             at = int(np.searchsorted(ids, i))
-            postings[term] = (np.insert(ids, at, np.intp(i)), np.insert(tfs, at, float(tf)))
+            postings[term] = (inserted(ids, at, i), inserted(tfs, at, float(tf)))
         freqs = list(self._freqs)
         freqs[i] = freq
         lengths = self.doc_len.copy()

@@ -147,8 +147,15 @@ class Matrix:
         if len(self._chunks) == 1:
             taken: Rows = self._chunks[0][index]
             return taken
-        out = np.empty((len(index), self.dim), dtype=np.float32)
         which = index // CHUNK
+        out = np.empty((len(index), self.dim), dtype=np.float32)
+        if bool((which[:-1] <= which[1:]).all()):  # in chunk order (sorted ids are)
+            cuts = np.searchsorted(which, np.arange(len(self._chunks) + 1))
+            for k, chunk in enumerate(self._chunks):
+                a, b = int(cuts[k]), int(cuts[k + 1])
+                if a < b:
+                    np.take(chunk, index[a:b] - k * CHUNK, axis=0, out=out[a:b], mode="clip")
+            return out
         for k in np.unique(which):
             sel = which == k
             out[sel] = self._chunks[k][index[sel] - k * CHUNK]
