@@ -364,6 +364,8 @@ async def new_message_stages(
     alone: list[Ms] = []
     scored: list[Ms] = []
     dense: list[Ms] = []
+    one_matrix: list[Ms] = []  # the same product over one contiguous copy of the matrix
+    contiguous = data.matrix.array()
     postings: list[Ms] = []
     dense_pass: list[Ms] = []
     ranked: list[Ms] = []
@@ -375,6 +377,7 @@ async def new_message_stages(
             scored.append(sync_ms(store._scores, data, text, vec))
             scores = store._scores(data, text, vec)
             dense.append(sync_ms(data.matrix.dot, vec))
+            one_matrix.append(sync_ms(lambda v=vec: contiguous @ v))
             postings.append(sync_ms(bridged_coverage, data.bm25, text, 0.5))
             dense_pass.append(sync_ms(dense_pass_bridge, data.bm25, text, 0.5))
             ranked.append(sync_ms(rank_scores, scores, 3, 0.14))
@@ -419,7 +422,8 @@ async def new_message_stages(
         ("  part: embed the context alone", alone, one),
         ("    (those two: the follow-ups; × the message alone)", [], None),
         ("  part: score every memory (store._scores)", scored, None),
-        ("    of which: dense cosine (matrix × vector)", dense, None),
+        ("    of which: dense cosine (matrix × vector)", dense, one_matrix),
+        ("    baseline: one contiguous matrix (before the chunks)", one_matrix, None),
         ("    of which: bridge summed over postings", postings, dense_pass),
         ("    baseline: bridge as a pass over every memory", dense_pass, None),
         ("  part: rank the scores (rank_scores)", ranked, None),
