@@ -11,8 +11,8 @@ Here the rows live in chunks of :data:`CHUNK` rows and a matrix is the tuple of 
 - changing a row copies its one chunk (2 MB at most), and every other chunk is shared;
 - an appended row is written past the end of the last chunk's buffer, when no snapshot has a
   row there yet (:class:`_Buffer`), else that chunk alone is copied;
-- removing a row shifts the rows behind it, so the chunks from its on are made again (as
-  before: a deletion is rare and was a copy of the matrix already).
+- removing a row shifts the rows behind it, so its chunk and the ones after it are made
+  again (a deletion is rare, and it copied the whole matrix before).
 
 A chunk's rows are by their index alone (chunk k holds rows k·CHUNK to (k+1)·CHUNK), so a
 matrix has the same chunks however it was reached, by writes or by a fresh build.
