@@ -9,7 +9,9 @@ import random
 import numpy as np
 import pytest
 
+from memora.longterm.lexical import BM25
 from memora.longterm.matrix import CHUNK, Matrix
+from memora.longterm.ranking import hybrid_scores
 from memora.longterm.store import one_blas_thread
 
 
@@ -135,3 +137,24 @@ def test_bad_indices_and_dimensions_are_refused() -> None:
         matrix.appended(np.ones(5, dtype=np.float32))
     with pytest.raises(ValueError, match=r"\(n, dim\)"):
         Matrix.of(np.ones(4, dtype=np.float32))
+
+
+def test_the_hybrid_scores_of_a_chunked_matrix_are_those_of_its_array() -> None:
+    """What the store ranks (MemoryStore._scores passes the snapshot's Matrix) scores exactly
+    as the same rows in one array, the form the benchmarks and the tests rank."""
+    rng = np.random.default_rng(6)
+    n = 2 * CHUNK + 1
+    rows = unit_rows(rng, n, 64)
+    texts = [f"the user likes topic {i % 97} and word{i % 13}" for i in range(n)]
+    index = BM25.from_texts(texts)
+    matrix = Matrix.with_room(rows, 8)
+    with one_blas_thread():
+        for query in ("likes topic 5", "word3", "nothing here"):
+            vec = unit_rows(rng, 1, 64)[0]
+            got = hybrid_scores(vec, matrix, query, texts, index=index)
+            want = hybrid_scores(vec, rows, query, texts, index=index)
+            assert np.array_equal(got.dense, want.dense)
+            assert np.array_equal(got.lexical, want.lexical)
+            assert np.array_equal(got.score, want.score)
+        with pytest.raises(ValueError, match="dimension"):
+            hybrid_scores(np.ones(8), matrix, "x", texts, index=index)
