@@ -1,5 +1,6 @@
 """A user who is not in the cache is answered from Chroma's filtered nearest neighbours while
-the whole user loads in the background (memora.longterm.store.COLD_CANDIDATES)."""
+the whole user loads in the background (memora.longterm.store.COLD_CANDIDATES), unless the user
+is small enough to load first (WAIT_FOR_LOAD): then the first search ranks every memory."""
 
 from __future__ import annotations
 
@@ -50,9 +51,10 @@ async def hits(store: MemoryStore, query: str, **kw: int) -> list[tuple[str, flo
 
 
 async def test_first_search_after_a_restart_does_not_wait_for_the_load_and_ranks_the_same(
-    tmp_path: Path, embedder: LocalUSE
+    tmp_path: Path, embedder: LocalUSE, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     await filled(tmp_path, embedder)
+    monkeypatch.setattr(store_module, "WAIT_FOR_LOAD", 0)  # every user answered from Chroma
     async with MemoryStore(tmp_path, embedder) as warm:
         await warm.memories(USER)
         want = {q: await hits(warm, q) for q in QUERIES}
@@ -83,6 +85,7 @@ async def test_a_large_user_is_first_ranked_among_its_nearest_memories_only(
 ) -> None:
     await filled(tmp_path, embedder)
     monkeypatch.setattr(store_module, "COLD_CANDIDATES", 2)
+    monkeypatch.setattr(store_module, "WAIT_FOR_LOAD", len(FACTS) - 1)  # one memory too many
     cold = HeldLoad(tmp_path, embedder)
     cold.release = threading.Event()
     await cold.open()
@@ -109,3 +112,49 @@ async def test_a_large_user_is_first_ranked_among_its_nearest_memories_only(
         await store.memories(USER)
         found = await store.search(USER, QUERIES[0], top_k=5, min_score=0.0)
         assert len(found.hits) == 5
+
+
+class FailingLoad(MemoryStore):
+    """The store whose loads fail (Chroma's read of the whole user breaks) until told not to."""
+
+    failing = True
+
+    def _load_sync(self, user_id: int) -> UserData:
+        if self.failing:
+            raise RuntimeError("the load broke")
+        return super()._load_sync(user_id)
+
+
+async def test_a_small_users_first_search_waits_for_the_load_and_ranks_every_memory(
+    tmp_path: Path, embedder: LocalUSE, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A user with no more memories than WAIT_FOR_LOAD is loaded before the first search
+    answers: the hits are the warm search's even where Chroma's nearest neighbours would miss
+    them (one candidate per query vector here), and the user is cached by that search."""
+    await filled(tmp_path, embedder)
+    async with MemoryStore(tmp_path, embedder) as warm:
+        await warm.memories(USER)
+        want = {q: await hits(warm, q) for q in QUERIES}
+        want_chat = await hits(warm, QUERIES[0], origin_chat=2)
+    monkeypatch.setattr(store_module, "COLD_CANDIDATES", 1)
+    monkeypatch.setattr(store_module, "WAIT_FOR_LOAD", len(FACTS))
+    for q in QUERIES:
+        async with MemoryStore(tmp_path, embedder) as cold:  # each query a first search
+            assert await hits(cold, q) == want[q]
+            loaded = cold._cache.get(USER)
+            assert loaded is not None and len(loaded.entries) == len(FACTS)
+    async with MemoryStore(tmp_path, embedder) as cold:  # a group's first search: its view
+        assert await hits(cold, QUERIES[0], origin_chat=2) == want_chat
+        assert await hits(cold, QUERIES[0], origin_chat=3) == []  # nothing said in that group
+        assert (await cold.search(99, QUERIES[0], top_k=3, min_score=0.0)).hits == []
+    # a load that fails leaves the search to Chroma's nearest neighbours, and is logged
+    broken = FailingLoad(tmp_path, embedder)
+    await broken.open()
+    try:
+        found = await broken.search(USER, QUERIES[0], top_k=3, min_score=0.0)
+        assert [h.memory.id for h in found.hits] == [want[QUERIES[0]][0][0]]  # one candidate
+        assert broken._cache.get(USER) is None
+        broken.failing = False
+        assert await hits(broken, QUERIES[0]) == want[QUERIES[0]]  # the next search loads
+    finally:
+        await broken.close()

@@ -308,6 +308,7 @@ async def test_a_deleted_memorys_vector_leaves_every_file(
     reuse or relink the deleted slots and another erasure persists them, and after a restart;
     Chroma's own nearest-neighbour search (a search for an uncached learner) still answers."""
     monkeypatch.setattr(store_module, "CHROMA_HNSW", {"sync_threshold": threshold})
+    monkeypatch.setattr(store_module, "WAIT_FOR_LOAD", 0)  # an uncached learner asks Chroma
     path = tmp_path / "chroma"
     store = await MemoryStore.create(path, embedder)
     try:

@@ -111,6 +111,13 @@ RECENT_QUERIES = 256  # query vectors kept in memory (see MemoryStore._embed_que
 # prints how often the first search's hits equal the warm search's.
 COLD_CANDIDATES = 100
 
+# ... unless the user is small enough to load before answering: then the first search waits
+# for the load and ranks every memory, exactly as a warm search does. A cost bound, not a
+# quality weight: loading and ranking 500 memories took 60-70 ms here, 1,000 took 116 ms median
+# (p95 217 ms) and 2,000 took 223 ms (benchmarks/retrieval_overhead.py, "load the whole user,
+# then rank"), against the 200 ms the first search may take (issue 12).
+WAIT_FOR_LOAD = 500
+
 R = TypeVar("R")
 
 
@@ -849,10 +856,10 @@ class MemoryStore:
         data = self._cached(user_id, version)
         where = self._where(user_id, origin_chat)
         if data is None:  # not in the cache
-            if not await self._chroma(self._any_sync, where):
-                self._load(user_id, version)  # in the background, for the next read
+            anything, data = await self._uncached(user_id, version, where)
+            if not anything:
                 return SearchResult([], 0)
-        else:
+        if data is not None:
             data = data.from_chat(origin_chat) if origin_chat is not None else data
             if not data.entries:
                 return SearchResult([], 0)
@@ -898,6 +905,27 @@ class MemoryStore:
         if origin_chat is None:
             return {"user_id": user_id}
         return {"$and": [{"user_id": user_id}, {"chat_id": origin_chat}]}
+
+    async def _uncached(
+        self, user_id: int, version: str, where: dict[str, Any]
+    ) -> tuple[bool, UserData | None]:
+        """For a search of a user who is not in the cache: whether Chroma holds anything it
+        could find (in `where`), and the whole user when it is small enough to load first
+        (WAIT_FOR_LOAD; None: rank Chroma's nearest neighbours while the load runs on)."""
+        held = await self._chroma(self._held_sync, user_id, WAIT_FOR_LOAD + 1)
+        if 0 < held <= WAIT_FOR_LOAD:
+            with contextlib.suppress(Exception):  # a failed load is logged (_loaded)
+                # shielded: a search given up on leaves the load to the next read
+                return True, await asyncio.shield(self._load(user_id, version))
+        if not held or ("$and" in where and not await self._chroma(self._any_sync, where)):
+            self._load(user_id, version)  # in the background, for the next read
+            return False, None
+        return True, None
+
+    def _held_sync(self, user_id: int, limit: int) -> int:
+        """How many memories the user has, counted up to `limit`."""
+        got = self._col.get(where={"user_id": user_id}, limit=limit, include=[])
+        return len(got["ids"])
 
     async def _candidates(
         self,
