@@ -9,8 +9,9 @@ in one call.
 Scoring. Each user's memories are held in process (:mod:`memora.longterm.cache`) and ranked
 exactly in numpy by ``memora.longterm.ranking.hybrid_rank`` (dense cosine fused with BM25
 coverage), the one place where the final ranking happens. A user who is not in the cache yet is
-answered from Chroma's filtered nearest neighbours while the whole user loads in the background
-(see COLD_CANDIDATES), so the first search after a restart does not wait for every vector.
+loaded first when small (WAIT_FOR_LOAD), else answered from Chroma's filtered nearest neighbours
+while the whole user loads in the background (COLD_CANDIDATES), so the first search after a
+restart does not wait for every vector of a large user.
 
 Duplicates. A new memory is a duplicate of an existing one when the normalised texts are equal,
 or when a lexical guard finds nothing new in it and the dense cosine clears a threshold (see
