@@ -114,9 +114,10 @@ COLD_CANDIDATES = 100
 
 # ... unless the user is small enough to load before answering: then the first search waits
 # for the load and ranks every memory, exactly as a warm search does. A cost bound, not a
-# quality weight: loading and ranking 500 memories took 60-70 ms here, 1,000 took 116 ms median
-# (p95 217 ms) and 2,000 took 223 ms (benchmarks/retrieval_overhead.py, "load the whole user,
-# then rank"), against the 200 ms the first search may take (issue 12).
+# quality weight: loading and ranking 500 memories took 54 ms median (p95 59 ms) here, 1,000
+# took 111-116 ms (p95 205-217 ms) and 2,000 took 223 ms (p95 290 ms)
+# (benchmarks/retrieval_overhead.py, "load the whole user, then rank"), against the 200 ms the
+# first search may take (issue 12).
 WAIT_FOR_LOAD = 500
 
 R = TypeVar("R")
