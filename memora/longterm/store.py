@@ -824,9 +824,7 @@ class MemoryStore:
         cached = self._cache.get(user_id) if self._shared is None else None
         if cached is not None:
             return len(cached.entries)
-        where = {"user_id": user_id}
-        got = await self._chroma(lambda: self._col.get(where=where, include=[]))
-        return len(got["ids"])
+        return await self._chroma(self._held_sync, user_id)
 
     async def search(
         self,
@@ -924,8 +922,8 @@ class MemoryStore:
             return False, None
         return True, None
 
-    def _held_sync(self, user_id: int, limit: int) -> int:
-        """How many memories the user has, counted up to `limit`."""
+    def _held_sync(self, user_id: int, limit: int | None = None) -> int:
+        """How many memories the user has (counted up to `limit`, if given)."""
         got = self._col.get(where={"user_id": user_id}, limit=limit, include=[])
         return len(got["ids"])
 
