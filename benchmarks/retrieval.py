@@ -1079,6 +1079,17 @@ def fresh(args: argparse.Namespace) -> int:
         ],
         {"USE": rc.as_embed(use.passages, use.query)},
     )
+    if rc.situations_file(args.fresh).exists():  # measured, not adopted (SITUATIONS)
+        for name in rc.SITUATION_ROWS:
+            rc.product_figures(
+                [
+                    ("tune", args.learner_set, "tune"),
+                    ("held-out", args.learner_set, "heldout"),
+                    (f"fresh ({args.fresh.name})", args.fresh, "heldout"),
+                ],
+                {"USE": rc.as_embed(use.passages, use.query)},
+                name,
+            )
     obs = locomo_observations(args.locomo_dir) if args.locomo_dir.exists() else []
     context_section(
         args.learner_set,

@@ -133,14 +133,27 @@ def with_terms(text: str, terms: str) -> str:
     return f"{text} ({terms})" if terms else text
 
 
+# What is indexed for a memory: its text (False), text + terms (True), or text + terms +
+# situations ("situations").
+Indexed = bool | str
+
+
 @dataclass
 class User:
     texts: list[str]
     terms: list[str]
-    vecs: dict[tuple[str, bool], F32] = field(default_factory=dict)  # (encoder, terms) -> (n, d)
-    bm25: dict[bool, BM25] = field(default_factory=dict)  # terms? -> index
+    vecs: dict[tuple[str, Indexed], F32] = field(default_factory=dict)  # (encoder, what) -> (n, d)
+    bm25: dict[Indexed, BM25] = field(default_factory=dict)  # what -> index
     name: str = ""  # the user's id in the set (u1, h1, ...)
     split: str = "tune"  # "tune" or "heldout"
+    # Each memory's situations (see SITUATIONS), joined; empty strings when the set has none.
+    situations: list[str] = field(default_factory=list)
+
+    def with_situations(self) -> list[str]:
+        return [
+            with_terms(t, f"{s} {x}".strip())
+            for t, s, x in zip(self.texts, self.terms, self.situations, strict=True)
+        ]
 
 
 @dataclass
@@ -159,8 +172,17 @@ class LQuery:
         return f"{self.previous}\n{self.text}" if self.previous else self.text
 
 
+def situations_file(path: Path) -> Path:
+    """Where a learner set's situations are kept (SITUATIONS): beside it, ``*_situations.json``."""
+    return path.with_name(f"{path.stem}_situations.json")
+
+
 def load(path: Path, split: str) -> tuple[list[User], list[LQuery]]:
     data = json.loads(path.read_text(encoding="utf-8"))
+    side = situations_file(path)
+    sits: dict[str, list[str]] = (
+        json.loads(side.read_text(encoding="utf-8")) if side.exists() else {}
+    )
     users: list[User] = []
     queries: list[LQuery] = []
     for u in data["users"]:
@@ -173,6 +195,7 @@ def load(path: Path, split: str) -> tuple[list[User], list[LQuery]]:
                 [m.get("terms", "") for m in u["memories"]],
                 name=u.get("id", ""),
                 split=split,
+                situations=[" ".join(sits.get(m["id"], [])) for m in u["memories"]],
             )
         )
         last: str | None = None
@@ -196,6 +219,7 @@ def embed_all(users: list[User], queries: list[LQuery], encoders: dict[str, Embe
             u.vecs[(name, True)] = enc(
                 [with_terms(t, s) for t, s in zip(u.texts, u.terms, strict=True)], False
             )
+            u.vecs[(name, "situations")] = enc(u.with_situations(), False)
         for q in queries:
             q.vec[name] = enc([q.text], True)[0]
             if q.previous:
@@ -206,6 +230,7 @@ def embed_all(users: list[User], queries: list[LQuery], encoders: dict[str, Embe
         u.bm25[True] = BM25.from_texts(
             [with_terms(t, s) for t, s in zip(u.texts, u.terms, strict=True)]
         )
+        u.bm25["situations"] = BM25.from_texts(u.with_situations())
 
 
 @dataclass(frozen=True)
@@ -227,6 +252,13 @@ class Candidate:
     bridge_all: bool = False  # the bridge translates "English"/英文 too (no UNBRIDGED words)
     phatic: bool = False  # chit-chat (memora.longterm.phatic) returns nothing
     gate_first: bool = False  # all encoders order, the first one's fused score alone passes
+    situations: str = ""  # "lexical" or "both": the memory's situations are indexed too
+
+    def dense_key(self) -> Indexed:
+        return "situations" if self.situations == "both" else self.terms_dense
+
+    def lexical_key(self) -> Indexed:
+        return "situations" if self.situations else self.terms_lexical
 
 
 @dataclass(frozen=True)
@@ -298,7 +330,7 @@ def signals(
         ) -> F64:
             parts = []
             for e in (only,) if only else c.encoders:
-                cos = (u.vecs[(e, c.terms_dense)] @ vecs[e]).astype(np.float64)
+                cos = (u.vecs[(e, c.dense_key())] @ vecs[e]).astype(np.float64)
                 if c.null and background is not None:
                     rows = background.vecs[e]
                     if background.leave_out:
@@ -309,7 +341,7 @@ def signals(
                 parts.append(np.clip((cos - sc.floor) / (sc.ceiling - sc.floor), 0.0, 1.0))
             return np.mean(parts, axis=0)
 
-        index = u.bm25[c.terms_lexical]
+        index = u.bm25[c.lexical_key()]
         d = dense01(q.vec)
         unbridged = frozenset() if c.bridge_all else UNBRIDGED
         lex = bridged_coverage(index, q.text, c.bridge, unbridged=unbridged)
@@ -326,7 +358,7 @@ def signals(
             same = np.array([han_dominant(t) == q_han for t in u.texts])
         margin = None
         if c.own_null:
-            cos = (u.vecs[(c.encoders[0], c.terms_dense)] @ q.vec[c.encoders[0]]).astype(np.float64)
+            cos = (u.vecs[(c.encoders[0], c.dense_key())] @ q.vec[c.encoders[0]]).astype(np.float64)
             margin = cos - float(np.median(cos))
         gate = dense01(q.vec, only=c.encoders[0]) if c.gate_first else None
         out.append(
@@ -557,6 +589,16 @@ def calibrated(
 # bridge at its default weight, the chit-chat rule.
 PRODUCT = "follow-up context (cue), + terms (lexical + dense), bridge 0.5, chit-chat rule *"
 
+# The product's row with each memory's situations indexed too (SITUATIONS).
+SITUATION_ROWS = {
+    "follow-up context (cue), + terms + situations (lexical), bridge 0.5, chit-chat rule": (
+        "lexical"
+    ),
+    "follow-up context (cue), + terms + situations (lexical + dense), bridge 0.5, chit-chat rule": (
+        "both"
+    ),
+}
+
 # The CC-CEDICT bridge's weight (memora.longterm.bridge): the rows are compared on tuning users.
 BRIDGE_WEIGHTS = (0.5, 1.0)
 
@@ -645,6 +687,12 @@ CANDIDATES = [
         phatic=True,
     ),
     Candidate(PRODUCT, ("USE",), True, True, follow_up="cue", bridge=0.5, phatic=True),
+    *(
+        Candidate(
+            name, ("USE",), True, True, follow_up="cue", bridge=0.5, phatic=True, situations=how
+        )
+        for name, how in SITUATION_ROWS.items()
+    ),
 ]
 E5_CANDIDATES = [
     Candidate("USE + e5 (text)", encoders=("USE", "e5")),
@@ -853,15 +901,15 @@ def explain(path: Path, encoders: dict[str, Embed], c: Candidate, cfg: Config) -
 
 
 def product_figures(
-    sets: Sequence[tuple[str, Path, str]], encoders: dict[str, Embed]
+    sets: Sequence[tuple[str, Path, str]], encoders: dict[str, Embed], name: str = PRODUCT
 ) -> list[tuple[str, dict[str, float]]]:
     """The product's row (PRODUCT at product_default: nothing is chosen here) on each
-    (label, learner-set file, split), e.g. the tuning and held-out users beside a fresh set."""
-    c = next(c for c in CANDIDATES if c.name == PRODUCT)
+    (label, learner-set file, split), e.g. the tuning and held-out users beside a fresh set;
+    `name`: another candidate's row at the same defaults."""
+    c = next(c for c in CANDIDATES if c.name == name)
     cfg = product_default(c)
-    print(
-        f"\n## (i) The product at its defaults, nothing chosen: {c.name} ({cfg}), top_k {TOP_K}\n"
-    )
+    what = "The product" if name == PRODUCT else "Not adopted, measured"
+    print(f"\n## (i) {what} at its defaults, nothing chosen: {c.name} ({cfg}), top_k {TOP_K}\n")
     print(
         "| set | users | answerable + unrelated | hit@1 | hit@3 | answerable kept "
         "| unrelated → nothing |"
@@ -889,6 +937,7 @@ CV_CANDIDATES = (
     "follow-up context (cue), + terms (lexical + dense)",
     "+ terms (lexical + dense), bridge 0.5, chit-chat rule",
     PRODUCT,
+    *SITUATION_ROWS,
 )
 # What one query counts for (Tally's fields), in this order.
 COUNTS = ("h1", "h3", "kept", "empty", "n_ans", "n_unrel")
