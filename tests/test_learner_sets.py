@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 DATA = Path(__file__).resolve().parents[1] / "benchmarks" / "data"
-SETS = ["learner_set.json", "learner_set_fresh.json"]
+SETS = ["learner_set.json", "learner_set_fresh.json", "learner_set_fresh2.json"]
 
 
 def _load(name: str) -> dict[str, Any]:
@@ -44,15 +44,27 @@ def test_learner_set_is_well_formed(name: str) -> None:
                 assert q["previous"] and all(isinstance(p, str) and p for p in q["previous"])
 
 
-def test_fresh_set_only_reports() -> None:
-    fresh = _load("learner_set_fresh.json")
+@pytest.mark.parametrize(
+    ("name", "prefix"), [("learner_set_fresh", "f"), ("learner_set_fresh2", "g")]
+)
+def test_fresh_set_only_reports(name: str, prefix: str) -> None:
+    fresh = _load(f"{name}.json")
     assert {u["split"] for u in fresh["users"]} == {"heldout"}
-    assert [u["id"] for u in fresh["users"]] == [f"f{i}" for i in range(1, 11)]
+    assert [u["id"] for u in fresh["users"]] == [f"{prefix}{i}" for i in range(1, 11)]
     queries = [q for u in fresh["users"] for q in u["queries"]]
     assert any(not q["relevant"] for q in queries)  # messages that should find nothing
     assert any("previous" in q for q in queries)  # follow-ups
-    old = _load("learner_set.json")
-    old_ids = {u["id"] for u in old["users"]}
-    assert not old_ids & {u["id"] for u in fresh["users"]}
-    old_texts = {q["text"] for u in old["users"] for q in u["queries"]}
-    assert not old_texts & {q["text"] for q in queries}  # written anew, not copied
+    for older in {"learner_set.json", "learner_set_fresh.json"} - {f"{name}.json"}:
+        old = _load(older)
+        assert not {u["id"] for u in old["users"]} & {u["id"] for u in fresh["users"]}
+        old_texts = {q["text"] for u in old["users"] for q in u["queries"]}
+        assert not old_texts & {q["text"] for q in queries}  # written anew, not copied
+
+
+@pytest.mark.parametrize("name", SETS)
+def test_every_memory_has_its_situations(name: str) -> None:
+    """The situations beside a set (benchmarks/data/README.md) cover exactly its memories."""
+    ids = {m["id"] for u in _load(name)["users"] for m in u["memories"]}
+    situations = _load(name.replace(".json", "_situations.json"))
+    assert set(situations) == ids
+    assert all(v and all(isinstance(p, str) and p.strip() for p in v) for v in situations.values())
