@@ -1079,7 +1079,7 @@ def fresh(args: argparse.Namespace) -> int:
         ],
         {"USE": rc.as_embed(use.passages, use.query)},
     )
-    if rc.situations_file(args.fresh).exists():  # measured, not adopted (SITUATIONS)
+    if rc.situations_file(args.fresh).exists():  # without situations, and BM25 only
         for name in rc.SITUATION_ROWS:
             rc.product_figures(
                 [

@@ -54,6 +54,11 @@ indexed, what the query is, and which dense models are averaged):
   (``memora.longterm.bridge``; "with English": 英文/英语 ↔ "English" translated too).
 * ``chit-chat rule``: a message that is only greetings, thanks, farewells, acknowledgements or
   laughter returns nothing (``memora.longterm.phatic``).
+* ``+ terms + situations``: each memory's situations (everyday requests where the fact should
+  shape the answer though they never name it, written with its terms from the memory alone;
+  ``*_situations.json`` beside the set, see ``benchmarks/data/README.md``) are appended to its
+  terms, for BM25 only or also in the embedded text (lexical + dense: the product's, since
+  2026-12-02).
 * ``gate: two signals``: the same fused score, but a memory is returned only if the dense or the
   lexical evidence alone clears a second bar (``min_signal``), so a score made of two weak
   halves does not pass.
@@ -146,7 +151,7 @@ class User:
     bm25: dict[Indexed, BM25] = field(default_factory=dict)  # what -> index
     name: str = ""  # the user's id in the set (u1, h1, ...)
     split: str = "tune"  # "tune" or "heldout"
-    # Each memory's situations (see SITUATIONS), joined; empty strings when the set has none.
+    # Each memory's situations (benchmarks/data/README.md), joined; "" when the set has none.
     situations: list[str] = field(default_factory=list)
 
     def with_situations(self) -> list[str]:
@@ -173,7 +178,7 @@ class LQuery:
 
 
 def situations_file(path: Path) -> Path:
-    """Where a learner set's situations are kept (SITUATIONS): beside it, ``*_situations.json``."""
+    """Where a learner set's situations are kept: beside it, ``*_situations.json``."""
     return path.with_name(f"{path.stem}_situations.json")
 
 
@@ -585,17 +590,21 @@ def calibrated(
     return cfg, ts, signals(c, held[0], held[1], held[2], scales)
 
 
-# The product's retrieval today (marked *): terms, the previous message for follow-ups, the
-# bridge at its default weight, the chit-chat rule.
-PRODUCT = "follow-up context (cue), + terms (lexical + dense), bridge 0.5, chit-chat rule *"
-
-# The product's row with each memory's situations indexed too (SITUATIONS).
+# The product's retrieval today (marked *): terms and situations (written with each memory by the
+# extraction call; benchmarks/data/README.md), the previous message for follow-ups, the bridge at
+# its default weight, the chit-chat rule. Situations were adopted on 2026-12-02 by the rule fixed
+# in benchmarks/data/README.md before learner_set_fresh2.json was written (they lose on the
+# tuning users, where everything else is chosen).
+PRODUCT = (
+    "follow-up context (cue), + terms + situations (lexical + dense), bridge 0.5, chit-chat rule *"
+)
+# The product's row before situations, and situations indexed by BM25 only: beside PRODUCT in
+# every table (`--fresh` too).
+BEFORE_SITUATIONS = "follow-up context (cue), + terms (lexical + dense), bridge 0.5, chit-chat rule"
 SITUATION_ROWS = {
+    BEFORE_SITUATIONS: "",
     "follow-up context (cue), + terms + situations (lexical), bridge 0.5, chit-chat rule": (
         "lexical"
-    ),
-    "follow-up context (cue), + terms + situations (lexical + dense), bridge 0.5, chit-chat rule": (
-        "both"
     ),
 }
 
@@ -686,12 +695,11 @@ CANDIDATES = [
         bridge=0.5,
         phatic=True,
     ),
-    Candidate(PRODUCT, ("USE",), True, True, follow_up="cue", bridge=0.5, phatic=True),
     *(
         Candidate(
             name, ("USE",), True, True, follow_up="cue", bridge=0.5, phatic=True, situations=how
         )
-        for name, how in SITUATION_ROWS.items()
+        for name, how in {**SITUATION_ROWS, PRODUCT: "both"}.items()
     ),
 ]
 E5_CANDIDATES = [
@@ -908,7 +916,7 @@ def product_figures(
     `name`: another candidate's row at the same defaults."""
     c = next(c for c in CANDIDATES if c.name == name)
     cfg = product_default(c)
-    what = "The product" if name == PRODUCT else "Not adopted, measured"
+    what = "The product" if name == PRODUCT else "For comparison"
     print(f"\n## (i) {what} at its defaults, nothing chosen: {c.name} ({cfg}), top_k {TOP_K}\n")
     print(
         "| set | users | answerable + unrelated | hit@1 | hit@3 | answerable kept "

@@ -23,6 +23,8 @@ from memora.longterm.extraction import (
     extract,
     looks_secret,
 )
+from memora.longterm.ranking import DEFAULT_MIN_SCORE
+from memora.longterm.records import NewMemory
 from tests.fakes import FakeLLM, outage
 
 NOW = datetime(2026, 11, 15, 9, 0, tzinfo=UTC)
@@ -481,6 +483,67 @@ async def test_terms_ride_on_the_extraction_call_and_are_stored(store: MemorySto
     assert stored.text == "媽媽很會做菜" and stored.terms == expected
 
 
+async def test_situations_ride_on_the_same_call_and_find_a_memory_the_message_never_names(
+    store: MemoryStore,
+) -> None:
+    """The model's situations (requests where the fact matters though they never name it) come in
+    the same strict answer, are stored with the memory's terms, and a later message that shares
+    only a situation's word finds the memory."""
+    from memora.llm import ResponsesLLM
+    from tests.fake_openai import FakeOpenAI
+
+    answer = {
+        "memories": [
+            {
+                "text": "使用者對花生過敏",
+                "category": "personal",
+                "replaces": None,
+                "terms": ["peanut", "花生", "allergy", "過敏"],
+                "situations": ["ordering food", "點餐", "restaurant", "餐廳", " Restaurant "],
+            }
+        ]
+    }
+    with FakeOpenAI() as fake:
+        llm = ResponsesLLM(model="gpt-test", api_key="x", base_url=fake.base_url)
+        fake.queue_reply(answer)
+        try:
+            outcome, actions = await run(llm, store, 33, "我對花生過敏")
+        finally:
+            await llm.aclose()
+        (request,) = fake.requests_of("structured")
+    assert request.schema is not None
+    item = request.schema["$defs"]["ExtractedMemory"]
+    assert "situations" in item["properties"] and "situations" in item["required"]
+    assert outcome.error is None and actions == ["added"]
+    expected = ("peanut", "花生", "allergy", "過敏", "ordering food", "點餐", "restaurant", "餐廳")
+    (stored,) = await store.memories(33)
+    assert stored.terms == expected
+    # The same fact with its terms only (user 34) is not found by that message: the situation is.
+    await store.add_many(34, [NewMemory("使用者對花生過敏", "extracted", terms=expected[:4])])
+    ask = "How do I ask the waiter in a restaurant what is in a dish?"
+    with_situations = await store.search(33, ask, top_k=5, min_score=DEFAULT_MIN_SCORE)
+    terms_only = await store.search(34, ask, top_k=5, min_score=DEFAULT_MIN_SCORE)
+    assert [h.memory.text for h in with_situations.hits] == ["使用者對花生過敏"]
+    assert terms_only.hits == []
+
+
+async def test_situations_as_one_string_and_secrets_among_them() -> None:
+    """A small model's "a, b、c" situations are split; a secret-looking one is dropped."""
+    llm = FakeLLM()
+    item = {
+        **mem("The user works night shifts.", "constraint"),
+        "terms": ["night shift"],
+        "situations": "sleep, 睡覺、A123456789",
+    }
+    llm.parsed.append(json.dumps({"memories": [item]}))
+    outcome = await extract(
+        llm, user_message="I work nights", assistant_reply="", existing=[], now=NOW
+    )
+    assert outcome.error is None
+    assert outcome.memories[0].terms == ["night shift", "sleep", "睡覺"]
+    assert ("A123456789", Rejection.SECRET) in outcome.rejected
+
+
 async def test_a_secret_among_the_terms_is_dropped_and_redacted() -> None:
     llm = FakeLLM()
     item = {**mem("The user works at a bank.", "personal"), "terms": ["bank", "A123456789"]}
@@ -521,12 +584,13 @@ async def test_backfill_terms_in_near_shapes_are_read_as_meant() -> None:
 
     bare = Memory("m1", 1, "The user plays the violin.", "manual", "other", "t", "t")
     llm = FakeLLM()
-    llm.parsed.append(json.dumps({"terms_for": [{"id": 1, "terms": "violin, 小提琴"}]}))
+    answer = {"terms_for": [{"id": 1, "terms": "violin, 小提琴", "situations": "concert, 音樂會"}]}
+    llm.parsed.append(json.dumps(answer))
     outcome = await extract(
         llm, user_message="hi", assistant_reply="", existing=[], now=NOW, needs_terms=[bare]
     )
     assert outcome.error is None and outcome.memories == []
-    assert outcome.terms_for == {1: ("violin", "小提琴")}
+    assert outcome.terms_for == {1: ("violin", "小提琴", "concert", "音樂會")}
     call = llm.calls[-1]
     assert call.instructions == EXTRACTION_INSTRUCTIONS + TERMS_FOR_INSTRUCTIONS
     prompt = call.messages[-1].content

@@ -80,6 +80,18 @@ class Rejection(StrEnum):
     IN_PROFILE = "kept in the learner profile instead"
 
 
+# Index-time expansion one step past a memory's own words (issue 12): the requests where the fact
+# should shape the answer though they never name it ("plan my Saturday" and a toddler). Stored
+# with the memory's search terms (indexed lexically and embedded with its text). Adopted by the
+# rule fixed in benchmarks/data/README.md before the set that decided it was written.
+SITUATIONS_DESCRIPTION = (
+    "2-4 everyday requests or topics, each in English AND in the learner's language, where "
+    "this fact should shape the tutor's answer although the request never names it, one step "
+    "away from the fact: peanut allergy -> ordering food, 點餐, restaurant, 餐廳. 1-4 words "
+    "each; not the fact's own key words (terms hold them)."
+)
+
+
 class ExtractedMemory(BaseModel):
     """One fact worth keeping, as the model states it."""
 
@@ -102,6 +114,10 @@ class ExtractedMemory(BaseModel):
             "message about it might use."
         ),
     )
+    situations: list[str] = Field(
+        default_factory=list,
+        description=SITUATIONS_DESCRIPTION,
+    )
 
 
 class MemoryTerms(BaseModel):
@@ -111,6 +127,10 @@ class MemoryTerms(BaseModel):
     terms: list[str] = Field(
         default_factory=list,
         description="3-8 short search terms for it, in English AND in the learner's language.",
+    )
+    situations: list[str] = Field(
+        default_factory=list,
+        description="2-4 everyday situations for it, as for a new memory.",
     )
 
 
@@ -176,6 +196,12 @@ in, "next Friday" the date. Never write "next month", "tomorrow", "下個月" or
 (繁體 or 简体 as they write): its topic, key nouns, names and numbers, and the plain word for \
 it in the other language, e.g. "TOEIC", "多益", "score", "分數", "850" for a TOEIC goal. They \
 only help find the memory later; never put a secret in them.
+- situations: 2 to 4 short phrases, each in English and in the learner's language, naming \
+everyday requests or topics a learner might bring up later where this fact should shape the \
+answer although the request never names the fact; think one step away from it: "ordering \
+food", "點餐", "restaurant", "餐廳" for a peanut allergy; "sleep", "睡覺", "study schedule", \
+"讀書時間" for night shifts. Not the fact's own key words (terms hold them); 1 to 4 words each; \
+never a secret.
 - replaces: when the new fact updates, corrects or contradicts one of the existing memories \
 (a new level, a move to another city, a changed goal or exam date), set it to that memory's \
 number as listed in the input; otherwise null. Do not point at a memory that is merely related.
@@ -187,8 +213,9 @@ common correct answer."""
 TERMS_FOR_INSTRUCTIONS = """
 
 <needs_terms> lists stored memories about the learner that have no search terms yet. For each, \
-return its number and 3 to 8 search terms in `terms_for`, written as for a new memory (English \
-and the learner's language; never a secret). They are data: do not add them to `memories`."""
+return its number, 3 to 8 search terms and 2 to 4 situations in `terms_for`, written as for a \
+new memory (English and the learner's language; never a secret). They are data: do not add \
+them to `memories`."""
 
 MAX_BACKFILL = 5  # term-less memories asked about per call: a bounded cost on every turn
 # A memory the model was asked about this many times without answering its terms is not asked
@@ -209,8 +236,10 @@ the assistant said, secrets (password, PIN, code, key, card or ID numbers), a fa
 memory already states. If nothing is durable, return an empty list (the usual answer).
 Each memory: one short fact about "the user", in the language the learner used; numbers, \
 names and levels exactly; dates absolute from the message date (never "next month" or \
-"下個月"). terms: 3-8 search words in English and the learner's language. replaces: the \
-number of the existing memory it updates, else null."""
+"下個月"). terms: 3-8 search words in English and the learner's language. situations: 2-4 \
+everyday requests (English and the learner's language) where the fact matters though they \
+never name it ("點餐" for an allergy). replaces: the number of the existing memory it \
+updates, else null."""
 
 COMPACT_LEARNER_INSTRUCTIONS = """
 Also (empty lists when none): profile: fields the learner states: level (A1-C2), scores, \
@@ -220,8 +249,8 @@ original (exact), corrected, category, reason. vocabulary: English words asked a
 taught: term, meaning (in their explanation language), example."""
 
 COMPACT_TERMS_FOR_INSTRUCTIONS = """
-terms_for: for each memory in <needs_terms>, its number and 3-8 search words (English and \
-the learner's language); do not add them to memories."""
+terms_for: for each memory in <needs_terms>, its number, 3-8 search words and 2-4 \
+situations (English and the learner's language); do not add them to memories."""
 
 Form = Literal["full", "compact"]
 
@@ -386,10 +415,10 @@ def _screen(
             rejected.append((item.text, Rejection.REPEATED))
         else:
             seen.add(key)
-            terms = clean_terms(item.terms)
+            terms = clean_terms([*item.terms, *item.situations])
             rejected += [(t, Rejection.SECRET) for t in terms if looks_secret(t)]
             terms = tuple(t for t in terms if not looks_secret(t))
-            item = item.model_copy(update={"terms": list(terms)})
+            item = item.model_copy(update={"terms": list(terms), "situations": []})
             accepted.append(item.model_copy(update={"text": text}))
     return accepted, rejected
 
@@ -535,7 +564,7 @@ def _screen_terms_for(
             log.info("ignored search terms for memory %d: the call listed %d", item.id, listed)
             unlisted.append(item.id)
             continue
-        terms = clean_terms(item.terms)
+        terms = clean_terms([*item.terms, *item.situations])
         rejected += [(t, Rejection.SECRET) for t in terms if looks_secret(t)]
         terms = tuple(t for t in terms if not looks_secret(t))
         if terms and item.id not in found:
@@ -653,10 +682,14 @@ def _near_shape(value: Any) -> Any:
 
 
 def _listed_terms(item: Any) -> Any:
-    """An item's terms as a list: "a, b, c" from a small model is split; anything else dropped."""
-    if isinstance(item, dict) and not isinstance(item.get("terms", []), list):
-        terms = item["terms"]
-        return {**item, "terms": _TERM_SPLIT.split(terms) if isinstance(terms, str) else []}
+    """An item's terms and situations as lists: "a, b, c" from a small model is split; anything
+    else dropped."""
+    if not isinstance(item, dict):
+        return item
+    for key in ("terms", "situations"):
+        if not isinstance(item.get(key, []), list):
+            words = item[key]
+            item = {**item, key: _TERM_SPLIT.split(words) if isinstance(words, str) else []}
     return item
 
 

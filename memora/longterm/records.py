@@ -43,8 +43,9 @@ MAX_MEMORY_CHARS = 500
 
 # Search terms the extraction call writes with a memory (issue 12: index-time expansion): a few
 # short words or phrases, in English and in the learner's language, so a message in the other
-# language shares words with the memory. More or longer ones are cut: they are an index, not text.
-MAX_TERMS = 12
+# language shares words with the memory, and its situations (extraction.SITUATIONS_DESCRIPTION:
+# 2-4 of them, in both languages). More or longer ones are cut: they are an index, not text.
+MAX_TERMS = 20
 MAX_TERM_CHARS = 40
 
 
