@@ -768,7 +768,10 @@ class Engine:
         embed = sum(r.embedding_tokens for r in results) + filled_tokens
         spent = (turn_id, TurnUsage(extraction_tokens=tokens, embedding_tokens=embed))
         detail = "\n".join(f"{r.action}: {r.memory.text}" for r in results)
-        detail += "".join(f"\nsearch terms added: {m.text} ({', '.join(m.terms)})" for m in filled)
+        detail += "".join(
+            f"\nsearch terms added: {m.text} ({', '.join([*m.terms, *m.situations])})"
+            for m in filled
+        )
         detail += "".join(f"\nignored terms for unlisted memory {n}" for n in outcome.unlisted)
         if outcome.rejected:
             detail += "\n" + "\n".join(
@@ -832,6 +835,7 @@ def _exported(m: Memory) -> dict[str, Any]:
         "chat_id": m.chat_id,
         "message_id": m.message_id,
         "terms": list(m.terms),  # the search terms indexed with the text (not shown by /memories)
+        "situations": list(m.situations),  # indexed with them too
         "history": [
             {"text": r.text, "replaced_at": r.replaced_at, "reason": r.reason} for r in m.history
         ],

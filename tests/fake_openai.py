@@ -252,12 +252,15 @@ def needs_terms_listed(req: FakeRequest) -> dict[int, str]:
 
 
 def terms_writer(
-    terms: dict[str, Sequence[str]], also: dict[str, Any] | None = None
+    terms: dict[str, Sequence[str]],
+    also: dict[str, Any] | None = None,
+    situations: dict[str, Sequence[str]] | None = None,
 ) -> Callable[[FakeRequest], Answer]:
     """A responder that answers each extraction request like a model that writes search terms:
     for every memory listed in <needs_terms> whose text is a key of `terms`, that memory's
-    number and those terms (`also`: more fields of the answer, e.g. "memories"); other
-    requests as the default responder. A memory not in `terms` gets no answer."""
+    number, those terms and its `situations` (none where that has no entry; `also`: more fields
+    of the answer, e.g. "memories"); other requests as the default responder. A memory not in
+    `terms` gets no answer."""
 
     def respond(req: FakeRequest) -> Answer:
         if req.kind != "structured":
@@ -266,7 +269,13 @@ def terms_writer(
         answer = minimal_instance(req.schema) if req.schema else {}
         answer.update(also or {})
         answer["terms_for"] = [
-            {"id": n, "terms": list(terms[text])} for n, text in listed.items() if text in terms
+            {
+                "id": n,
+                "terms": list(terms[text]),
+                "situations": list((situations or {}).get(text, ())),
+            }
+            for n, text in listed.items()
+            if text in terms
         ]
         return answer
 

@@ -24,7 +24,7 @@ from memora.longterm.extraction import (
     looks_secret,
 )
 from memora.longterm.ranking import DEFAULT_MIN_SCORE
-from memora.longterm.records import NewMemory
+from memora.longterm.records import NewMemory, SearchWords
 from tests.fakes import FakeLLM, outage
 
 NOW = datetime(2026, 11, 15, 9, 0, tzinfo=UTC)
@@ -515,11 +515,11 @@ async def test_situations_ride_on_the_same_call_and_find_a_memory_the_message_ne
     item = request.schema["$defs"]["ExtractedMemory"]
     assert "situations" in item["properties"] and "situations" in item["required"]
     assert outcome.error is None and actions == ["added"]
-    expected = ("peanut", "花生", "allergy", "過敏", "ordering food", "點餐", "restaurant", "餐廳")
     (stored,) = await store.memories(33)
-    assert stored.terms == expected
+    assert stored.terms == ("peanut", "花生", "allergy", "過敏")
+    assert stored.situations == ("ordering food", "點餐", "restaurant", "餐廳")  # deduped
     # The same fact with its terms only (user 34) is not found by that message: the situation is.
-    await store.add_many(34, [NewMemory("使用者對花生過敏", "extracted", terms=expected[:4])])
+    await store.add_many(34, [NewMemory("使用者對花生過敏", "extracted", terms=stored.terms)])
     ask = "How do I ask the waiter in a restaurant what is in a dish?"
     with_situations = await store.search(33, ask, top_k=5, min_score=DEFAULT_MIN_SCORE)
     terms_only = await store.search(34, ask, top_k=5, min_score=DEFAULT_MIN_SCORE)
@@ -540,7 +540,8 @@ async def test_situations_as_one_string_and_secrets_among_them() -> None:
         llm, user_message="I work nights", assistant_reply="", existing=[], now=NOW
     )
     assert outcome.error is None
-    assert outcome.memories[0].terms == ["night shift", "sleep", "睡覺"]
+    assert outcome.memories[0].terms == ["night shift"]
+    assert outcome.memories[0].situations == ["sleep", "睡覺"]
     assert ("A123456789", Rejection.SECRET) in outcome.rejected
 
 
@@ -590,7 +591,7 @@ async def test_backfill_terms_in_near_shapes_are_read_as_meant() -> None:
         llm, user_message="hi", assistant_reply="", existing=[], now=NOW, needs_terms=[bare]
     )
     assert outcome.error is None and outcome.memories == []
-    assert outcome.terms_for == {1: ("violin", "小提琴", "concert", "音樂會")}
+    assert outcome.terms_for == {1: SearchWords(("violin", "小提琴"), ("concert", "音樂會"))}
     call = llm.calls[-1]
     assert call.instructions == EXTRACTION_INSTRUCTIONS + TERMS_FOR_INSTRUCTIONS
     prompt = call.messages[-1].content

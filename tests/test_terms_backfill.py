@@ -16,7 +16,8 @@ from memora.llm import ResponsesLLM
 from memora.longterm import MemoryStore
 from memora.longterm.extraction import MAX_ASKS, MAX_BACKFILL
 from memora.longterm.lexical import BM25, tokenize
-from memora.longterm.records import indexed_text
+from memora.longterm.ranking import DEFAULT_MIN_SCORE
+from memora.longterm.records import NewMemory, SearchWords, indexed_text
 from memora.storage import Database
 from memora.tokens import LocalTokenCounter
 from tests.fake_openai import FakeOpenAI, needs_terms_listed, terms_writer
@@ -28,6 +29,7 @@ BOB_CHAT = ChatRef(42)
 
 SISTER = "My younger sister studies nursing in Japan."
 SISTER_TERMS = ["sister", "妹妹", "nursing", "護理", "Japan", "日本"]
+SISTER_SITUATIONS = ["family news", "家人近況", "hospital words", "醫院用語"]
 QUERY = "我妹妹最近在日本好嗎？"  # shares no word with the English text, only with its terms
 
 
@@ -78,7 +80,7 @@ async def test_a_remembered_fact_gets_terms_at_the_next_turn_and_is_found_lexica
     assert bare.terms == () and bare.source == "manual"
     assert lexical_scores([indexed_text(bare.text, bare.terms)], QUERY) == [0.0]
 
-    fake.responder = terms_writer({SISTER: SISTER_TERMS})
+    fake.responder = terms_writer({SISTER: SISTER_TERMS}, situations={SISTER: SISTER_SITUATIONS})
     await turn(engine, "Can you help me with phrasal verbs?")
 
     (request,) = fake.requests_of("structured")  # no new call: the one extraction call
@@ -86,6 +88,7 @@ async def test_a_remembered_fact_gets_terms_at_the_next_turn_and_is_found_lexica
     assert "terms_for" in json.dumps(request.schema)
     sister, short = await store.memories(MEI.id)
     assert sister.text == SISTER and sister.terms == tuple(SISTER_TERMS)
+    assert sister.situations == tuple(SISTER_SITUATIONS)
     assert sister.updated_at == bare.updated_at  # terms are not an update of the memory
     assert short.terms == ()  # the model gave none: it stays term-less, asked again later
     indexed = [indexed_text(m.text, m.terms) for m in (sister, short)]
@@ -97,7 +100,7 @@ async def test_a_remembered_fact_gets_terms_at_the_next_turn_and_is_found_lexica
     exported = await engine.export_chat(CHAT.id)
     assert exported is not None
     mems = exported["participants"][str(MEI.id)]["memories"]
-    assert mems[0]["terms"] == SISTER_TERMS
+    assert mems[0]["terms"] == SISTER_TERMS and mems[0]["situations"] == SISTER_SITUATIONS
 
     fake.reset()
     fake.responder = terms_writer({})
@@ -173,7 +176,10 @@ async def test_a_bounded_number_per_call_newest_first_until_all_have_terms(
     for fact in facts:
         await engine.remember(CHAT, MEI, fact)
     assert len(await store.memories(MEI.id)) == len(facts)
-    fake.responder = terms_writer({f: [f"hobby{n}", f"愛好{n}"] for n, f in enumerate(facts)})
+    fake.responder = terms_writer(
+        {f: [f"hobby{n}", f"愛好{n}"] for n, f in enumerate(facts)},
+        situations={f: [f"free time{n}"] for n, f in enumerate(facts)},
+    )
     await turn(engine, "Let's practise.")
     first = list(needs_terms_listed(fake.requests_of("structured")[-1]).values())
     assert first == facts[::-1][:MAX_BACKFILL]
@@ -193,16 +199,23 @@ async def test_store_add_terms_only_fills_what_it_was_asked_for(store: MemorySto
     filled, tokens = await store.add_terms(
         51,
         {
-            one.id: (one.text, ["jazz", "爵士"]),
-            two.id: (two.text, ["Tainan"]),  # written for the old text: skipped
-            other.id: (other.text, ["tea"]),  # another user's memory: not found for 51
+            one.id: (one.text, SearchWords(("jazz", "爵士"))),
+            two.id: (two.text, SearchWords(("Tainan",))),  # written for the old text: skipped
+            other.id: (other.text, SearchWords(("tea",))),  # another user's: not found for 51
         },
     )
     assert [m.id for m in filled] == [one.id] and tokens >= 0
-    again, _ = await store.add_terms(51, {one.id: (one.text, ["other"])})  # has terms now
-    assert again == []
+    again, _ = await store.add_terms(51, {one.id: (one.text, SearchWords(("other",)))})
+    assert again == []  # has terms now, and no situations were written
+    # Situations fill a memory that has terms but none, and its terms stay.
+    (more,), _ = await store.add_terms(
+        51, {one.id: (one.text, SearchWords(("other",), ("concert", "音樂會")))}
+    )
+    assert more.terms == ("jazz", "爵士") and more.situations == ("concert", "音樂會")
+    assert (await store.add_terms(51, {one.id: (one.text, SearchWords(("x",), ("y",)))}))[0] == []
     by_id = {m.id: m for m in await store.memories(51)}
     assert by_id[one.id].terms == ("jazz", "爵士") and by_id[two.id].terms == ()
+    assert by_id[one.id].situations == ("concert", "音樂會")
     assert (await store.memories(52))[0].terms == ()
     hits = await store.search(51, "我喜歡爵士樂", top_k=1, min_score=0.0)
     assert hits.hits[0].memory.id == one.id
@@ -247,3 +260,32 @@ async def test_a_memory_the_model_never_gives_terms_is_not_asked_about_forever(
     await turn(engine, "And again.")
     listed = needs_terms_listed(fake.requests_of("structured")[-1])
     assert list(listed.values()) == ["I prefer short explanations."]
+
+
+async def test_a_memory_stored_before_situations_gets_them_after_the_term_less_ones(
+    engine: Engine, fake: FakeOpenAI, store: MemoryStore
+) -> None:
+    """A memory with terms but no situations (stored before situations existed) is listed too,
+    after the memories that have no terms at all; its situations are filled in, its terms stay,
+    and a message that only a situation names then finds it."""
+    allergy = "使用者對花生過敏"
+    await store.add_many(MEI.id, [NewMemory(allergy, "extracted", terms=("peanut", "花生"))])
+    await engine.remember(CHAT, MEI, SISTER)
+    ask = "How do I ask the waiter in a restaurant what is in a dish?"
+    before = await store.search(MEI.id, ask, top_k=3, min_score=DEFAULT_MIN_SCORE)
+    assert allergy not in [h.memory.text for h in before.hits]
+    fake.responder = terms_writer(
+        {SISTER: SISTER_TERMS, allergy: ["allergy", "過敏"]},
+        situations={SISTER: SISTER_SITUATIONS, allergy: ["restaurant", "餐廳", "點餐"]},
+    )
+    await turn(engine, "Let's practise.")
+    (request,) = fake.requests_of("structured")
+    assert list(needs_terms_listed(request).values()) == [SISTER, allergy]
+    by_text = {m.text: m for m in await store.memories(MEI.id)}
+    assert by_text[allergy].terms == ("peanut", "花生")  # kept: only the situations were missing
+    assert by_text[allergy].situations == ("restaurant", "餐廳", "點餐")
+    assert by_text[SISTER].terms == tuple(SISTER_TERMS)
+    after = await store.search(MEI.id, ask, top_k=3, min_score=DEFAULT_MIN_SCORE)
+    assert [h.memory.text for h in after.hits] == [allergy]
+    await turn(engine, "Again.")
+    assert needs_terms_listed(fake.requests_of("structured")[-1]) == {}

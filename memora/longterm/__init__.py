@@ -21,6 +21,7 @@ from memora.longterm.records import (
     Revision,
     SearchHit,
     SearchResult,
+    SearchWords,
     StoreError,
 )
 from memora.longterm.store import MemoryStore
@@ -35,5 +36,6 @@ __all__ = [
     "Revision",
     "SearchHit",
     "SearchResult",
+    "SearchWords",
     "StoreError",
 ]

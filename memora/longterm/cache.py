@@ -24,7 +24,7 @@ from memora.longterm.dedupe import DedupeIndex, normalise_text
 from memora.longterm.lexical import BM25, tokenize
 from memora.longterm.matrix import Matrix
 from memora.longterm.ranking import dense_weight_pair
-from memora.longterm.records import Memory, indexed_text
+from memora.longterm.records import Memory, indexed
 
 __all__ = ["Entry", "UserCache", "UserData", "UserLocks", "dense_weight", "indexed_terms"]
 
@@ -270,8 +270,8 @@ def dense_weight(entry: Entry) -> tuple[float, float]:
 
 
 def indexed_terms(entry: Entry) -> list[str]:
-    """What the lexical index holds for one memory: its text and its search terms."""
-    return tokenize(indexed_text(entry.memory.text, entry.memory.terms))
+    """What the lexical index holds for one memory: its text, search terms and situations."""
+    return tokenize(indexed(entry.memory))
 
 
 class UserCache:

@@ -40,9 +40,11 @@ from memora.llm import (
 from memora.longterm.dedupe import normalise_text
 from memora.longterm.records import (
     MAX_MEMORY_CHARS,
+    MAX_SITUATIONS,
     AddResult,
     Memory,
     NewMemory,
+    SearchWords,
     clean_terms,
 )
 from memora.longterm.store import MemoryStore
@@ -82,8 +84,9 @@ class Rejection(StrEnum):
 
 # Index-time expansion one step past a memory's own words (issue 12): the requests where the fact
 # should shape the answer though they never name it ("plan my Saturday" and a toddler). Stored
-# with the memory's search terms (indexed lexically and embedded with its text). Adopted by the
-# rule fixed in benchmarks/data/README.md before the set that decided it was written.
+# beside the memory's search terms and indexed with them (lexically and embedded with its
+# text). Adopted by the rule fixed in benchmarks/data/README.md before the set that decided it
+# was written.
 SITUATIONS_DESCRIPTION = (
     "2-4 everyday requests or topics, each in English AND in the learner's language, where "
     "this fact should shape the tutor's answer although the request never names it, one step "
@@ -307,7 +310,7 @@ class ExtractionOutcome:
     learner: LearnerExtractionResult | None = None  # the learner part, when it was asked for
     # Backfill: screened terms per number listed in <needs_terms>, and numbers answered that
     # were not listed (ignored: terms only ever go to a memory the call was shown).
-    terms_for: dict[int, tuple[str, ...]] = field(default_factory=dict)
+    terms_for: dict[int, SearchWords] = field(default_factory=dict)
     unlisted: list[int] = field(default_factory=list)
     form: Form = "full"  # the form of the call that produced this outcome (see `extract`)
     listed: int | None = None  # how many existing memories it showed (`replaces` numbers)
@@ -320,14 +323,18 @@ def needing_terms(
     limit: int = MAX_BACKFILL,
     unanswered: Mapping[str, int] | None = None,
 ) -> list[Memory]:
-    """The memories to ask search terms for in this call: those without terms, most recently
-    written first (a /remember fact at the learner's next turn; older ones over time), except
-    those asked about MAX_ASKS times already without an answer (`unanswered`: id → times)."""
+    """The memories to ask search terms for in this call: those without terms, then those with
+    terms but no situations (stored before situations existed), each most recently written
+    first (a /remember fact at the learner's next turn; older ones over time), except those
+    asked about MAX_ASKS times already without an answer (`unanswered`: id → times)."""
     asked = unanswered or {}
     bare = [  # `memories` is oldest first
-        m for m in reversed(memories) if not m.terms and asked.get(m.id, 0) < MAX_ASKS
+        m
+        for m in reversed(memories)
+        if not (m.terms and m.situations) and asked.get(m.id, 0) < MAX_ASKS
     ]
-    return sorted(bare, key=lambda m: m.updated_at, reverse=True)[:limit]  # stable on ties
+    newest = sorted(bare, key=lambda m: m.updated_at, reverse=True)  # stable on ties
+    return sorted(newest, key=lambda m: bool(m.terms))[:limit]
 
 
 # --------------------------------------------------------------------------------------------
@@ -372,7 +379,8 @@ def build_extraction_input(
     if needs_terms:
         bare = "\n".join(f"{i}. {' '.join(m.text.split())}" for i, m in enumerate(needs_terms, 1))
         backfill = (
-            f"Stored memories without search terms:\n<needs_terms>\n{bare}\n</needs_terms>\n\n"
+            "Stored memories without search terms or situations:\n"
+            f"<needs_terms>\n{bare}\n</needs_terms>\n\n"
         )
     return (
         f"Message date: {when:%Y-%m-%d} ({when:%A}), UTC. This month is {when:%Y-%m}.\n\n"
@@ -415,10 +423,11 @@ def _screen(
             rejected.append((item.text, Rejection.REPEATED))
         else:
             seen.add(key)
-            terms = clean_terms([*item.terms, *item.situations])
-            rejected += [(t, Rejection.SECRET) for t in terms if looks_secret(t)]
-            terms = tuple(t for t in terms if not looks_secret(t))
-            item = item.model_copy(update={"terms": list(terms), "situations": []})
+            words, secrets = _screened(item.terms, item.situations)
+            rejected += secrets
+            item = item.model_copy(
+                update={"terms": list(words.terms), "situations": list(words.situations)}
+            )
             accepted.append(item.model_copy(update={"text": text}))
     return accepted, rejected
 
@@ -550,13 +559,23 @@ async def _extract_in(
     )
 
 
+def _screened(
+    terms: Sequence[str], situations: Sequence[str]
+) -> tuple[SearchWords, list[tuple[str, Rejection]]]:
+    """Terms and situations cleaned (clean_terms), secret-looking ones dropped and reported."""
+    words = (clean_terms(terms), clean_terms(situations, MAX_SITUATIONS))
+    secrets = [(t, Rejection.SECRET) for ws in words for t in ws if looks_secret(t)]
+    terms, situations = (tuple(t for t in ws if not looks_secret(t)) for ws in words)
+    return SearchWords(terms, situations), secrets
+
+
 def _screen_terms_for(
     result: ExtractionResult, listed: int
-) -> tuple[dict[int, tuple[str, ...]], list[int], list[tuple[str, Rejection]]]:
+) -> tuple[dict[int, SearchWords], list[int], list[tuple[str, Rejection]]]:
     """The backfill's terms by listed number, cleaned like a new memory's (secret-looking ones
     dropped and redacted); a number that was not listed is ignored and reported, a repeated
     one keeps its first answer."""
-    found: dict[int, tuple[str, ...]] = {}
+    found: dict[int, SearchWords] = {}
     unlisted: list[int] = []
     rejected: list[tuple[str, Rejection]] = []
     for item in result.terms_for:
@@ -564,11 +583,10 @@ def _screen_terms_for(
             log.info("ignored search terms for memory %d: the call listed %d", item.id, listed)
             unlisted.append(item.id)
             continue
-        terms = clean_terms([*item.terms, *item.situations])
-        rejected += [(t, Rejection.SECRET) for t in terms if looks_secret(t)]
-        terms = tuple(t for t in terms if not looks_secret(t))
-        if terms and item.id not in found:
-            found[item.id] = terms
+        words, secrets = _screened(item.terms, item.situations)
+        rejected += secrets
+        if words and item.id not in found:
+            found[item.id] = words
     return found, unlisted, rejected
 
 
@@ -726,6 +744,7 @@ async def apply(
                 message_id=message_id,
                 replaces=target,
                 terms=clean_terms(memory.terms),
+                situations=clean_terms(memory.situations, MAX_SITUATIONS),
             )
         )
     if not items:
@@ -740,8 +759,8 @@ async def apply_terms(
     memories, so a number can only ever reach one of them). Returns the memories that got
     terms and the embedding tokens (see :meth:`MemoryStore.add_terms` for what is skipped)."""
     updates = {
-        needs_terms[n - 1].id: (needs_terms[n - 1].text, terms)
-        for n, terms in outcome.terms_for.items()
+        needs_terms[n - 1].id: (needs_terms[n - 1].text, words)
+        for n, words in outcome.terms_for.items()
     }
     if not updates:
         return [], 0

@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 __all__ = [
     "MAX_MEMORY_CHARS",
+    "MAX_SITUATIONS",
     "MAX_TERMS",
     "MAX_TERM_CHARS",
     "AddAction",
@@ -23,12 +24,14 @@ __all__ = [
     "Revision",
     "SearchHit",
     "SearchResult",
+    "SearchWords",
     "Source",
     "StoreError",
     "check_user",
     "clean_terms",
     "clean_text",
     "from_record",
+    "indexed",
     "indexed_text",
     "revised",
     "to_metadata",
@@ -43,9 +46,11 @@ MAX_MEMORY_CHARS = 500
 
 # Search terms the extraction call writes with a memory (issue 12: index-time expansion): a few
 # short words or phrases, in English and in the learner's language, so a message in the other
-# language shares words with the memory, and its situations (extraction.SITUATIONS_DESCRIPTION:
-# 2-4 of them, in both languages). More or longer ones are cut: they are an index, not text.
-MAX_TERMS = 20
+# language shares words with the memory. More or longer ones are cut: they are an index, not text.
+MAX_TERMS = 12
+# Its situations (extraction.SITUATIONS_DESCRIPTION): 2-4 everyday requests where the fact matters
+# though they never name it, each in both languages.
+MAX_SITUATIONS = 8
 MAX_TERM_CHARS = 40
 
 
@@ -83,6 +88,19 @@ class Memory:
     # Search terms indexed with the text (lexically and in its vector); not shown by /memories.
     # They belong to this text: a new text (update, undo) comes with its own terms or none.
     terms: tuple[str, ...] = ()
+    # Situations, indexed with the terms (same rules): requests where the fact matters.
+    situations: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class SearchWords:
+    """What the extraction call writes to index a memory by: its terms and its situations."""
+
+    terms: tuple[str, ...] = ()
+    situations: tuple[str, ...] = ()
+
+    def __bool__(self) -> bool:
+        return bool(self.terms or self.situations)
 
 
 @dataclass(frozen=True)
@@ -100,6 +118,7 @@ class NewMemory:
     message_id: int | None = None
     replaces: str | None = None
     terms: tuple[str, ...] = ()
+    situations: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -167,9 +186,10 @@ def clean_text(text: str) -> str:
     return cleaned
 
 
-def clean_terms(terms: Sequence[str]) -> tuple[str, ...]:
-    """At most MAX_TERMS distinct terms (case-insensitively), whitespace collapsed, each at most
-    MAX_TERM_CHARS characters; empty ones dropped."""
+def clean_terms(terms: Sequence[str], limit: int = MAX_TERMS) -> tuple[str, ...]:
+    """At most `limit` distinct terms (case-insensitively), whitespace collapsed, each at most
+    MAX_TERM_CHARS characters; empty ones dropped. Situations are cleaned the same way, with
+    `limit` MAX_SITUATIONS."""
     out: list[str] = []
     seen: set[str] = set()
     for term in terms:
@@ -178,16 +198,22 @@ def clean_terms(terms: Sequence[str]) -> tuple[str, ...]:
         if cleaned and key not in seen:
             seen.add(key)
             out.append(cleaned)
-        if len(out) == MAX_TERMS:
+        if len(out) == limit:
             break
     return tuple(out)
 
 
-def indexed_text(text: str, terms: Sequence[str] = ()) -> str:
+def indexed_text(text: str, terms: Sequence[str] = (), situations: Sequence[str] = ()) -> str:
     """What is indexed for a memory, lexically and as a vector: its text, then its search terms
-    in parentheses (``benchmarks/retrieval.py --candidates`` measures it against the text alone).
-    """
-    return f"{text} ({' '.join(terms)})" if terms else text
+    and situations in parentheses (``benchmarks/retrieval.py --candidates`` measures it against
+    the text alone and the text with terms only)."""
+    words = [*terms, *situations]
+    return f"{text} ({' '.join(words)})" if words else text
+
+
+def indexed(memory: Memory) -> str:
+    """:func:`indexed_text` of a stored memory."""
+    return indexed_text(memory.text, memory.terms, memory.situations)
 
 
 def to_metadata(memory: Memory, seq: int) -> dict[str, Any]:
@@ -205,6 +231,8 @@ def to_metadata(memory: Memory, seq: int) -> dict[str, Any]:
     }
     if memory.terms:  # absent: no terms (a manual memory, or one stored before terms existed)
         meta["terms"] = json.dumps(list(memory.terms), ensure_ascii=False)
+    if memory.situations:  # absent: none (stored before situations existed, or not written)
+        meta["situations"] = json.dumps(list(memory.situations), ensure_ascii=False)
     # Chroma metadata values cannot be None: an absent key means "no origin".
     if memory.chat_id is not None:
         meta["chat_id"] = memory.chat_id
@@ -233,5 +261,6 @@ def from_record(memory_id: str, document: str, meta: dict[str, Any]) -> tuple[Me
         message_id=int(message_id) if message_id is not None else None,
         history=history,
         terms=clean_terms(json.loads(str(meta.get("terms") or "[]"))),
+        situations=clean_terms(json.loads(str(meta.get("situations") or "[]")), MAX_SITUATIONS),
     )
     return memory, int(meta.get("seq", 0))

@@ -77,18 +77,21 @@ from memora.longterm.ranking import (
     weights_for_query,
 )
 from memora.longterm.records import (
+    MAX_SITUATIONS,
     AddResult,
     Memory,
     MemoryNotFound,
     NewMemory,
     SearchHit,
     SearchResult,
+    SearchWords,
     Source,
     StoreError,
     check_user,
     clean_terms,
     clean_text,
     from_record,
+    indexed,
     indexed_text,
     revised,
     to_metadata,
@@ -562,7 +565,7 @@ class MemoryStore:
 
     async def _rewrite(self, user_id: int, data: UserData, entry: Entry, memory: Memory) -> None:
         """Store a new version of one memory (a new text, so a new vector)."""
-        vectors, _ = await self._embed([indexed_text(memory.text, memory.terms)], "passage")
+        vectors, _ = await self._embed([indexed(memory)], "passage")
         new_entry = Entry(memory, entry.seq, vectors[0])
         await self._write(user_id, [new_entry], data.with_entry(new_entry))
 
@@ -602,8 +605,10 @@ class MemoryStore:
             if not {"keys", "dedupe"} <= data.__dict__.keys():  # built by the load, then
                 await run_blocking(lambda: (data.keys, data.dedupe))  # carried by each write
             batch = _Batch(data)
-            indexed = [indexed_text(t, it.terms) for t, it in zip(texts, items, strict=True)]
-            vectors, tokens = await self._embed(indexed, "passage")
+            words = [
+                indexed_text(t, it.terms, it.situations) for t, it in zip(texts, items, strict=True)
+            ]
+            vectors, tokens = await self._embed(words, "passage")
             with one_blas_thread():
                 results = [
                     self._add_one(
@@ -651,6 +656,7 @@ class MemoryStore:
                 chat_id=item.chat_id if item.chat_id is not None else old.chat_id,
                 message_id=item.message_id if item.message_id is not None else old.message_id,
                 terms=item.terms,
+                situations=item.situations,
             )
             batch.put(target, memory, vec)
             return AddResult("superseded", memory, old, tokens)
@@ -665,6 +671,7 @@ class MemoryStore:
             chat_id=item.chat_id,
             message_id=item.message_id,
             terms=item.terms,
+            situations=item.situations,
         )
         batch.append(memory, vec)
         return AddResult("added", memory, None, tokens)
@@ -704,7 +711,8 @@ class MemoryStore:
                 category=category or old.category,
                 chat_id=chat_id if chat_id is not None else old.chat_id,
                 message_id=message_id if message_id is not None else old.message_id,
-                terms=(),  # the old terms described the old text
+                terms=(),  # the old terms and situations described the old text
+                situations=(),
             )
             await self._rewrite(user_id, data, entry, memory)
             return memory
@@ -726,34 +734,48 @@ class MemoryStore:
                 return None
             old = entry.memory
             memory = revised(
-                old, old.history[-1].text, stamp, "reverted", history=old.history[:-1], terms=()
+                old,
+                old.history[-1].text,
+                stamp,
+                "reverted",
+                history=old.history[:-1],
+                terms=(),
+                situations=(),
             )
             await self._rewrite(user_id, data, entry, memory)
             return memory
 
     async def add_terms(
-        self, user_id: int, terms: Mapping[str, tuple[str, Sequence[str]]]
+        self, user_id: int, terms: Mapping[str, tuple[str, SearchWords]]
     ) -> tuple[list[Memory], int]:
-        """Give memories that have no search terms the terms written for them (the extraction
-        call's backfill: a /remember fact, a memory older than terms, or one whose update
-        dropped its old terms). `terms` maps a memory id to (the text the terms were written
-        for, the terms). Skipped: a memory of another user or gone, one whose text changed
-        since (the terms described the old text), one that has terms already, empty terms.
-        The updated memories are re-indexed like any write (one embedding call, one upsert);
-        their text and `updated_at` stay. Returns them and the embedding tokens spent."""
+        """Give memories that lack search terms or situations those written for them (the
+        extraction call's backfill: a /remember fact, a memory older than terms or situations,
+        or one whose update dropped its old ones). `terms` maps a memory id to (the text they
+        were written for, the words). Each of the two is filled only where the memory has none
+        (terms it has stay). Skipped: a memory of another user or gone, one whose text changed
+        since (the words described the old text), one that has both already, words that fill
+        nothing. The updated memories are re-indexed like any write (one embedding call, one
+        upsert); their text and `updated_at` stay. Returns them and the embedding tokens
+        spent."""
         check_user(user_id)
         async with self._locks.hold(user_id):
             data = await self._data(user_id)
             todo: list[tuple[Entry, Memory]] = []
             for memory_id, (text, words) in terms.items():
                 entry = data.find(memory_id)
-                cleaned = clean_terms(words)
-                if entry is None or entry.memory.terms or entry.memory.text != text or not cleaned:
+                if entry is None or entry.memory.text != text:
                     continue
-                todo.append((entry, replace(entry.memory, terms=cleaned)))
+                old = entry.memory
+                filled = replace(
+                    old,
+                    terms=old.terms or clean_terms(words.terms),
+                    situations=old.situations or clean_terms(words.situations, MAX_SITUATIONS),
+                )
+                if filled != old:
+                    todo.append((entry, filled))
             if not todo:
                 return [], 0
-            texts = [indexed_text(m.text, m.terms) for _, m in todo]
+            texts = [indexed(m) for _, m in todo]
             vectors, tokens = await self._embed(texts, "passage")
             written = [Entry(m, e.seq, v) for (e, m), v in zip(todo, vectors, strict=True)]
             after = data
