@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime
+from typing import Any
 
 import pytest
 
@@ -458,23 +459,35 @@ async def test_may_replace_on_real_embeddings(
 # -- search terms (issue 12: index-time expansion on the call that already runs) ---------------
 
 
-async def test_terms_ride_on_the_extraction_call_and_are_stored(store: MemoryStore) -> None:
-    """The real SDK asks the fake server for terms in the strict schema; the model's terms
-    (English and the learner's language) are cleaned and stored with the memory."""
+async def over_http(
+    store: MemoryStore, user_id: int, message: str, answer: dict[str, Any]
+) -> tuple[ExtractionOutcome, list[str], dict[str, Any]]:
+    """One extraction through the real SDK against the fake server, which answers `answer`;
+    with the schema of one memory that the SDK sent (strict structured output)."""
     from memora.llm import ResponsesLLM
-    from tests.fake_openai import FakeOpenAI, extraction_answer
+    from tests.fake_openai import FakeOpenAI
 
     with FakeOpenAI() as fake:
         llm = ResponsesLLM(model="gpt-test", api_key="x", base_url=fake.base_url)
-        terms = ["family", "mother", "家人", "媽媽", " Family ", "  mother's   cooking  ", ""]
-        fake.queue_reply(extraction_answer(("媽媽很會做菜", "personal", terms)))
+        fake.queue_reply(answer)
         try:
-            outcome, actions = await run(llm, store, 31, "我媽媽很會做菜")
+            outcome, actions = await run(llm, store, user_id, message)
         finally:
             await llm.aclose()
         (request,) = fake.requests_of("structured")
     assert request.schema is not None
-    item = request.schema["$defs"]["ExtractedMemory"]
+    item: dict[str, Any] = request.schema["$defs"]["ExtractedMemory"]
+    return outcome, actions, item
+
+
+async def test_terms_ride_on_the_extraction_call_and_are_stored(store: MemoryStore) -> None:
+    """The real SDK asks the fake server for terms in the strict schema; the model's terms
+    (English and the learner's language) are cleaned and stored with the memory."""
+    from tests.fake_openai import extraction_answer
+
+    terms = ["family", "mother", "家人", "媽媽", " Family ", "  mother's   cooking  ", ""]
+    answer = extraction_answer(("媽媽很會做菜", "personal", terms))
+    outcome, actions, item = await over_http(store, 31, "我媽媽很會做菜", answer)
     assert "terms" in item["properties"] and "terms" in item["required"]  # strict: required
     assert outcome.error is None and actions == ["added"]
     expected = ("family", "mother", "家人", "媽媽", "mother's cooking")  # deduped, collapsed
@@ -489,9 +502,6 @@ async def test_situations_ride_on_the_same_call_and_find_a_memory_the_message_ne
     """The model's situations (requests where the fact matters though they never name it) come in
     the same strict answer, are stored with the memory's terms, and a later message that shares
     only a situation's word finds the memory."""
-    from memora.llm import ResponsesLLM
-    from tests.fake_openai import FakeOpenAI
-
     answer = {
         "memories": [
             {
@@ -503,16 +513,7 @@ async def test_situations_ride_on_the_same_call_and_find_a_memory_the_message_ne
             }
         ]
     }
-    with FakeOpenAI() as fake:
-        llm = ResponsesLLM(model="gpt-test", api_key="x", base_url=fake.base_url)
-        fake.queue_reply(answer)
-        try:
-            outcome, actions = await run(llm, store, 33, "我對花生過敏")
-        finally:
-            await llm.aclose()
-        (request,) = fake.requests_of("structured")
-    assert request.schema is not None
-    item = request.schema["$defs"]["ExtractedMemory"]
+    outcome, actions, item = await over_http(store, 33, "我對花生過敏", answer)
     assert "situations" in item["properties"] and "situations" in item["required"]
     assert outcome.error is None and actions == ["added"]
     (stored,) = await store.memories(33)
