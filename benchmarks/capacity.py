@@ -23,7 +23,7 @@ import warnings
 from pathlib import Path
 
 from core_turns import REPLY, TOPICS, ZeroLatencyLLM
-from retrieval_overhead import learner_facts
+from retrieval_overhead import learner_facts, words_for
 
 from memora.engine import ChatRef, Engine, EngineConfig, UserRef
 from memora.longterm import MemoryStore, NewMemory
@@ -74,19 +74,28 @@ async def used_bytes(db: Database) -> int:
     return int(row[0]) if row else 0
 
 
-async def chroma_bytes_per_memory(tmp: Path, embedder: LocalUSE, memories: int) -> float:
+async def chroma_bytes_per_memory(
+    tmp: Path, embedder: LocalUSE, memories: int, words: bool = False
+) -> float:
     """Growth of the store's directory (closed, so everything is on disk) over M memories added
     after the first M, per memory the store kept: the collection's fixed cost is not counted.
     The texts are distinct learner facts (retrieval_overhead.learner_facts): texts that differ
-    only in a number would be kept as one memory, superseded (the duplicate guard)."""
-    path = tmp / "chroma"
+    only in a number would be kept as one memory, superseded (the duplicate guard). `words`:
+    each with 6 search terms and 6 situations, as the extraction call writes them."""
+    path = tmp / ("chroma-words" if words else "chroma")
     facts = learner_facts(2 * memories, seed=3)
+    rng = random.Random(5)
     sizes, kept = [], []
     for half in range(2):
         async with MemoryStore(path, embedder) as store:
             for start in range(half * memories, (half + 1) * memories, 100):
                 user = 1 + start // 100
-                items = [NewMemory(t, source="manual") for t in facts[start : start + 100]]
+                items = [
+                    NewMemory(t, "extracted", terms=w[0], situations=w[1])
+                    if words and (w := words_for(rng))
+                    else NewMemory(t, source="manual")
+                    for t in facts[start : start + 100]
+                ]
                 await store.add_many(user, items)
             kept.append(sum([await store.count(1 + u) for u in range(2 * memories // 100)]))
         sizes.append(dir_size(path))
@@ -137,12 +146,14 @@ async def main() -> None:
         if server is not None:
             server.cleanup()
         per_memory = await chroma_bytes_per_memory(tmp, embedder, args.memories)
+        per_worded = await chroma_bytes_per_memory(tmp, embedder, args.memories, words=True)
         ram_cold, cached = await ram_per_cached_user(tmp, embedder, args.per_user)
     n, m = args.turns, args.memories
     print(f"reply length {len(REPLY)} chars; messages from benchmarks/core_turns.py TOPICS")
     print(f"bytes per turn, SQLite file:        {per_turn_sqlite:10.0f}  (turns {n}-{2 * n})")
     print(f"bytes per turn, PostgreSQL tables:  {per_turn_pg:10.0f}  (turns {n}-{2 * n})")
     print(f"bytes per memory, embedded Chroma:  {per_memory:10.0f}  (memories {m}-{2 * m})")
+    print(f"  with 6 terms + 6 situations each: {per_worded:10.0f}  (the extraction call's)")
     print(
         f"RAM per cached user ({cached} memories): {ram_cold:10.0f} bytes "
         f"= {ram_cold / max(cached, 1):.0f} per memory"

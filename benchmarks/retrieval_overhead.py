@@ -20,7 +20,9 @@ directory with the local USE embedder. Then:
 * search, cold: after the user's cache was dropped (a restart, a user evicted from the LRU, a
   failed write): it adds one filtered Chroma ``get`` of all the user's memories and vectors;
 * add: ``MemoryStore.add`` of new facts (embedding, duplicate check against the memories the
-  duplicate index picks, one Chroma upsert), and of a duplicate (no write);
+  duplicate index picks, one Chroma upsert), and of a duplicate (no write); then new facts
+  with 6 search terms and 6 situations each (``add_many``, the extraction call's path: they
+  are indexed and embedded with the text);
 * Chroma's own filtered nearest-neighbour query, for comparison with the exact in-process scan;
 * every message new, this code against the code before (interleaved on the same messages, the
   before side with the bridge as a pass over every memory and a follow-up's context always
@@ -103,6 +105,17 @@ GRAMMAR_ZH = [
     "时态",
 ]
 EXAMS = ["TOEIC", "IELTS", "TOEFL", "GEPT"]
+# Situations as the extraction call writes them with a memory (memora.longterm.extraction).
+SITUATIONS = [
+    "ordering food", "點餐", "weekend plans", "週末計畫", "job interview", "面試",
+    "small talk", "閒聊", "travel", "旅行", "meetings", "開會", "study schedule", "讀書時間",
+]  # fmt: skip
+
+
+def words_for(rng: random.Random) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """Search terms and situations of the size the extraction call writes (6 and 6)."""
+    terms = (*rng.sample(NOUNS_EN, 3), *rng.sample(NOUNS_ZH, 3))
+    return terms, tuple(rng.sample(SITUATIONS, 6))
 
 
 def learner_facts(n: int, seed: int = 7) -> list[str]:
@@ -531,6 +544,13 @@ async def overhead(
             adds.append(since(t0))
             after_write.append(await timed(search(queries[i % len(queries)])))
         dups = [await timed(store.add(USER, t, source="extracted")) for t in new_facts[:20]]
+        # The extraction path: each new fact with its search terms and situations (indexed and
+        # embedded with the text), after the text-only ones above (/remember's).
+        worded: list[Ms] = []
+        for t in fresh_facts[100:150]:
+            terms, situations = words_for(rng)
+            item = NewMemory(t, "extracted", terms=terms, situations=situations)
+            worded.append(await timed(store.add_many(USER, [item])))
         if profile:
             await add_profile(store, fresh_facts[50:100])
         data = store._cache.get(USER)
@@ -587,7 +607,7 @@ async def overhead(
     report("    before, it built the dense weights too: this more", weights)
     report("  baseline: load the whole user, then rank", whole)
     print(f"  first search's hits equal the warm search's (top 3): {same} of {restarts}")
-    report("add() of a new fact", adds, rebuild)
+    report("add() of a new fact (text only, as /remember)", adds, rebuild)
     kinds = {k: outcomes.count(k) for k in sorted(set(outcomes))}
     print(f"  what they did: {kinds}")
     superseded = [ms for ms, what in zip(adds, outcomes, strict=True) if what == "superseded"]
@@ -598,6 +618,7 @@ async def overhead(
     print("  the slowest, (order, what, ms):", ", ".join(
         f"({i + 1}, {outcomes[i]}, {adds[i]:.0f})" for i in sorted(slow)))  # fmt: skip
     report("add() of a duplicate", dups, rebuild)
+    report("add() of a new fact with 6 terms + 6 situations", worded, rebuild)
     report("  baseline: Chroma upsert of one record", upserts)
     report("  before this change, per write: re-key + copy + BM25", rebuild)
     report("a supersede's new snapshot (UserData.replaced)", replaced, copied)
