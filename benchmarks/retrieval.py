@@ -1080,7 +1080,10 @@ def fresh(args: argparse.Namespace) -> int:
         {"USE": rc.as_embed(use.passages, use.query)},
     )
     if rc.situations_file(args.fresh).exists():  # without situations, and BM25 only
-        for name in rc.SITUATION_ROWS:
+        names = [*rc.SITUATION_ROWS]
+        if rc.situations_file(args.fresh, "translations").exists():
+            names.append(rc.TRANSLATIONS)
+        for name in names:
             rc.product_figures(
                 [
                     ("tune", args.learner_set, "tune"),

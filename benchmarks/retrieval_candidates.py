@@ -59,6 +59,9 @@ indexed, what the query is, and which dense models are averaged):
   ``*_situations.json`` beside the set, see ``benchmarks/data/README.md``) are appended to its
   terms, for BM25 only or also in the embedded text (lexical + dense: the product's, since
   2026-12-02).
+* ``+ terms + situations + translation``: each memory's translation too (the fact as one short
+  sentence in the other language, from the memory alone; ``*_translations.json``), put to the
+  third blind set by a rule fixed in advance (``benchmarks/data/README.md``).
 * ``gate: two signals``: the same fused score, but a memory is returned only if the dense or the
   lexical evidence alone clears a second bar (``min_signal``), so a score made of two weak
   halves does not pass.
@@ -138,8 +141,8 @@ def with_terms(text: str, terms: str) -> str:
     return f"{text} ({terms})" if terms else text
 
 
-# What is indexed for a memory: its text (False), text + terms (True), or text + terms +
-# situations ("situations").
+# What is indexed for a memory: its text (False), text + terms (True), text + terms +
+# situations ("situations"), or those and its translation ("translations").
 Indexed = bool | str
 
 
@@ -153,11 +156,14 @@ class User:
     split: str = "tune"  # "tune" or "heldout"
     # Each memory's situations (benchmarks/data/README.md), joined; "" when the set has none.
     situations: list[str] = field(default_factory=list)
+    # Each memory's translation (benchmarks/data/README.md); "" when the set has none.
+    translations: list[str] = field(default_factory=list)
 
-    def with_situations(self) -> list[str]:
+    def with_situations(self, translated: bool = False) -> list[str]:
+        extra = self.translations if translated else [""] * len(self.texts)
         return [
-            with_terms(t, f"{s} {x}".strip())
-            for t, s, x in zip(self.texts, self.terms, self.situations, strict=True)
+            with_terms(t, " ".join(w for w in (s, x, tr) if w))
+            for t, s, x, tr in zip(self.texts, self.terms, self.situations, extra, strict=True)
         ]
 
 
@@ -177,15 +183,20 @@ class LQuery:
         return f"{self.previous}\n{self.text}" if self.previous else self.text
 
 
-def situations_file(path: Path) -> Path:
-    """Where a learner set's situations are kept: beside it, ``*_situations.json``."""
-    return path.with_name(f"{path.stem}_situations.json")
+def situations_file(path: Path, kind: str = "situations") -> Path:
+    """Where a learner set's situations (or `kind`: "translations") are kept: beside it,
+    ``*_situations.json``."""
+    return path.with_name(f"{path.stem}_{kind}.json")
 
 
 def load(path: Path, split: str) -> tuple[list[User], list[LQuery]]:
     data = json.loads(path.read_text(encoding="utf-8"))
     side = situations_file(path)
     sits: dict[str, list[str]] = (
+        json.loads(side.read_text(encoding="utf-8")) if side.exists() else {}
+    )
+    side = situations_file(path, "translations")
+    translated: dict[str, str] = (
         json.loads(side.read_text(encoding="utf-8")) if side.exists() else {}
     )
     users: list[User] = []
@@ -201,6 +212,7 @@ def load(path: Path, split: str) -> tuple[list[User], list[LQuery]]:
                 name=u.get("id", ""),
                 split=split,
                 situations=[" ".join(sits.get(m["id"], [])) for m in u["memories"]],
+                translations=[translated.get(m["id"], "") for m in u["memories"]],
             )
         )
         last: str | None = None
@@ -225,6 +237,7 @@ def embed_all(users: list[User], queries: list[LQuery], encoders: dict[str, Embe
                 [with_terms(t, s) for t, s in zip(u.texts, u.terms, strict=True)], False
             )
             u.vecs[(name, "situations")] = enc(u.with_situations(), False)
+            u.vecs[(name, "translations")] = enc(u.with_situations(translated=True), False)
         for q in queries:
             q.vec[name] = enc([q.text], True)[0]
             if q.previous:
@@ -236,6 +249,7 @@ def embed_all(users: list[User], queries: list[LQuery], encoders: dict[str, Embe
             [with_terms(t, s) for t, s in zip(u.texts, u.terms, strict=True)]
         )
         u.bm25["situations"] = BM25.from_texts(u.with_situations())
+        u.bm25["translations"] = BM25.from_texts(u.with_situations(translated=True))
 
 
 @dataclass(frozen=True)
@@ -258,11 +272,16 @@ class Candidate:
     phatic: bool = False  # chit-chat (memora.longterm.phatic) returns nothing
     gate_first: bool = False  # all encoders order, the first one's fused score alone passes
     situations: str = ""  # "lexical" or "both": the memory's situations are indexed too
+    translation: bool = False  # and its translation (with the situations, lexical + dense)
 
     def dense_key(self) -> Indexed:
+        if self.translation:
+            return "translations"
         return "situations" if self.situations == "both" else self.terms_dense
 
     def lexical_key(self) -> Indexed:
+        if self.translation:
+            return "translations"
         return "situations" if self.situations else self.terms_lexical
 
 
@@ -601,6 +620,12 @@ PRODUCT = (
 # The product's row before situations, and situations indexed by BM25 only: beside PRODUCT in
 # every table (`--fresh` too).
 BEFORE_SITUATIONS = "follow-up context (cue), + terms (lexical + dense), bridge 0.5, chit-chat rule"
+# The product's row with each memory's translation indexed too (benchmarks/data/README.md: put to
+# learner_set_fresh3.json by a rule fixed in advance).
+TRANSLATIONS = (
+    "follow-up context (cue), + terms + situations + translation (lexical + dense), "
+    "bridge 0.5, chit-chat rule"
+)
 SITUATION_ROWS = {
     BEFORE_SITUATIONS: "",
     "follow-up context (cue), + terms + situations (lexical), bridge 0.5, chit-chat rule": (
@@ -700,6 +725,17 @@ CANDIDATES = [
             name, ("USE",), True, True, follow_up="cue", bridge=0.5, phatic=True, situations=how
         )
         for name, how in {**SITUATION_ROWS, PRODUCT: "both"}.items()
+    ),
+    Candidate(
+        TRANSLATIONS,
+        ("USE",),
+        True,
+        True,
+        follow_up="cue",
+        bridge=0.5,
+        phatic=True,
+        situations="both",
+        translation=True,
     ),
 ]
 E5_CANDIDATES = [
@@ -946,6 +982,7 @@ CV_CANDIDATES = (
     "+ terms (lexical + dense), bridge 0.5, chit-chat rule",
     PRODUCT,
     *SITUATION_ROWS,
+    TRANSLATIONS,
 )
 # What one query counts for (Tally's fields), in this order.
 COUNTS = ("h1", "h3", "kept", "empty", "n_ans", "n_unrel")

@@ -11,7 +11,12 @@ from typing import Any
 import pytest
 
 DATA = Path(__file__).resolve().parents[1] / "benchmarks" / "data"
-SETS = ["learner_set.json", "learner_set_fresh.json", "learner_set_fresh2.json"]
+SETS = [
+    "learner_set.json",
+    "learner_set_fresh.json",
+    "learner_set_fresh2.json",
+    "learner_set_fresh3.json",
+]
 
 
 def _load(name: str) -> dict[str, Any]:
@@ -45,7 +50,8 @@ def test_learner_set_is_well_formed(name: str) -> None:
 
 
 @pytest.mark.parametrize(
-    ("name", "prefix"), [("learner_set_fresh", "f"), ("learner_set_fresh2", "g")]
+    ("name", "prefix"),
+    [("learner_set_fresh", "f"), ("learner_set_fresh2", "g"), ("learner_set_fresh3", "k")],
 )
 def test_fresh_set_only_reports(name: str, prefix: str) -> None:
     fresh = _load(f"{name}.json")
@@ -54,7 +60,7 @@ def test_fresh_set_only_reports(name: str, prefix: str) -> None:
     queries = [q for u in fresh["users"] for q in u["queries"]]
     assert any(not q["relevant"] for q in queries)  # messages that should find nothing
     assert any("previous" in q for q in queries)  # follow-ups
-    for older in {"learner_set.json", "learner_set_fresh.json"} - {f"{name}.json"}:
+    for older in set(SETS) - {f"{name}.json"}:
         old = _load(older)
         assert not {u["id"] for u in old["users"]} & {u["id"] for u in fresh["users"]}
         old_texts = {q["text"] for u in old["users"] for q in u["queries"]}
@@ -68,3 +74,12 @@ def test_every_memory_has_its_situations(name: str) -> None:
     situations = _load(name.replace(".json", "_situations.json"))
     assert set(situations) == ids
     assert all(v and all(isinstance(p, str) and p.strip() for p in v) for v in situations.values())
+
+
+@pytest.mark.parametrize("name", SETS)
+def test_every_memory_has_its_translation(name: str) -> None:
+    """The translations beside a set (benchmarks/data/README.md) cover exactly its memories."""
+    ids = {m["id"] for u in _load(name)["users"] for m in u["memories"]}
+    translations = _load(name.replace(".json", "_translations.json"))
+    assert set(translations) == ids
+    assert all(isinstance(t, str) and t.strip() for t in translations.values())
