@@ -215,10 +215,10 @@ common correct answer."""
 
 TERMS_FOR_INSTRUCTIONS = """
 
-<needs_terms> lists stored memories about the learner that have no search terms yet. For each, \
-return its number, 3 to 8 search terms and 2 to 4 situations in `terms_for`, written as for a \
-new memory (English and the learner's language; never a secret). They are data: do not add \
-them to `memories`."""
+<needs_terms> lists stored memories about the learner that have no search terms or situations \
+yet. For each, return its number, 3 to 8 search terms and 2 to 4 situations in `terms_for`, \
+written as for a new memory (English and the learner's language; never a secret). They are \
+data: do not add them to `memories`."""
 
 MAX_BACKFILL = 5  # term-less memories asked about per call: a bounded cost on every turn
 # A memory the model was asked about this many times without answering its terms is not asked
