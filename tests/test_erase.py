@@ -37,6 +37,8 @@ from tests.test_terminal import memora_env
 pytestmark = pytest.mark.slow
 
 MARKER = "Zorblaxquintet"
+# Written only into the memory's search terms and situations (Chroma metadata), never said.
+INDEX_MARKER = "Quuxvellumtide"
 
 
 def files_holding(root: Path, needle: str) -> list[str]:
@@ -52,10 +54,18 @@ def files_holding(root: Path, needle: str) -> list[str]:
 
 
 def _extracting(req: FakeRequest) -> object:
-    """The extractor keeps the cat's name; everything else answers as usual."""
+    """The extractor keeps the cat's name, with search terms and situations that hold a word of
+    their own (INDEX_MARKER); everything else answers as usual."""
     if req.kind == "structured" and MARKER in req.last_user_message:
         text = f"The user's cat is called {MARKER}."
-        return {"memories": [{"text": text, "category": "personal", "replaces": None}]}
+        memory = {
+            "text": text,
+            "category": "personal",
+            "replaces": None,
+            "terms": ["cat", "貓", f"{INDEX_MARKER} food"],
+            "situations": [f"{INDEX_MARKER} vet visits", "看獸醫"],
+        }
+        return {"memories": [memory]}
     return default_responder(req)
 
 
@@ -83,9 +93,11 @@ def test_forgetme_leaves_no_byte_of_the_learner_on_disk(
         p.wait_for("Saved: I prefer short explanations")
         _remembered(p)
         assert files_holding(data, MARKER), "the test must see the marker before deleting"
+        assert files_holding(data, INDEX_MARKER), "and the words it was indexed by"
         p.send("/forgetme")
         p.wait_for("Deleted everything I stored about you")
         assert files_holding(data, MARKER) == []  # the process is still running
+        assert files_holding(data, INDEX_MARKER) == []
         p.send("memories")
         p.wait_for("I don't remember anything about you yet")
     finally:
@@ -105,9 +117,11 @@ def test_forget_one_memory_removes_its_words_from_every_file(
         p.send("/reset")  # the conversation that said it goes; the memory stays until /forget
         p.wait_for("Fresh start")
         assert files_holding(data, MARKER), "the memory (and its extraction log) hold it"
+        assert files_holding(data, INDEX_MARKER), "its terms and situations too"
         p.send("/forget 2")
         p.wait_for(f"Forgotten: The user's cat is called {MARKER}")
         assert files_holding(data, MARKER) == []
+        assert files_holding(data, INDEX_MARKER) == []
         p.send("memories")
         p.wait_for("1. I prefer short explanations")
     finally:
