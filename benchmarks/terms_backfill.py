@@ -6,7 +6,9 @@ would be. Then each learner sends ordinary messages through the real engine (rea
 Chroma, the real local embedder) until none of their memories lacks terms; the after-reply
 extraction call lists up to 5 term-less memories in <needs_terms> and a scripted model answers
 their terms with the set's own hand-written terms (what a capable model is asked to write; see
-benchmarks/data/README.md for the caveat). It prints the turns each learner needed, the input
+benchmarks/data/README.md for the caveat) and their situations with the set's
+(learner_set_situations.json, written from the memories alone). It prints the turns each
+learner needed until every memory had both, the input
 tokens the backfill adds to one extraction call (o200k: the same call with and without the
 list), and retrieval on the set's queries at the product's defaults before vs after (hit@1 of
 the answerable queries, and unrelated queries that return nothing), tuning and held-out users
@@ -45,11 +47,13 @@ MAX_TURNS = 10
 
 
 class Scripted:
-    """A model that answers each reply "OK" and each extraction with the set's terms for the
-    memories listed in <needs_terms>; it records the backfill's share of each call's input."""
+    """A model that answers each reply "OK" and each extraction with the set's terms and
+    situations for the memories listed in <needs_terms>; it records the backfill's share of
+    each call's input."""
 
-    def __init__(self, terms: dict[str, list[str]]) -> None:
+    def __init__(self, terms: dict[str, list[str]], situations: dict[str, list[str]]) -> None:
         self.terms = terms
+        self.situations = situations
         self.counter = LocalTokenCounter()
         self.added: list[int] = []  # o200k input tokens the backfill added, per call
 
@@ -76,8 +80,13 @@ class Scripted:
             for line in block.group(1).splitlines():
                 m = LISTED.match(line)
                 if m and m.group(2) in self.terms:
+                    text = m.group(2)
                     answer["terms_for"].append(
-                        {"id": int(m.group(1)), "terms": self.terms[m.group(2)]}
+                        {
+                            "id": int(m.group(1)),
+                            "terms": self.terms[text],
+                            "situations": self.situations.get(text, []),
+                        }
                     )
         parsed = schema.model_validate(answer)
         return Parsed(text=json.dumps(answer), usage=Usage(100, 10), parsed=parsed)
@@ -114,7 +123,9 @@ async def retrieval(store: MemoryStore, users: list[dict[str, Any]], uid: dict[s
 async def main() -> None:
     users: list[dict[str, Any]] = json.loads(DATA.read_text(encoding="utf-8"))["users"]
     terms = {m["text"]: m["terms"].split() for u in users for m in u["memories"]}
-    model = Scripted(terms)
+    by_id = json.loads(DATA.with_name("learner_set_situations.json").read_text(encoding="utf-8"))
+    situations = {m["text"]: by_id[m["id"]] for u in users for m in u["memories"]}
+    model = Scripted(terms, situations)
     embedder = LocalUSE()
     with tempfile.TemporaryDirectory() as tmp:
         db = Database(Path(tmp) / "memora.sqlite3")
@@ -140,7 +151,7 @@ async def main() -> None:
             for n in range(1, MAX_TURNS + 1):
                 await engine.handle_turn(chat, ref, "Let's practise some English today.")
                 await engine.drain()
-                if all(m.terms for m in await store.memories(ref.id)):
+                if all(m.terms and m.situations for m in await store.memories(ref.id)):
                     turns.append(n)
                     break
             else:
@@ -151,8 +162,9 @@ async def main() -> None:
     per_user = [len(u["memories"]) for u in users]
     print(f"{len(users)} learners, {sum(per_user)} memories saved with /remember (no terms)")
     print(
-        f"turns until every memory had terms: median {statistics.median(turns)}, max "
-        f"{max(turns)} (at {MAX_BACKFILL} a call: ceil(memories/{MAX_BACKFILL}) = "
+        "turns until every memory had terms and situations: median "
+        f"{statistics.median(turns)}, max {max(turns)} "
+        f"(at {MAX_BACKFILL} a call: ceil(memories/{MAX_BACKFILL}) = "
         f"{statistics.median([math.ceil(n / MAX_BACKFILL) for n in per_user])} median)"
     )
     print(
