@@ -85,17 +85,19 @@ async def chroma_bytes_per_memory(
     path = tmp / ("chroma-words" if words else "chroma")
     facts = learner_facts(2 * memories, seed=3)
     rng = random.Random(5)
+
+    def item(text: str) -> NewMemory:
+        if not words:
+            return NewMemory(text, source="manual")
+        terms, situations = words_for(rng)
+        return NewMemory(text, "extracted", terms=terms, situations=situations)
+
     sizes, kept = [], []
     for half in range(2):
         async with MemoryStore(path, embedder) as store:
             for start in range(half * memories, (half + 1) * memories, 100):
                 user = 1 + start // 100
-                items = [
-                    NewMemory(t, "extracted", terms=w[0], situations=w[1])
-                    if words and (w := words_for(rng))
-                    else NewMemory(t, source="manual")
-                    for t in facts[start : start + 100]
-                ]
+                items = [item(t) for t in facts[start : start + 100]]
                 await store.add_many(user, items)
             kept.append(sum([await store.count(1 + u) for u in range(2 * memories // 100)]))
         sizes.append(dir_size(path))

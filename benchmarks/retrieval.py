@@ -1071,28 +1071,18 @@ def fresh(args: argparse.Namespace) -> int:
     import retrieval_candidates as rc
 
     use = USEEncoder()
-    rc.product_figures(
-        [
-            ("tune", args.learner_set, "tune"),
-            ("held-out", args.learner_set, "heldout"),
-            (f"fresh ({args.fresh.name})", args.fresh, "heldout"),
-        ],
-        {"USE": rc.as_embed(use.passages, use.query)},
-    )
-    if rc.situations_file(args.fresh).exists():  # without situations, and BM25 only
-        names = [*rc.SITUATION_ROWS]
+    sets = [
+        ("tune", args.learner_set, "tune"),
+        ("held-out", args.learner_set, "heldout"),
+        (f"fresh ({args.fresh.name})", args.fresh, "heldout"),
+    ]
+    names = [rc.PRODUCT]
+    if rc.situations_file(args.fresh).exists():  # beside it: without situations, BM25 only
+        names += rc.SITUATION_ROWS
         if rc.situations_file(args.fresh, "translations").exists():
             names.append(rc.TRANSLATIONS)
-        for name in names:
-            rc.product_figures(
-                [
-                    ("tune", args.learner_set, "tune"),
-                    ("held-out", args.learner_set, "heldout"),
-                    (f"fresh ({args.fresh.name})", args.fresh, "heldout"),
-                ],
-                {"USE": rc.as_embed(use.passages, use.query)},
-                name,
-            )
+    for name in names:
+        rc.product_figures(sets, {"USE": rc.as_embed(use.passages, use.query)}, name)
     obs = locomo_observations(args.locomo_dir) if args.locomo_dir.exists() else []
     context_section(
         args.learner_set,
