@@ -1076,7 +1076,7 @@ def fresh(args: argparse.Namespace) -> int:
         ("held-out", args.learner_set, "heldout"),
         (f"fresh ({args.fresh.name})", args.fresh, "heldout"),
     ]
-    names = [rc.PRODUCT]
+    names = [rc.PRODUCT, rc.WORD_QUESTIONS]
     if rc.situations_file(args.fresh).exists():  # beside it: without situations, BM25 only
         names += rc.SITUATION_ROWS
         if rc.situations_file(args.fresh, "translations").exists():

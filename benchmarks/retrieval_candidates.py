@@ -81,7 +81,7 @@ import numpy.typing as npt
 
 from memora.longterm.bridge import UNBRIDGED, bridged_coverage
 from memora.longterm.lexical import BM25
-from memora.longterm.phatic import is_phatic
+from memora.longterm.phatic import WORD_QUESTION_MIN_SCORE, is_phatic, is_word_question
 from memora.longterm.ranking import (
     DEFAULT_DENSE_WEIGHT,
     DEFAULT_LEXICAL_GATE,
@@ -273,6 +273,9 @@ class Candidate:
     gate_first: bool = False  # all encoders order, the first one's fused score alone passes
     situations: str = ""  # "lexical" or "both": the memory's situations are indexed too
     translation: bool = False  # and its translation (with the situations, lexical + dense)
+    # A question about a word (memora.longterm.phatic.is_word_question) returns only hits with
+    # at least this score (0: the rule is off).
+    word_question: float = 0.0
 
     def dense_key(self) -> Indexed:
         if self.translation:
@@ -320,6 +323,7 @@ class Signals:
     margin: F64 | None = None  # own-null: each memory's cosine minus the user's median cosine
     phatic: bool = False  # the message is chit-chat and the candidate has the rule: no hits
     gate_dense: F64 | None = None  # gate_first: dense01 of the first encoder alone
+    word_question: float = 0.0  # the score a hit needs beside min_score (the word-question rule)
 
 
 @dataclass
@@ -397,6 +401,7 @@ def signals(
                 margin,
                 phatic=c.phatic and is_phatic(q.text),
                 gate_dense=gate,
+                word_question=c.word_question if is_word_question(q.text) else 0.0,
             )
         )
     return out
@@ -471,7 +476,8 @@ def follow_up_order(
     order = [h.index for h in hits]
     if s.phatic:  # the chit-chat rule: nothing returned, whatever the previous message
         return order, []
-    return order, [h.index for h in hits[:TOP_K] if h.score >= cfg.min_score]
+    floor = max(cfg.min_score, s.word_question)
+    return order, [h.index for h in hits[:TOP_K] if h.score >= floor]
 
 
 def ranked(c: Candidate, cfg: Config, s: Signals, q: LQuery) -> tuple[list[int], list[int]]:
@@ -481,7 +487,8 @@ def ranked(c: Candidate, cfg: Config, s: Signals, q: LQuery) -> tuple[list[int],
         return adaptive
     score, strongest = fused(s, cfg, c.context)
     order = [int(i) for i in np.lexsort((np.arange(len(score)), -s.dense, -score))]
-    ok = (score >= cfg.min_score) & (strongest >= cfg.min_signal) & (not s.phatic)
+    ok = (score >= max(cfg.min_score, s.word_question)) & (strongest >= cfg.min_signal)
+    ok &= not s.phatic
     if s.gate_dense is not None:  # the order is all encoders', what passes the first one's
         gated = fused(replace(s, dense=s.gate_dense), cfg, c.context)[0] >= cfg.min_score
         ok = gated & (not s.phatic)
@@ -626,6 +633,10 @@ TRANSLATIONS = (
     "follow-up context (cue), + terms + situations + translation (lexical + dense), "
     "bridge 0.5, chit-chat rule"
 )
+# The product's row with the word-question rule (memora.longterm.phatic.is_word_question): a
+# question about a word itself returns only hits scoring at least WORD_QUESTION_MIN_SCORE. Put to
+# learner_set_fresh4.json by a rule fixed in advance (benchmarks/data/README.md).
+WORD_QUESTIONS = PRODUCT.removesuffix(" *") + f", word-question rule {WORD_QUESTION_MIN_SCORE:g}"
 SITUATION_ROWS = {
     BEFORE_SITUATIONS: "",
     "follow-up context (cue), + terms + situations (lexical), bridge 0.5, chit-chat rule": (
@@ -725,6 +736,17 @@ CANDIDATES = [
             name, ("USE",), True, True, follow_up="cue", bridge=0.5, phatic=True, situations=how
         )
         for name, how in {**SITUATION_ROWS, PRODUCT: "both"}.items()
+    ),
+    Candidate(
+        WORD_QUESTIONS,
+        ("USE",),
+        True,
+        True,
+        follow_up="cue",
+        bridge=0.5,
+        phatic=True,
+        situations="both",
+        word_question=WORD_QUESTION_MIN_SCORE,
     ),
     Candidate(
         TRANSLATIONS,
@@ -919,14 +941,8 @@ def explain(path: Path, encoders: dict[str, Embed], c: Candidate, cfg: Config) -
         sigs = signals(c, users, queries)
         print(f"\n### misses of {c.name} ({cfg}) on {split}\n")
         for s, q in zip(sigs, queries, strict=True):
-            score, strongest = fused(s, cfg, c.context)
-            adaptive = follow_up_order(c, cfg, s, q)
-            if adaptive is not None:
-                order, top = adaptive
-            else:
-                order = [int(i) for i in np.argsort(-score, kind="stable")]
-                ok = (score >= cfg.min_score) & (strongest >= cfg.min_signal) & (not s.phatic)
-                top = [i for i in order[:TOP_K] if ok[i]]
+            score, _ = fused(s, cfg, c.context)
+            order, top = ranked(c, cfg, s, q)
             u = users[q.user]
             bad = (not q.relevant and top) or (
                 q.relevant and (order[0] not in q.relevant or not (set(top) & q.relevant))
@@ -983,6 +999,7 @@ CV_CANDIDATES = (
     PRODUCT,
     *SITUATION_ROWS,
     TRANSLATIONS,
+    WORD_QUESTIONS,
 )
 # What one query counts for (Tally's fields), in this order.
 COUNTS = ("h1", "h3", "kept", "empty", "n_ans", "n_unrel")

@@ -22,7 +22,13 @@ import unicodedata
 from memora.longterm.lexical import ENGLISH_STOP_WORDS
 from memora.text import HAN, to_simplified
 
-__all__ = ["CHINESE_PHRASES", "ENGLISH_WORDS", "is_phatic"]
+__all__ = [
+    "CHINESE_PHRASES",
+    "ENGLISH_WORDS",
+    "WORD_QUESTION_MIN_SCORE",
+    "is_phatic",
+    "is_word_question",
+]
 
 # English words that only greet, thank, take leave, acknowledge or laugh (with the stop words).
 ENGLISH_WORDS: frozenset[str] = frozenset(
@@ -79,3 +85,55 @@ def is_phatic(text: str) -> bool:
         if word not in ENGLISH_WORDS and word not in ENGLISH_STOP_WORDS:
             return False
     return True
+
+
+# ------------------------------------------------------------------ questions about a word
+
+# A question about a word or phrase itself: how to say, pronounce, spell or translate it, what it
+# means, how two words differ, its plural or past tense ("「塞車」英文怎麼說？", "fish 的复数是
+# fish 还是 fishes？", "What does 'procrastinate' mean?"). Such a message often names a thing a
+# memory is about (a learner who loves baseball asks for "全壘打" in English) while no fact about
+# the learner helps the answer, so a memory must match it strongly to be returned
+# (WORD_QUESTION_MIN_SCORE). A message that also speaks of the learner ("我退休前的工作英文要怎麼
+# 講", "how to say my flower name") is ranked as any other. General markers of metalinguistic
+# questions in Chinese (folded to 简体, with the few characters the fold leaves: 給 別) and
+# English, not words of any test set; hand-written for the same reasons as the chit-chat rule.
+_ZH_WORD_QUESTION = re.compile(
+    r"英(?:文|语)[^，。？！?!,.]{0,6}(?:怎么|如何)(?:说|讲|写|拼|表达|翻)"
+    r"|(?:怎么|如何)用英(?:文|语)(?:说|讲|写|表达)"
+    r"|英(?:文|语)(?:是|叫)(?:什么|啥)|的英(?:文|语)(?:是|叫|怎么|要怎么)"
+    r"|英(?:文|语)(?:的)?(?:说法|讲法|名字|单字|单词)(?:是|有)"
+    r"|(?:怎么|如何)(?:念|唸|读|发音|拼|拼写)|(?:读音|发音|念法|唸法|读法)(?:是|对)"
+    r"|复数|单数|过去式|过去分词|现在分词|比较级|最高级|重音|音标|词性|拼法|拼写|同义词|反义词|用法"
+    r"|(?:什么|啥)意思|(?:什么|啥)(?:区|差)(?:别|別)|(?:什么|啥)(?:不一样|不同|差异)"
+    r"|翻译|翻成|(?:这个|那个)(?:字|词|单字|单词)|可以加\s*(?:s|es|ed|ing)\b"
+)
+_EN_WORD_QUESTION = re.compile(
+    r"\bhow (?:do|would|can|should|could) (?:you|i|we|one) "
+    r"(?:say|pronounce|spell|translate|use the word)\b"
+    r"|\bhow to (?:say|pronounce|spell|use the word)\b"
+    r"|\bhow is .{1,30} (?:pronounced|spelled|spelt)\b"
+    r"|\bwhat does .{1,40} mean\b|\bwhat(?:'s| is) the meaning\b|\bmeaning of\b"
+    r"|\bdifference between\b|\bplural (?:of|form)\b|\bpast (?:tense|participle) of\b"
+    r"|\bsynonyms?\b|\bantonyms?\b|\b(?:where does|origin of) the (?:word|phrase|expression)\b"
+    r"|\bis it correct to say\b|\btranslate\b"
+)
+# The learner speaking of themselves: 我 (not "帮我/给我/教我…", which only address the tutor),
+# "my", "I'm", "I have", "I work", "I live".
+_SPEAKS_OF_LEARNER = re.compile(
+    r"(?<![帮给給教跟诉让请替])我|\bmy\b|\bi(?:'m| am| have| work| live)\b"
+)
+
+# The score a hit needs when the message is a question about a word (see above), instead of
+# min_score. Chosen on development data (benchmarks/data/README.md, "questions about a word").
+WORD_QUESTION_MIN_SCORE = 0.6
+
+
+@functools.lru_cache(maxsize=4096)
+def is_word_question(text: str) -> bool:
+    """Whether a message asks about a word or phrase itself and does not speak of the learner
+    (see WORD_QUESTION_MIN_SCORE)."""
+    norm = to_simplified(unicodedata.normalize("NFKC", text).lower()).replace("’", "'")
+    if not (_ZH_WORD_QUESTION.search(norm) or _EN_WORD_QUESTION.search(norm)):
+        return False
+    return _SPEAKS_OF_LEARNER.search(norm) is None
