@@ -709,21 +709,25 @@ def context_section(
     people's LoCoMo observations as further memories (a learner with hundreds of memories).
     `sets` (label, file, split) replaces the learner set's two splits, e.g. to add the fresh set."""
     from memora.engine import MAX_BUDGETED_MEMORIES, within_memory_budget
+    from memora.longterm.phatic import is_phatic, min_score_for
     from memora.longterm.records import Memory, SearchHit
     from memora.tokens import o200k
 
-    def budgeted(texts: list[str], order: list[int], score: F64, budget: int) -> list[int]:
+    def budgeted(
+        texts: list[str], order: list[int], score: F64, budget: int, floor: float
+    ) -> list[int]:
         hits = [
             SearchHit(Memory(str(i), 0, texts[i], "manual", "", "", ""), float(score[i]))
             for i in order[:MAX_BUDGETED_MEMORIES]
         ]
-        return [int(h.memory.id) for h in within_memory_budget(hits, budget, DEFAULT_MIN_SCORE)]
+        return [int(h.memory.id) for h in within_memory_budget(hits, budget, floor)]
 
     tok = o200k()
     print(
         "\n## (f) What reaches the context: top_k + min_score against a memory token budget "
         "(every memory while they fit, ranked and cut at min_score past it); memories with "
-        "their search terms, the product's ranking\n"
+        "their search terms, the product's ranking and no-result rules (chit-chat, questions "
+        "about a word)\n"
     )
     print(
         "| memories per user | rule | split | answerable: relevant memory in context "
@@ -757,12 +761,14 @@ def context_section(
                     order = [
                         int(i) for i in np.lexsort((np.arange(len(sc.score)), -sc.dense, -sc.score))
                     ]
-                    if budget:
-                        chosen = budgeted(pool.texts, order, sc.score, budget)
+                    # the product's no-result rules: chit-chat, and a question about a word
+                    floor = min_score_for(q.text, DEFAULT_MIN_SCORE)
+                    if is_phatic(q.text):
+                        chosen = []
+                    elif budget:
+                        chosen = budgeted(pool.texts, order, sc.score, budget, floor)
                     else:
-                        chosen = [
-                            i for i in order[:TOP_K_PRODUCT] if sc.score[i] >= DEFAULT_MIN_SCORE
-                        ]
+                        chosen = [i for i in order[:TOP_K_PRODUCT] if sc.score[i] >= floor]
                     cost = sum(len(tok.encode("- " + pool.texts[i])) + 1 for i in chosen)
                     tokens += cost
                     most = max(most, cost)
@@ -1076,7 +1082,7 @@ def fresh(args: argparse.Namespace) -> int:
         ("held-out", args.learner_set, "heldout"),
         (f"fresh ({args.fresh.name})", args.fresh, "heldout"),
     ]
-    names = [rc.PRODUCT, rc.WORD_QUESTIONS]
+    names = [rc.PRODUCT]
     if rc.situations_file(args.fresh).exists():  # beside it: without situations, BM25 only
         names += rc.SITUATION_ROWS
         if rc.situations_file(args.fresh, "translations").exists():

@@ -618,26 +618,31 @@ def calibrated(
 
 # The product's retrieval today (marked *): terms and situations (written with each memory by the
 # extraction call; benchmarks/data/README.md), the previous message for follow-ups, the bridge at
-# its default weight, the chit-chat rule. Situations were adopted on 2026-12-02 by the rule fixed
-# in benchmarks/data/README.md before learner_set_fresh2.json was written (they lose on the
-# tuning users, where everything else is chosen).
+# its default weight, the chit-chat rule and the word-question rule. Situations were adopted on
+# 2026-12-02 by the rule fixed in benchmarks/data/README.md before learner_set_fresh2.json was
+# written (they lose on the tuning users, where everything else is chosen); the word-question
+# rule (memora.longterm.phatic.is_word_question: a question about a word itself returns only
+# hits scoring at least WORD_QUESTION_MIN_SCORE) by the rule fixed before any figure on
+# learner_set_fresh4.json.
 PRODUCT = (
-    "follow-up context (cue), + terms + situations (lexical + dense), bridge 0.5, chit-chat rule *"
+    "follow-up context (cue), + terms + situations (lexical + dense), bridge 0.5, chit-chat rule, "
+    f"word-question rule {WORD_QUESTION_MIN_SCORE:g} *"
 )
-# The product's row before situations, and situations indexed by BM25 only: beside PRODUCT in
-# every table (`--fresh` too).
+# The product's row before the word-question rule: beside PRODUCT in every table.
+BEFORE_WORD_QUESTIONS = (
+    "follow-up context (cue), + terms + situations (lexical + dense), bridge 0.5, chit-chat rule"
+)
+# The product's row before situations, and situations indexed by BM25 only (neither with the
+# word-question rule): beside PRODUCT in every table (`--fresh` too).
 BEFORE_SITUATIONS = "follow-up context (cue), + terms (lexical + dense), bridge 0.5, chit-chat rule"
-# The product's row with each memory's translation indexed too (benchmarks/data/README.md: put to
-# learner_set_fresh3.json by a rule fixed in advance).
+# The row before the word-question rule with each memory's translation indexed too
+# (benchmarks/data/README.md: put to learner_set_fresh3.json by a rule fixed in advance).
 TRANSLATIONS = (
     "follow-up context (cue), + terms + situations + translation (lexical + dense), "
     "bridge 0.5, chit-chat rule"
 )
-# The product's row with the word-question rule (memora.longterm.phatic.is_word_question): a
-# question about a word itself returns only hits scoring at least WORD_QUESTION_MIN_SCORE. Put to
-# learner_set_fresh4.json by a rule fixed in advance (benchmarks/data/README.md).
-WORD_QUESTIONS = PRODUCT.removesuffix(" *") + f", word-question rule {WORD_QUESTION_MIN_SCORE:g}"
 SITUATION_ROWS = {
+    BEFORE_WORD_QUESTIONS: "both",
     BEFORE_SITUATIONS: "",
     "follow-up context (cue), + terms + situations (lexical), bridge 0.5, chit-chat rule": (
         "lexical"
@@ -735,10 +740,10 @@ CANDIDATES = [
         Candidate(
             name, ("USE",), True, True, follow_up="cue", bridge=0.5, phatic=True, situations=how
         )
-        for name, how in {**SITUATION_ROWS, PRODUCT: "both"}.items()
+        for name, how in SITUATION_ROWS.items()
     ),
     Candidate(
-        WORD_QUESTIONS,
+        PRODUCT,
         ("USE",),
         True,
         True,
@@ -999,7 +1004,6 @@ CV_CANDIDATES = (
     PRODUCT,
     *SITUATION_ROWS,
     TRANSLATIONS,
-    WORD_QUESTIONS,
 )
 # What one query counts for (Tally's fields), in this order.
 COUNTS = ("h1", "h3", "kept", "empty", "n_ans", "n_unrel")

@@ -255,13 +255,14 @@ async def _search(engine: Engine, ctx: CommandContext) -> Reply:
     )
     if not found.hits:
         return Reply("No memories to search yet.")
-    floor = engine.config.min_score
+    floor = engine.min_score_for(query)
+    why = "" if floor == engine.config.min_score else ", as for a question about a word"
     lines = [
         f"{i}. {h.score:.2f} {'✓' if h.score >= floor else ' '} {h.memory.text}"
         for i, h in enumerate(found.hits, 1)
     ]
     return Reply(
-        f"Search: {query}\n(✓ = would be used in a reply; min_score {floor:.2f})\n"
+        f"Search: {query}\n(✓ = would be used in a reply; min_score {floor:.2f}{why})\n"
         + "\n".join(lines)
     )
 

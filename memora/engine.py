@@ -16,6 +16,7 @@ from memora.clock import as_utc, utcnow
 from memora.config import DEFAULT_MEMORY_TOKENS
 from memora.learner.service import Learner
 from memora.llm import LLM, ChatMessage, Completion, LLMError, OnDelta
+from memora.longterm.phatic import min_score_for
 from memora.longterm.ranking import DEFAULT_MIN_SCORE
 from memora.prompts import TUTOR_INSTRUCTIONS
 from memora.reminders import Reminders
@@ -367,6 +368,12 @@ class Engine:
         `origin_chat`, only those that came from that chat (see `memory_origin`)."""
         return await self._memory().memories(user_id, origin_chat=origin_chat)
 
+    def min_score_for(self, message: str) -> float:
+        """The score a memory needs to be used in the reply to `message`: the configured
+        min_score, higher for a question about a word ("「塞車」英文怎麼說？",
+        memora.longterm.phatic.min_score_for)."""
+        return min_score_for(message, self.config.min_score)
+
     async def search_memories(
         self, user_id: int, query: str, top_k: int = 10, *, origin_chat: int | None = None
     ) -> SearchResult:
@@ -638,22 +645,23 @@ class Engine:
             return [], 0
         context = previous_message(pending, user.id) if self.config.use_last_turn else None
         budget = self.config.memory_tokens
+        min_score = self.min_score_for(text)
         try:
             found = await self.store.search(
                 user.id,
                 text,
                 top_k=MAX_BUDGETED_MEMORIES if budget else self.config.top_k,
-                min_score=0.0 if budget else self.config.min_score,
+                min_score=0.0 if budget else min_score,
                 extra_context=context,
                 origin_chat=self.memory_origin(chat),
-                floor=self.config.min_score,
+                floor=min_score,
             )
         except Exception:
             log.exception("memory retrieval failed for user %s; answering without it", user.id)
             return [], 0
         hits = found.hits
         if budget:
-            hits = within_memory_budget(hits, budget, self.config.min_score)
+            hits = within_memory_budget(hits, budget, min_score)
         return [f"- {h.memory.text}" for h in hits], found.embedding_tokens
 
     async def _profile_lines(self, user: UserRef, *, teaching_only: bool = False) -> list[str]:

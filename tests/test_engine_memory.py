@@ -401,6 +401,36 @@ async def test_a_memory_budget_sends_every_memory_that_fits_and_ranks_past_it(
     await tight.drain()
 
 
+async def test_a_question_about_a_word_needs_a_strong_match(
+    db: Database, llm: FakeLLM, store: MemoryStore
+) -> None:
+    """ "棒球的「全壘打」英文怎麼說？" names the learner's hobby, but no fact about the learner
+    helps: past the budget (here: no budget) the hobby is used only above
+    WORD_QUESTION_MIN_SCORE; a message about the learner's own team still finds it, and /search
+    says which min_score it applied."""
+    from memora.longterm.phatic import WORD_QUESTION_MIN_SCORE
+
+    await store.add(ALICE.id, "喜歡看棒球，支持統一獅", source="manual")
+    await store.add(ALICE.id, "在高雄的銀行上班", source="manual")
+    engine = Engine(db=db, llm=llm, counter=LocalTokenCounter(), store=store,
+                    config=EngineConfig(memory_tokens=0))  # fmt: skip
+    question = "棒球的「全壘打」英文怎麼說？"
+    best = (await engine.search_memories(ALICE.id, question)).hits[0]
+    assert best.memory.text.startswith("喜歡看棒球")  # the hobby ranks first ...
+    assert engine.config.min_score <= best.score < WORD_QUESTION_MIN_SCORE  # ... and would pass
+    await engine.handle_turn(CHAT, ALICE, question)
+    assert "統一獅" not in str(llm.calls[-1].messages[0].content)
+    shown = (await run_command(engine, "search", ctx(arg=question))).text
+    assert f"min_score {WORD_QUESTION_MIN_SCORE:.2f}, as for a question about a word" in shown
+    assert "✓" not in shown.split("\n", 2)[2]
+
+    await engine.handle_turn(CHAT, ALICE, "我支持的球隊昨天贏了棒球比賽，我想用英文跟朋友分享")
+    assert "統一獅" in str(llm.calls[-1].messages[0].content)
+    shown = (await run_command(engine, "search", ctx(arg="我喜歡的棒球隊"))).text
+    assert f"min_score {engine.config.min_score:.2f})" in shown
+    await engine.drain()
+
+
 async def test_an_imported_exchange_is_stored_and_extracted_at_its_own_date(
     mem_engine: Engine, llm: FakeLLM, store: MemoryStore
 ) -> None:

@@ -1,6 +1,7 @@
 """The chit-chat rule (memora.longterm.phatic): greetings, thanks, farewells, acknowledgements
 and laughter, in English and Chinese, ask for no memory; one content word more and the message
-is searched as before."""
+is searched as before. And the word-question rule: a question about a word itself, which does
+not speak of the learner, needs WORD_QUESTION_MIN_SCORE to use a memory."""
 
 from __future__ import annotations
 
@@ -9,7 +10,12 @@ from datetime import UTC, datetime
 import pytest
 
 from memora.longterm import MemoryStore, NewMemory
-from memora.longterm.phatic import is_phatic
+from memora.longterm.phatic import (
+    WORD_QUESTION_MIN_SCORE,
+    is_phatic,
+    is_word_question,
+    min_score_for,
+)
 
 NOW = datetime(2026, 12, 1, 8, 0, tzinfo=UTC)
 
@@ -65,3 +71,45 @@ async def test_chit_chat_finds_nothing_but_neighbours_are_still_listed(
     hits = (await store.search(5, "明天的口說課要準備什麼", top_k=5, min_score=0.0)).hits
     assert hits and hits[0].memory.text == texts[0]
     assert len(await store.similar(5, "謝謝老師，明天見", k=2)) == 2
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "「塞車」英文怎麼說？",
+        "“内卷”用英语怎么说？",
+        "fish 的复数是 fish 还是 fishes？",
+        "orchid 這個字要怎麼唸？",
+        "墨尔本的英文怎么拼？",
+        "cat 和 kitten 有啥区别？",
+        "light 跟 lamp 有什麼區別？",
+        "幫我翻譯一下 'the early bird catches the worm'",  # 幫我 only addresses the tutor
+        "What does 'procrastinate' mean?",
+        "how do you spell necessary",
+        "What’s the difference between affect and effect?",
+        "what's the past tense of 'swim'?",
+        "Where does the word 'marathon' come from?",
+    ],
+)
+def test_a_question_about_a_word_is_a_word_question(text: str) -> None:
+    assert is_word_question(text)
+    assert min_score_for(text, 0.14) == WORD_QUESTION_MIN_SCORE
+    assert min_score_for(text, 0.8) == 0.8  # a stricter configured min_score stays
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "我退休前的工作英文要怎麼講？",  # speaks of the learner
+        "How do I say my flower's name in English?",
+        "I work in a bank, how do you say 外匯 in English?",
+        "痛风的英文是 gout 吗？我爸最近痛风发作了",
+        "幫我想一個週末的計畫",  # no question about a word
+        "Can you help me plan my weekend in English?",
+        "棒球比賽今天好精彩",
+        "謝謝老師",
+    ],
+)
+def test_other_messages_are_not(text: str) -> None:
+    assert not is_word_question(text)
+    assert min_score_for(text, 0.14) == 0.14
