@@ -1087,6 +1087,8 @@ def fresh(args: argparse.Namespace) -> int:
         names += rc.SITUATION_ROWS
         if rc.situations_file(args.fresh, "translations").exists():
             names.append(rc.TRANSLATIONS)
+        if rc.situations_file(args.fresh, "situations2").exists():
+            names.append(rc.SITUATIONS_V2)
     for name in names:
         rc.product_figures(sets, {"USE": rc.as_embed(use.passages, use.query)}, name)
     obs = locomo_observations(args.locomo_dir) if args.locomo_dir.exists() else []

@@ -142,7 +142,8 @@ def with_terms(text: str, terms: str) -> str:
 
 
 # What is indexed for a memory: its text (False), text + terms (True), text + terms +
-# situations ("situations"), or those and its translation ("translations").
+# situations ("situations"), or those and its translation ("translations"), or text + terms +
+# situations written with the second instruction ("situations2").
 Indexed = bool | str
 
 
@@ -158,12 +159,15 @@ class User:
     situations: list[str] = field(default_factory=list)
     # Each memory's translation (benchmarks/data/README.md); "" when the set has none.
     translations: list[str] = field(default_factory=list)
+    # Each memory's situations by the second instruction (benchmarks/data/README.md), joined.
+    situations2: list[str] = field(default_factory=list)
 
-    def with_situations(self, translated: bool = False) -> list[str]:
+    def with_situations(self, translated: bool = False, second: bool = False) -> list[str]:
         extra = self.translations if translated else [""] * len(self.texts)
+        sits = self.situations2 if second else self.situations
         return [
             with_terms(t, " ".join(w for w in (s, x, tr) if w))
-            for t, s, x, tr in zip(self.texts, self.terms, self.situations, extra, strict=True)
+            for t, s, x, tr in zip(self.texts, self.terms, sits, extra, strict=True)
         ]
 
 
@@ -199,6 +203,10 @@ def load(path: Path, split: str) -> tuple[list[User], list[LQuery]]:
     translated: dict[str, str] = (
         json.loads(side.read_text(encoding="utf-8")) if side.exists() else {}
     )
+    side = situations_file(path, "situations2")
+    second: dict[str, list[str]] = (
+        json.loads(side.read_text(encoding="utf-8")) if side.exists() else {}
+    )
     users: list[User] = []
     queries: list[LQuery] = []
     for u in data["users"]:
@@ -213,6 +221,7 @@ def load(path: Path, split: str) -> tuple[list[User], list[LQuery]]:
                 split=split,
                 situations=[" ".join(sits.get(m["id"], [])) for m in u["memories"]],
                 translations=[translated.get(m["id"], "") for m in u["memories"]],
+                situations2=[" ".join(second.get(m["id"], [])) for m in u["memories"]],
             )
         )
         last: str | None = None
@@ -238,6 +247,7 @@ def embed_all(users: list[User], queries: list[LQuery], encoders: dict[str, Embe
             )
             u.vecs[(name, "situations")] = enc(u.with_situations(), False)
             u.vecs[(name, "translations")] = enc(u.with_situations(translated=True), False)
+            u.vecs[(name, "situations2")] = enc(u.with_situations(second=True), False)
         for q in queries:
             q.vec[name] = enc([q.text], True)[0]
             if q.previous:
@@ -250,6 +260,7 @@ def embed_all(users: list[User], queries: list[LQuery], encoders: dict[str, Embe
         )
         u.bm25["situations"] = BM25.from_texts(u.with_situations())
         u.bm25["translations"] = BM25.from_texts(u.with_situations(translated=True))
+        u.bm25["situations2"] = BM25.from_texts(u.with_situations(second=True))
 
 
 @dataclass(frozen=True)
@@ -271,7 +282,9 @@ class Candidate:
     bridge_all: bool = False  # the bridge translates "English"/英文 too (no UNBRIDGED words)
     phatic: bool = False  # chit-chat (memora.longterm.phatic) returns nothing
     gate_first: bool = False  # all encoders order, the first one's fused score alone passes
-    situations: str = ""  # "lexical" or "both": the memory's situations are indexed too
+    # "lexical" or "both": the memory's situations are indexed too ("second": those written by
+    # the second instruction, lexical + dense)
+    situations: str = ""
     translation: bool = False  # and its translation (with the situations, lexical + dense)
     # A question about a word (memora.longterm.phatic.is_word_question) returns only hits with
     # at least this score (0: the rule is off).
@@ -280,11 +293,15 @@ class Candidate:
     def dense_key(self) -> Indexed:
         if self.translation:
             return "translations"
+        if self.situations == "second":
+            return "situations2"
         return "situations" if self.situations == "both" else self.terms_dense
 
     def lexical_key(self) -> Indexed:
         if self.translation:
             return "translations"
+        if self.situations == "second":
+            return "situations2"
         return "situations" if self.situations else self.terms_lexical
 
 
@@ -641,6 +658,9 @@ TRANSLATIONS = (
     "follow-up context (cue), + terms + situations + translation (lexical + dense), "
     "bridge 0.5, chit-chat rule"
 )
+# The product's row with situations written by the second instruction (benchmarks/data/README.md,
+# "Situations, second instruction"): put to learner_set_fresh5.json by a rule fixed in advance.
+SITUATIONS_V2 = PRODUCT.removesuffix(" *").replace("+ situations", "+ situations v2")
 SITUATION_ROWS = {
     BEFORE_WORD_QUESTIONS: "both",
     BEFORE_SITUATIONS: "",
@@ -751,6 +771,17 @@ CANDIDATES = [
         bridge=0.5,
         phatic=True,
         situations="both",
+        word_question=WORD_QUESTION_MIN_SCORE,
+    ),
+    Candidate(
+        SITUATIONS_V2,
+        ("USE",),
+        True,
+        True,
+        follow_up="cue",
+        bridge=0.5,
+        phatic=True,
+        situations="second",
         word_question=WORD_QUESTION_MIN_SCORE,
     ),
     Candidate(
@@ -1004,6 +1035,7 @@ CV_CANDIDATES = (
     PRODUCT,
     *SITUATION_ROWS,
     TRANSLATIONS,
+    SITUATIONS_V2,
 )
 # What one query counts for (Tally's fields), in this order.
 COUNTS = ("h1", "h3", "kept", "empty", "n_ans", "n_unrel")
