@@ -75,6 +75,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -672,6 +673,16 @@ SITUATION_ROWS = {
 # The CC-CEDICT bridge's weight (memora.longterm.bridge): the rows are compared on tuning users.
 BRIDGE_WEIGHTS = (0.5, 1.0)
 
+
+def product_like(name: str, **changes: Any) -> Candidate:
+    """The product's kind of row (USE, terms and situations for BM25 and USE, follow-up context
+    on a cue, the bridge at 0.5, the chit-chat rule), with `changes`."""
+    base = Candidate(
+        name, ("USE",), True, True, follow_up="cue", bridge=0.5, phatic=True, situations="both"
+    )
+    return replace(base, **changes)
+
+
 CANDIDATES = [
     Candidate("baseline (text, BM25 + USE)"),
     Candidate("script-aware weight (text)", script=True),
@@ -756,45 +767,10 @@ CANDIDATES = [
         bridge=0.5,
         phatic=True,
     ),
-    *(
-        Candidate(
-            name, ("USE",), True, True, follow_up="cue", bridge=0.5, phatic=True, situations=how
-        )
-        for name, how in SITUATION_ROWS.items()
-    ),
-    Candidate(
-        PRODUCT,
-        ("USE",),
-        True,
-        True,
-        follow_up="cue",
-        bridge=0.5,
-        phatic=True,
-        situations="both",
-        word_question=WORD_QUESTION_MIN_SCORE,
-    ),
-    Candidate(
-        SITUATIONS_V2,
-        ("USE",),
-        True,
-        True,
-        follow_up="cue",
-        bridge=0.5,
-        phatic=True,
-        situations="second",
-        word_question=WORD_QUESTION_MIN_SCORE,
-    ),
-    Candidate(
-        TRANSLATIONS,
-        ("USE",),
-        True,
-        True,
-        follow_up="cue",
-        bridge=0.5,
-        phatic=True,
-        situations="both",
-        translation=True,
-    ),
+    *(product_like(name, situations=how) for name, how in SITUATION_ROWS.items()),
+    product_like(PRODUCT, word_question=WORD_QUESTION_MIN_SCORE),
+    product_like(SITUATIONS_V2, situations="second", word_question=WORD_QUESTION_MIN_SCORE),
+    product_like(TRANSLATIONS, translation=True),
 ]
 E5_CANDIDATES = [
     Candidate("USE + e5 (text)", encoders=("USE", "e5")),
