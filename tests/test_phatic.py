@@ -81,6 +81,7 @@ async def test_chit_chat_finds_nothing_but_neighbours_are_still_listed(
         "fish 的复数是 fish 还是 fishes？",
         "orchid 這個字要怎麼唸？",
         "墨尔本的英文怎么拼？",
+        "墨尔本的英文怎么写？",
         "cat 和 kitten 有啥区别？",
         "light 跟 lamp 有什麼區別？",
         "幫我翻譯一下 'the early bird catches the worm'",  # 幫我 only addresses the tutor
@@ -104,6 +105,8 @@ def test_a_question_about_a_word_is_a_word_question(text: str) -> None:
         "How do I say my flower's name in English?",
         "I work in a bank, how do you say 外匯 in English?",
         "痛风的英文是 gout 吗？我爸最近痛风发作了",
+        "英文履歷怎麼寫？",  # a writing task, not a question about a word
+        "怎麼用英文寫請假信",
         "幫我想一個週末的計畫",  # no question about a word
         "Can you help me plan my weekend in English?",
         "棒球比賽今天好精彩",

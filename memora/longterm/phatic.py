@@ -96,12 +96,13 @@ def is_phatic(text: str) -> bool:
 # memory is about (a learner who loves baseball asks for "全壘打" in English) while no fact about
 # the learner helps the answer, so a memory must match it strongly to be returned
 # (WORD_QUESTION_MIN_SCORE). A message that also speaks of the learner ("我退休前的工作英文要怎麼
-# 講", "how to say my flower name") is ranked as any other. General markers of metalinguistic
+# 講", "how to say my flower name") is ranked as any other, and so is a writing task ("英文履歷怎麼
+# 寫", "怎麼用英文寫請假信": the learner's facts shape it). General markers of metalinguistic
 # questions in Chinese (folded to 简体, with the few characters the fold leaves: 給 別) and
 # English, not words of any test set; hand-written for the same reasons as the chit-chat rule.
 _ZH_WORD_QUESTION = re.compile(
-    r"英(?:文|语)[^，。？！?!,.]{0,6}(?:怎么|如何)(?:说|讲|写|拼|表达|翻)"
-    r"|(?:怎么|如何)用英(?:文|语)(?:说|讲|写|表达)"
+    r"英(?:文|语)[^，。？！?!,.]{0,6}(?:怎么|如何)(?:说|讲|拼|表达|翻)"
+    r"|(?:怎么|如何)用英(?:文|语)(?:说|讲|表达)"
     r"|英(?:文|语)(?:是|叫)(?:什么|啥)|的英(?:文|语)(?:是|叫|怎么|要怎么)"
     r"|英(?:文|语)(?:的)?(?:说法|讲法|名字|单字|单词)(?:是|有)"
     r"|(?:怎么|如何)(?:念|唸|读|发音|拼|拼写)|(?:读音|发音|念法|唸法|读法)(?:是|对)"
