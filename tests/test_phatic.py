@@ -80,6 +80,8 @@ async def test_chit_chat_finds_nothing_but_neighbours_are_still_listed(
         "“内卷”用英语怎么说？",
         "fish 的复数是 fish 还是 fishes？",
         "orchid 這個字要怎麼唸？",
+        "butter 要怎麼唸比較道地？",
+        "Wednesday 怎么拼",
         "墨尔本的英文怎么拼？",
         "墨尔本的英文怎么写？",
         "cat 和 kitten 有啥区别？",
@@ -105,6 +107,8 @@ def test_a_question_about_a_word_is_a_word_question(text: str) -> None:
         "How do I say my flower's name in English?",
         "I work in a bank, how do you say 外匯 in English?",
         "痛风的英文是 gout 吗？我爸最近痛风发作了",
+        "怎麼念書比較有效率？",  # 念書 is to study, 拼車 to carpool
+        "怎麼拼車去機場比較便宜",
         "英文履歷怎麼寫？",  # a writing task, not a question about a word
         "怎麼用英文寫請假信",
         "幫我想一個週末的計畫",  # no question about a word
