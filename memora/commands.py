@@ -22,7 +22,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo
 
-from memora.engine import ChatRef, Engine, UserRef
+from memora.engine import MAX_BUDGETED_MEMORIES, ChatRef, Engine, UserRef
 from memora.llm import ChatMessage
 from memora.prompts import MEMORY_BLOCK, PROFILE_BLOCK
 from memora.views import ButtonAnswer, Document, Reply, render_history, render_messages
@@ -206,6 +206,7 @@ async def _memories(engine: Engine, ctx: CommandContext) -> Reply:
 
 
 PRIVATE_STAY = "Memories from your other chats stay private: see them in a private chat with me."
+SEARCH_SHOWN = 10  # the memories /search lists
 
 
 async def _visible(engine: Engine, ctx: CommandContext) -> list[Memory]:
@@ -250,21 +251,29 @@ async def _remember(engine: Engine, ctx: CommandContext) -> Reply:
 )
 async def _search(engine: Engine, ctx: CommandContext) -> Reply:
     query = ctx.arg.strip()
-    found = await engine.search_memories(
-        ctx.user.id, query, origin_chat=engine.memory_origin(ctx.chat)
+    found = await engine.search_memories(  # as many as a reply ranks, to mark what it uses
+        ctx.user.id,
+        query,
+        top_k=max(SEARCH_SHOWN, MAX_BUDGETED_MEMORIES),
+        origin_chat=engine.memory_origin(ctx.chat),
     )
     if not found.hits:
         return Reply("No memories to search yet.")
+    used = {h.memory.id for h in engine.used_in_reply(query, found.hits)}
     floor = engine.min_score_for(query)
     why = "" if floor == engine.config.min_score else ", as for a question about a word"
-    lines = [
-        f"{i}. {h.score:.2f} {'✓' if h.score >= floor else ' '} {h.memory.text}"
-        for i, h in enumerate(found.hits, 1)
-    ]
-    return Reply(
-        f"Search: {query}\n(✓ = would be used in a reply; min_score {floor:.2f}{why})\n"
-        + "\n".join(lines)
+    budget = engine.config.memory_tokens
+    rule = (
+        f"every memory while they fit {budget} tokens, else those at or above min_score "
+        f"{floor:.2f}{why}"
+        if budget
+        else f"the best {engine.config.top_k} at or above min_score {floor:.2f}{why}"
     )
+    lines = [
+        f"{i}. {h.score:.2f} {'✓' if h.memory.id in used else ' '} {h.memory.text}"
+        for i, h in enumerate(found.hits[:SEARCH_SHOWN], 1)
+    ]
+    return Reply(f"Search: {query}\n(✓ = would be used in a reply: {rule})\n" + "\n".join(lines))
 
 
 @command("extraction", "the last raw memory-extraction output for you", bare_word=True, fresh=True)

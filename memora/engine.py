@@ -374,6 +374,16 @@ class Engine:
         memora.longterm.phatic.min_score_for)."""
         return min_score_for(message, self.config.min_score)
 
+    def used_in_reply(self, message: str, hits: list[SearchHit]) -> list[SearchHit]:
+        """Which of `hits` (the user's memories ranked for `message`, best first, scores down to
+        0) a reply to it puts in its context: every one while they fit `memory_tokens`, else
+        those at or above `min_score_for(message)`, best first, until the budget is spent;
+        without a budget, the first `top_k` at or above it."""
+        floor = self.min_score_for(message)
+        if self.config.memory_tokens:
+            return within_memory_budget(hits, self.config.memory_tokens, floor)
+        return [h for h in hits if h.score >= floor][: self.config.top_k]
+
     async def search_memories(
         self, user_id: int, query: str, top_k: int = 10, *, origin_chat: int | None = None
     ) -> SearchResult:
@@ -659,9 +669,7 @@ class Engine:
         except Exception:
             log.exception("memory retrieval failed for user %s; answering without it", user.id)
             return [], 0
-        hits = found.hits
-        if budget:
-            hits = within_memory_budget(hits, budget, min_score)
+        hits = self.used_in_reply(text, found.hits)
         return [f"- {h.memory.text}" for h in hits], found.embedding_tokens
 
     async def _profile_lines(self, user: UserRef, *, teaching_only: bool = False) -> list[str]:

@@ -407,7 +407,7 @@ async def test_a_question_about_a_word_needs_a_strong_match(
     """ "棒球的「全壘打」英文怎麼說？" names the learner's hobby, but no fact about the learner
     helps: past the budget (here: no budget) the hobby is used only above
     WORD_QUESTION_MIN_SCORE; a message about the learner's own team still finds it, and /search
-    says which min_score it applied."""
+    says which min_score it applied. Within the budget both memories are sent, as /search marks."""
     from memora.longterm.phatic import WORD_QUESTION_MIN_SCORE
 
     await store.add(ALICE.id, "喜歡看棒球，支持統一獅", source="manual")
@@ -429,6 +429,16 @@ async def test_a_question_about_a_word_needs_a_strong_match(
     shown = (await run_command(engine, "search", ctx(arg="我喜歡的棒球隊"))).text
     assert f"min_score {engine.config.min_score:.2f})" in shown
     await engine.drain()
+
+    # within the memory budget (the default) every memory that fits is sent, and /search says so
+    roomy = Engine(db=db, llm=llm, counter=LocalTokenCounter(), store=store,
+                   config=EngineConfig())  # fmt: skip
+    shown = (await run_command(roomy, "search", ctx(arg=question))).text
+    assert "every memory while they fit" in shown
+    assert ["✓" in line for line in shown.splitlines()[2:]] == [True, True]
+    await roomy.handle_turn(ChatRef(9), ALICE, question)
+    assert "統一獅" in str(llm.calls[-1].messages[0].content)
+    await roomy.drain()
 
 
 async def test_an_imported_exchange_is_stored_and_extracted_at_its_own_date(
