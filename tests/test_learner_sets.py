@@ -18,6 +18,7 @@ SETS = [
     "learner_set_fresh3.json",
     "learner_set_fresh4.json",
     "learner_set_fresh5.json",
+    "learner_set_fresh6.json",
 ]
 
 
@@ -59,6 +60,7 @@ def test_learner_set_is_well_formed(name: str) -> None:
         ("learner_set_fresh3", "k"),
         ("learner_set_fresh4", "m"),
         ("learner_set_fresh5", "n"),
+        ("learner_set_fresh6", "p"),
     ],
 )
 def test_fresh_set_only_reports(name: str, prefix: str) -> None:
