@@ -32,9 +32,6 @@ NOW = datetime(2026, 12, 1, 8, 0, tzinfo=UTC)
         "Good morning, teacher!",
         "晚安",
         "bye",
-        "老師午安，吃飽了嗎？",
-        "最近好嗎",
-        "hey, how's it going?",
     ],
 )
 def test_chit_chat_is_phatic(text: str) -> None:
@@ -50,7 +47,6 @@ def test_chit_chat_is_phatic(text: str) -> None:
         "明天見面要說什麼",  # 見面 is not 明天見
         "good luck with the night shift",
         "今天好累啊",
-        "最近好嗎？我下週要考試了",
         "???",  # no letters: not called chit-chat
         "",
     ],
@@ -96,11 +92,6 @@ async def test_chit_chat_finds_nothing_but_neighbours_are_still_listed(
         "What’s the difference between affect and effect?",
         "what's the past tense of 'swim'?",
         "Where does the word 'marathon' come from?",
-        "「先斬後奏」英文有對應的說法嗎？",
-        "deliverable 可以當名詞用嗎？",
-        "League of Legends 為什麼中間要用 of？",
-        'Is it rude to say "no way"?',
-        "why do people say bless you",
     ],
 )
 def test_a_question_about_a_word_is_a_word_question(text: str) -> None:

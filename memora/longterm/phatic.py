@@ -38,7 +38,7 @@ ENGLISH_WORDS: frozenset[str] = frozenset(
     thanks thank thx ty tysm tks thankyou cheers appreciate appreciated welcome
     bye goodbye byebye cya later brb gtg ttyl see soon tomorrow tmr tmrw care
     ok okay k kk alright sure fine cool nice great awesome perfect yes yep yup yeah nope
-    understand understood gotcha got it noted right going hows sup
+    understand understood gotcha got it noted right
     lol lmao haha hahaha hehe xd teacher sir miss much lot lots
     """.split()
 )
@@ -53,7 +53,6 @@ CHINESE_PHRASES: tuple[str, ...] = tuple(
         再见 拜拜 明天见 下次见 回头见 待会见 晚点见 改天见 先这样 今天就到这里 就到这里
         好的 好喔 好哦 好滴 好啊 好吧 好 嗯嗯 嗯 对 对的 是的 行 可以 没问题 了解 明白 明白了
         知道了 懂了 收到 原来如此
-        吃饱了吗 吃饱没 吃饭了吗 吃饭了没 吃过了吗 你好吗 最近好吗 最近还好吗 最近怎么样
         哈哈哈 哈哈 呵呵 嘻嘻 嘿嘿 笑死
         老师 您 你 我 了 啊 呀 喔 哦 吧 啦 嘛 呢 噢 哟
         """.split(),
@@ -99,7 +98,7 @@ def is_phatic(text: str) -> bool:
 # (WORD_QUESTION_MIN_SCORE). A message that also speaks of the learner ("我退休前的工作英文要怎麼
 # 講", "how to say my flower name") is ranked as any other, and so is a writing task ("英文履歷怎麼
 # 寫", "怎麼用英文寫請假信": the learner's facts shape it). General markers of metalinguistic
-# questions in Chinese (folded to 简体, with the few characters the fold leaves: 給 別 當) and
+# questions in Chinese (folded to 简体, with the few characters the fold leaves: 給 別) and
 # English, not words of any test set; hand-written for the same reasons as the chit-chat rule.
 _ZH_WORD_QUESTION = re.compile(
     r"英(?:文|语)[^，。？！?!,.]{0,6}(?:怎么|如何)(?:说|讲|拼|表达|翻)"
@@ -113,9 +112,6 @@ _ZH_WORD_QUESTION = re.compile(
     r"|复数|单数|过去式|过去分词|现在分词|比较级|最高级|重音|音标|词性|拼法|拼写|同义词|反义词|用法"
     r"|(?:什么|啥)意思|(?:什么|啥)(?:区|差)(?:别|別)|(?:什么|啥)(?:不一样|不同|差异)"
     r"|翻译|翻成|(?:这个|那个)(?:字|词|单字|单词)|可以加\s*(?:s|es|ed|ing)\b"
-    # is there an English way to say it, can it be used so, why that word
-    r"|英(?:文|语)(?:里|中)?(?:有|有没有)?(?:对应|对等|相应|类似)?的?(?:说法|讲法)"
-    r"|可以(?:这样|这么|一直|常常)*用吗|可以(?:当|當).{1,4}用吗|为什么.{0,10}要用"
 )
 _EN_WORD_QUESTION = re.compile(
     r"\bhow (?:do|would|can|should|could) (?:you|i|we|one) "
@@ -125,8 +121,7 @@ _EN_WORD_QUESTION = re.compile(
     r"|\bwhat does .{1,40} mean\b|\bwhat(?:'s| is) the meaning\b|\bmeaning of\b"
     r"|\bdifference between\b|\bplural (?:of|form)\b|\bpast (?:tense|participle) of\b"
     r"|\bsynonyms?\b|\bantonyms?\b|\b(?:where does|origin of) the (?:word|phrase|expression)\b"
-    r"|\bis it (?:ok|okay|correct|right|rude|polite|formal|natural) to (?:say|use)\b"
-    r"|\bwhy (?:do|does|is|are) (?:we|you|they|people|it) (?:use|say)\b|\btranslate\b"
+    r"|\bis it correct to say\b|\btranslate\b"
 )
 # The learner speaking of themselves: 我 (not "帮我/给我/教我…", which only address the tutor),
 # "my", "I'm", "I have", "I work", "I live".
