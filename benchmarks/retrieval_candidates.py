@@ -659,8 +659,9 @@ TRANSLATIONS = (
     "follow-up context (cue), + terms + situations + translation (lexical + dense), "
     "bridge 0.5, chit-chat rule"
 )
-# The product's row with situations written by the second instruction (benchmarks/data/README.md,
-# "Situations, second instruction"): put to learner_set_fresh5.json by a rule fixed in advance.
+# The product's row with situations written by a second instruction (benchmarks/data/README.md,
+# "a second situations instruction"): measured on the development sets only and dropped there;
+# only those sets have its *_situations2.json.
 SITUATIONS_V2 = PRODUCT.removesuffix(" *").replace("+ situations", "+ situations v2")
 SITUATION_ROWS = {
     BEFORE_WORD_QUESTIONS: "both",
