@@ -508,8 +508,8 @@ def ranked(c: Candidate, cfg: Config, s: Signals, q: LQuery) -> tuple[list[int],
     ok = (score >= max(cfg.min_score, s.word_question)) & (strongest >= cfg.min_signal)
     ok &= not s.phatic
     if s.gate_dense is not None:  # the order is all encoders', what passes the first one's
-        gated = fused(replace(s, dense=s.gate_dense), cfg, c.context)[0] >= cfg.min_score
-        ok = gated & (not s.phatic)
+        gated = fused(replace(s, dense=s.gate_dense), cfg, c.context)[0]
+        ok = (gated >= max(cfg.min_score, s.word_question)) & (not s.phatic)
     if cfg.margin and s.margin is not None:  # shared words (coverage >= 0.5) still pass
         ok &= (s.margin >= cfg.margin) | (s.lexical >= 0.5)
     return order, [i for i in order[:TOP_K] if ok[i]]
