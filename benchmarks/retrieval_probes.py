@@ -1,6 +1,6 @@
 """Retrieval probes measured on development data only, and dropped there.
 
-Run from the repository root (``nice -n 19`` on a shared machine; ~1 min, ~3 with ``--e5``)::
+Run from the repository root (``nice -n 19`` on a shared machine; ~20 s, ~2 min with ``--e5``)::
 
     .venv/bin/python benchmarks/retrieval_probes.py [--e5]
 
