@@ -81,6 +81,7 @@ F64 = npt.NDArray[np.float64]
 KS = (1, 3, 5, 10)
 TOP_K = 5
 TOP_K_PRODUCT = 3  # the product's default [retrieval] top_k
+BUDGETS = (120, 250, 500)  # memory token budgets section (f) compares
 
 
 # ----------------------------------------------------------------------------- encoders
@@ -704,7 +705,9 @@ def context_section(
 ) -> None:
     """What reaches the context: the share of answerable queries whose relevant memory is in
     it, unrelated queries with no memory block, and memory tokens per turn (o200k, with the
-    "- " line framing), for today's top_k + min_score and for memory token budgets; for the
+    "- " line framing), for today's top_k + min_score and for memory token budgets (past the
+    budget either the ranking cut at min_score or the best-ranked until the budget is spent;
+    chit-chat and questions about a word keep their own rules either way); for the
     learner set's users (8 memories each, with search terms), and the same users with other
     people's LoCoMo observations as further memories (a learner with hundreds of memories).
     `sets` (label, file, split) replaces the learner set's two splits, e.g. to add the fresh set."""
@@ -725,7 +728,8 @@ def context_section(
     tok = o200k()
     print(
         "\n## (f) What reaches the context: top_k + min_score against a memory token budget "
-        "(every memory while they fit, ranked and cut at min_score past it); memories with "
+        "(every memory while they fit; past it, the ranking cut at min_score, or by rank alone "
+        "until the budget is spent); memories with "
         "their search terms, the product's ranking and no-result rules (chit-chat, questions "
         "about a word)\n"
     )
@@ -734,8 +738,13 @@ def context_section(
         "| unrelated: no memory block | memory tokens per turn (mean) | max |"
     )
     print("|---|---|---|---|---|---|---|")
-    rules: list[tuple[str, int]] = [(f"top_k {TOP_K_PRODUCT}, min_score {DEFAULT_MIN_SCORE}", 0)]
-    rules += [(f"memory_tokens {b}", b) for b in (120, 250, 500)]
+    # (label, budget, the min_score the ranking is cut at past the budget: a question about a
+    # word keeps its own floor either way, min_score_for)
+    rules: list[tuple[str, int, float]] = [
+        (f"top_k {TOP_K_PRODUCT}, min_score {DEFAULT_MIN_SCORE}", 0, DEFAULT_MIN_SCORE)
+    ]
+    rules += [(f"memory_tokens {b}, past it ≥ min_score", b, DEFAULT_MIN_SCORE) for b in BUDGETS]
+    rules += [(f"memory_tokens {b}, past it by rank", b, 0.0) for b in BUDGETS]
     sizes = [("the user's", ())] + ([(f"+ {len(extra)} observations", extra)] if extra else [])
     for size, more in sizes:
         splits = {
@@ -744,7 +753,7 @@ def context_section(
                 sets or [(split, learner_set, split) for split in ("tune", "heldout")]
             )
         }
-        for label, budget in rules:
+        for label, budget, past in rules:
             for split, (pools, queries, qvecs) in splits.items():
                 reached = n_ans = silent = n_unrel = tokens = most = 0
                 for qv, q in zip(qvecs, queries, strict=True):
@@ -762,7 +771,7 @@ def context_section(
                         int(i) for i in np.lexsort((np.arange(len(sc.score)), -sc.dense, -sc.score))
                     ]
                     # the product's no-result rules: chit-chat, and a question about a word
-                    floor = min_score_for(q.text, DEFAULT_MIN_SCORE)
+                    floor = min_score_for(q.text, past)
                     if is_phatic(q.text):
                         chosen = []
                     elif budget:
