@@ -260,15 +260,16 @@ async def _search(engine: Engine, ctx: CommandContext) -> Reply:
     if not found.hits:
         return Reply("No memories to search yet.")
     used = {h.memory.id for h in engine.used_in_reply(query, found.hits)}
-    floor = engine.min_score_for(query)
-    why = "" if floor == engine.config.min_score else ", as for a question about a word"
     budget = engine.config.memory_tokens
-    rule = (
-        f"every memory while they fit {budget} tokens, else those at or above min_score "
-        f"{floor:.2f}{why}"
-        if budget
-        else f"the best {engine.config.top_k} at or above min_score {floor:.2f}{why}"
-    )
+    if budget:
+        floor = engine.budget_floor(query)
+        cut = f" at or above {floor:.2f} (as for a question about a word)" if floor else ""
+        rule = f"every memory while they fit {budget} tokens, else the best-ranked{cut} until"
+        rule += " they are spent"
+    else:
+        floor = engine.min_score_for(query)
+        why = "" if floor == engine.config.min_score else ", as for a question about a word"
+        rule = f"the best {engine.config.top_k} at or above min_score {floor:.2f}{why}"
     lines = [
         f"{i}. {h.score:.2f} {'✓' if h.memory.id in used else ' '} {h.memory.text}"
         for i, h in enumerate(found.hits[:SEARCH_SHOWN], 1)

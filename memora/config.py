@@ -79,18 +79,20 @@ class MemoryConfig(_Section):
 
 
 # The memory token budget: every memory of the learner goes into the context while they fit in
-# this many tokens (best first); past it, the ranked memories at or above min_score until it is
-# spent. `benchmarks/retrieval.py --quick`, section (f), learner set with search terms (8
-# memories a user, ~100 tokens in all), tuning / held-out users: top_k 3 + min_score puts the
-# relevant memory in the context for 0.86 / 0.82 of answerable messages at 10 / 14 memory
-# tokens a turn; with the budget 250, 1.00 / 1.00 at 99 / 101 tokens a turn (120: 0.99 / 0.99
-# at 85 / 90). The misses it removes are inference hops ("plan my weekend" needs "has a
-# daughter") that no ranking finds. With 361 memories a user (+ LoCoMo observations) the
-# budget is exceeded and it falls back to the ranking: 0.85 / 0.84 at 17 / 25 tokens (top_k 3:
-# 0.85 / 0.82 at 15 / 19), at most 206. 250 tokens fit about 20 short memories, a quarter of
-# the default input budget: "a learner with a few dozen short memories can afford to send them
-# all" (issue 12). The cost: an unrelated message also carries the memory block (data, not
-# instructions), which is what lets the model use a fact the message never mentions.
+# this many tokens (best first); past it, the best-ranked until it is spent (by rank alone,
+# min_score does not cut; a question about a word still needs 0.6). `benchmarks/retrieval.py
+# --quick`, section (f), learner set with search terms (8 memories a user, ~100 tokens in all),
+# tuning / held-out users: top_k 3 + min_score puts the relevant memory in the context for
+# 0.86 / 0.82 of answerable messages at 10 / 14 memory tokens a turn; with the budget 250,
+# 1.00 / 1.00 at 99 / 101 tokens a turn (120: 0.99 / 0.99 at 85 / 90). The misses it removes
+# are inference hops ("plan my weekend" needs "has a daughter") that no ranking finds. With
+# 361 memories a user (+ LoCoMo observations) the budget is exceeded and the ranking decides:
+# cut at min_score it reached only 0.57-0.68 on the four blind sets (~20-27 tokens a turn);
+# by rank alone 0.84-0.88 at ~190-210 (benchmarks/data/README.md, "Past the memory budget").
+# 250 tokens fit about 20 short memories, a quarter of the default input budget: "a learner
+# with a few dozen short memories can afford to send them all" (issue 12). The cost: an
+# unrelated message also carries the memory block (data, not instructions), which is what lets
+# the model use a fact the message never mentions.
 DEFAULT_MEMORY_TOKENS = 250
 
 

@@ -131,9 +131,12 @@ def within_memory_budget(hits: list[SearchHit], budget: int, min_score: float) -
     """The memories that go into the context under a memory token budget (best first).
 
     A learner with a few dozen short memories can afford to send them all: an inference hop
-    ("plan my weekend" needs "has a daughter") does not depend on a score then. Only when they
-    do not fit is the ranking trusted: the hits at or above `min_score`, best first, until the
-    budget is spent.
+    ("plan my weekend" needs "has a daughter") does not depend on a score then. When they do
+    not fit, the ranking decides which do: the hits at or above `min_score`, best first, until
+    the budget is spent. The engine gives 0 here (by rank alone) but for a question about a
+    word (Engine.budget_floor): a cut at the reply's min_score left out the relevant memory
+    of many inference hops that ranked just below it (benchmarks/data/README.md, "Past the
+    memory budget").
     """
     cost = [len(o200k().encode(h.memory.text, disallowed_special=())) + 3 for h in hits]
     if sum(cost) <= budget:
@@ -374,15 +377,22 @@ class Engine:
         memora.longterm.phatic.min_score_for)."""
         return min_score_for(message, self.config.min_score)
 
+    def budget_floor(self, message: str) -> float:
+        """The score a memory needs to fill the memory budget past which not all of the
+        learner's memories fit: none (by rank alone, as every memory is sent while they fit),
+        but WORD_QUESTION_MIN_SCORE for a question about a word, which no fact about the
+        learner shapes unless it matches well."""
+        return min_score_for(message, 0.0)
+
     def used_in_reply(self, message: str, hits: list[SearchHit]) -> list[SearchHit]:
         """Which of `hits` (the user's memories ranked for `message`, best first, scores down to
         0) a reply to it puts in its context: every one while they fit `memory_tokens`, else
-        those at or above `min_score_for(message)`, best first, until the budget is spent;
-        without a budget, the first `top_k` at or above it."""
-        floor = self.min_score_for(message)
+        the best-ranked (at or above `budget_floor(message)`) until the budget is spent;
+        without a budget, the first `top_k` at or above `min_score_for(message)`."""
         if self.config.memory_tokens:
+            floor = self.budget_floor(message)
             return within_memory_budget(hits, self.config.memory_tokens, floor)
-        return [h for h in hits if h.score >= floor][: self.config.top_k]
+        return [h for h in hits if h.score >= self.min_score_for(message)][: self.config.top_k]
 
     async def search_memories(
         self, user_id: int, query: str, top_k: int = 10, *, origin_chat: int | None = None

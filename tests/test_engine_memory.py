@@ -401,6 +401,50 @@ async def test_a_memory_budget_sends_every_memory_that_fits_and_ranks_past_it(
     await tight.drain()
 
 
+async def test_past_the_memory_budget_the_best_ranked_fill_it(
+    db: Database, llm: FakeLLM, store: MemoryStore
+) -> None:
+    """A learner whose memories do not all fit the budget: the best-ranked fill it whatever
+    their score (an inference hop's memory often ranks below min_score), the rest stay out; a
+    question about a word still needs WORD_QUESTION_MIN_SCORE; /search marks what a reply sends."""
+    from memora.engine import MAX_BUDGETED_MEMORIES
+    from memora.longterm.phatic import WORD_QUESTION_MIN_SCORE
+
+    texts = ("The user has a 6-year-old daughter.", "The user's level is B1.",
+             "The user lives in Taichung.", "喜歡看棒球，支持統一獅", "在高雄的銀行上班",
+             "The user is vegetarian.", "The user plays the guitar in a band.",
+             "The user is preparing for the TOEIC exam.")  # fmt: skip
+    for text in texts:
+        await store.add(ALICE.id, text, source="manual")
+    engine = Engine(db=db, llm=llm, counter=LocalTokenCounter(), store=store,
+                    config=EngineConfig(memory_tokens=40))  # fmt: skip
+    message = "Can you help me plan my weekend in English?"
+    hits = (await engine.search_memories(ALICE.id, message, top_k=MAX_BUDGETED_MEMORIES)).hits
+    assert len(hits) == len(texts)
+    sent = engine.used_in_reply(message, hits)
+    assert 1 < len(sent) < len(texts) and sent == hits[: len(sent)]  # the best, as many as fit
+    assert min(h.score for h in sent) < engine.config.min_score  # a cut there would drop them
+    await engine.handle_turn(CHAT, ALICE, message)
+    block = str(llm.calls[-1].messages[0].content)
+    assert block.startswith(MEMORY_BLOCK)
+    assert [h.memory.text in block for h in hits] == [h in sent for h in hits]
+    shown = (await run_command(engine, "search", ctx(arg=message))).text
+    assert "else the best-ranked until they are spent" in shown
+    assert sum("✓" in line for line in shown.splitlines()[2:]) == len(sent)
+    await engine.drain()
+
+    question = "棒球的「全壘打」英文怎麼說？"
+    hits = (await engine.search_memories(ALICE.id, question, top_k=MAX_BUDGETED_MEMORIES)).hits
+    assert hits[0].memory.text.startswith("喜歡看棒球")
+    assert hits[0].score < WORD_QUESTION_MIN_SCORE and engine.used_in_reply(question, hits) == []
+    await engine.handle_turn(ChatRef(2), ALICE, question)
+    assert "統一獅" not in str(llm.calls[-1].messages[0].content)
+    shown = (await run_command(engine, "search", ctx(arg=question))).text
+    assert f"at or above {WORD_QUESTION_MIN_SCORE:.2f} (as for a question about a word)" in shown
+    assert "✓" not in shown.split("\n", 2)[2]
+    await engine.drain()
+
+
 async def test_a_question_about_a_word_needs_a_strong_match(
     db: Database, llm: FakeLLM, store: MemoryStore
 ) -> None:
