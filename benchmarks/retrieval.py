@@ -729,9 +729,9 @@ def context_section(
     print(
         "\n## (f) What reaches the context: top_k + min_score against a memory token budget "
         "(every memory while they fit; past it, the ranking cut at min_score, or by rank alone "
-        "until the budget is spent); memories with "
-        "their search terms, the product's ranking and no-result rules (chit-chat, questions "
-        "about a word)\n"
+        "until the budget is spent; the product: memory_tokens 250, past it by rank); "
+        "memories with their search terms, the product's ranking and no-result rules "
+        "(chit-chat, questions about a word)\n"
     )
     print(
         "| memories per user | rule | split | answerable: relevant memory in context "
