@@ -671,12 +671,12 @@ def context_pools(
 ) -> tuple[list[ContextPool], list[Query], list[F32]]:
     """The split's users with their memories' search terms (indexed and embedded, the product's
     dense weights), plus `extra` memories without terms for every user."""
-    from retrieval_candidates import load, with_terms
+    from retrieval_candidates import load
 
     users, lqueries = load(path, split)
     pools = []
     for u in users:
-        indexed = [with_terms(t, s) for t, s in zip(u.texts, u.terms, strict=True)]
+        indexed = u.with_situations()  # text + terms + situations, as the product indexes
         pairs = [dense_weight_pair(t, bool(s)) for t, s in zip(u.texts, u.terms, strict=True)]
         pairs += [dense_weight_pair(t, False) for t in extra]
         vecs = enc.passages(indexed)
@@ -707,9 +707,10 @@ def context_section(
     it, unrelated queries with no memory block, and memory tokens per turn (o200k, with the
     "- " line framing), for today's top_k + min_score and for memory token budgets (past the
     budget either the ranking cut at min_score or the best-ranked until the budget is spent;
-    chit-chat and questions about a word keep their own rules either way); for the
-    learner set's users (8 memories each, with search terms), and the same users with other
-    people's LoCoMo observations as further memories (a learner with hundreds of memories).
+    chit-chat and questions about a word keep their own rules either way); for the learner
+    set's users (8 memories each, indexed with their search terms and situations), and the same
+    users with other people's LoCoMo observations as further memories (a learner with hundreds
+    of memories).
     `sets` (label, file, split) replaces the learner set's two splits, e.g. to add the fresh set."""
     from memora.engine import MAX_BUDGETED_MEMORIES, within_memory_budget
     from memora.longterm.phatic import is_phatic, min_score_for
@@ -730,8 +731,8 @@ def context_section(
         "\n## (f) What reaches the context: top_k + min_score against a memory token budget "
         "(every memory while they fit; past it, the ranking cut at min_score, or by rank alone "
         "until the budget is spent; the product: memory_tokens 250, past it by rank); "
-        "memories with their search terms, the product's ranking and no-result rules "
-        "(chit-chat, questions about a word)\n"
+        "memories with their search terms and situations, the product's ranking and no-result "
+        "rules (chit-chat, questions about a word)\n"
     )
     print(
         "| memories per user | rule | split | answerable: relevant memory in context "
