@@ -378,10 +378,10 @@ class Engine:
         return min_score_for(message, self.config.min_score)
 
     def budget_floor(self, message: str) -> float:
-        """The score a memory needs to fill the memory budget past which not all of the
-        learner's memories fit: none (by rank alone, as every memory is sent while they fit),
-        but WORD_QUESTION_MIN_SCORE for a question about a word, which no fact about the
-        learner shapes unless it matches well."""
+        """The score a memory needs for the context when the learner's memories do not all
+        fit `memory_tokens`: none, the best-ranked fill the budget (as every memory is sent
+        while they fit), but WORD_QUESTION_MIN_SCORE for a question about a word, which no
+        fact about the learner shapes unless it matches well."""
         return min_score_for(message, 0.0)
 
     def used_in_reply(self, message: str, hits: list[SearchHit]) -> list[SearchHit]:
