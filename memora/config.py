@@ -81,12 +81,13 @@ class MemoryConfig(_Section):
 # The memory token budget: every memory of the learner goes into the context while they fit in
 # this many tokens (best first); past it, the best-ranked until it is spent (by rank alone,
 # min_score does not cut; a question about a word still needs 0.6). `benchmarks/retrieval.py
-# --quick`, section (f), learner set with search terms (8 memories a user, ~100 tokens in all),
-# tuning / held-out users: top_k 3 + min_score puts the relevant memory in the context for
-# 0.86 / 0.82 of answerable messages at 10 / 14 memory tokens a turn; with the budget 250,
-# 1.00 / 1.00 at 99 / 101 tokens a turn (120: 0.99 / 0.99 at 85 / 90). The misses it removes
-# are inference hops ("plan my weekend" needs "has a daughter") that no ranking finds. With
-# 361 memories a user (+ LoCoMo observations) the budget is exceeded and the ranking decides:
+# --quick`, section (f), learner set with search terms and situations (8 memories a user, ~100
+# tokens in all), tuning / held-out users: top_k 3 + min_score puts the relevant memory in the
+# context for 0.79 / 0.81 of answerable messages at 13 / 16 memory tokens a turn; with the
+# budget 250, 1.00 / 1.00 at 90 / 95 tokens a turn (120: 1.00 / 1.00 at 86 / 93). The misses
+# it removes are inference hops ("plan my weekend" needs "has a daughter") that no ranking
+# finds. With 361 memories a user (+ LoCoMo observations) the budget is exceeded and the
+# ranking decides:
 # cut at min_score it reached only 0.67-0.77 on the four blind sets (~22-33 tokens a turn);
 # by rank alone 0.85-0.93 at ~190-210 (benchmarks/data/README.md, "Past the memory budget").
 # 250 tokens fit about 20 short memories, a quarter of the default input budget: "a learner
