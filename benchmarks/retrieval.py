@@ -669,8 +669,9 @@ class ContextPool:
 def context_pools(
     path: Path, split: str, enc: Encoder, extra: Sequence[str] = (), extra_vecs: F32 | None = None
 ) -> tuple[list[ContextPool], list[Query], list[F32]]:
-    """The split's users with their memories' search terms (indexed and embedded, the product's
-    dense weights), plus `extra` memories without terms for every user."""
+    """The split's users with their memories' search terms and situations (indexed and
+    embedded, the product's dense weights), plus `extra` memories without terms for every
+    user."""
     from retrieval_candidates import load
 
     users, lqueries = load(path, split)
