@@ -87,9 +87,9 @@ class MemoryConfig(_Section):
 # budget 250, 1.00 / 1.00 at 90 / 95 tokens a turn (120: 1.00 / 1.00 at 86 / 93). The misses
 # it removes are inference hops ("plan my weekend" needs "has a daughter") that no ranking
 # finds. With 361 memories a user (+ LoCoMo observations) the budget is exceeded and the
-# ranking decides:
-# cut at min_score it reached only 0.67-0.77 on the four blind sets (~22-33 tokens a turn);
-# by rank alone 0.85-0.93 at ~190-210 (benchmarks/data/README.md, "Past the memory budget").
+# ranking decides: cut at min_score it reached only 0.67-0.77 on the four blind sets (~22-33
+# tokens a turn); by rank alone 0.85-0.93 at ~190-210 (benchmarks/data/README.md, "Past the
+# memory budget").
 # 250 tokens fit about 20 short memories, a quarter of the default input budget: "a learner
 # with a few dozen short memories can afford to send them all" (issue 12). The cost: an
 # unrelated message also carries the memory block (data, not instructions), which is what lets
