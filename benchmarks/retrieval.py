@@ -50,6 +50,7 @@ import math
 import re
 import sys
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -61,6 +62,7 @@ import numpy.typing as npt
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from memora.config import DEFAULT_MEMORY_TOKENS as PRODUCT_BUDGET  # noqa: E402
 from memora.longterm.embeddings import normalise  # noqa: E402
 from memora.longterm.lexical import BM25, tokenize  # noqa: E402
 from memora.longterm.ranking import (  # noqa: E402
@@ -697,6 +699,23 @@ def context_pools(
     return pools, queries, [enc.query(q.text) for q in queries]
 
 
+MISS_KINDS = (
+    "a question about a word, below its floor",
+    "ranked just past the budget (within twice the memories it holds)",
+    "ranked deeper",
+)
+
+
+def miss_kind(q: Query, order: list[int], by_rank: list[int]) -> str:
+    """Why a relevant memory missed the product's context past the budget: a question about a
+    word cut it (`by_rank`, the budget filled with no floor, would hold it), or where it ranked
+    against the number of memories the budget holds."""
+    if set(by_rank) & set(q.relevant):
+        return MISS_KINDS[0]
+    rank = min(order.index(i) for i in q.relevant)
+    return MISS_KINDS[1] if rank < 2 * len(by_rank) else MISS_KINDS[2]
+
+
 def context_section(
     learner_set: Path,
     enc: Encoder,
@@ -740,13 +759,27 @@ def context_section(
         "| unrelated: no memory block | memory tokens per turn (mean) | max |"
     )
     print("|---|---|---|---|---|---|---|")
-    # (label, budget, the min_score the ranking is cut at past the budget: a question about a
-    # word keeps its own floor either way, min_score_for)
-    rules: list[tuple[str, int, float]] = [
-        (f"top_k {TOP_K_PRODUCT}, min_score {DEFAULT_MIN_SCORE}", 0, DEFAULT_MIN_SCORE)
+    # (label, budget, the min_score the ranking is cut at past the budget, whether a question
+    # about a word keeps its own floor, min_score_for: the product does)
+    rules: list[tuple[str, int, float, bool]] = [
+        (f"top_k {TOP_K_PRODUCT}, min_score {DEFAULT_MIN_SCORE}", 0, DEFAULT_MIN_SCORE, True)
     ]
-    rules += [(f"memory_tokens {b}, past it ≥ min_score", b, DEFAULT_MIN_SCORE) for b in BUDGETS]
-    rules += [(f"memory_tokens {b}, past it by rank", b, 0.0) for b in BUDGETS]
+    rules += [
+        (f"memory_tokens {b}, past it ≥ min_score", b, DEFAULT_MIN_SCORE, True) for b in BUDGETS
+    ]
+    rules += [(f"memory_tokens {b}, past it by rank", b, 0.0, True) for b in BUDGETS]
+    # what the word-question floor costs and buys past the budget (kept: README, "Past the
+    # memory budget")
+    rules.append(
+        (
+            f"memory_tokens {PRODUCT_BUDGET}, past it by rank, no word-question floor",
+            PRODUCT_BUDGET,
+            0.0,
+            False,
+        )
+    )
+    # the product's misses past the budget, by kind (printed after the table)
+    misses: dict[str, Counter[str]] = {}
     sizes = [("the user's", ())] + ([(f"+ {len(extra)} observations", extra)] if extra else [])
     for size, more in sizes:
         splits = {
@@ -755,7 +788,7 @@ def context_section(
                 sets or [(split, learner_set, split) for split in ("tune", "heldout")]
             )
         }
-        for label, budget, past in rules:
+        for label, budget, past, word_floor in rules:
             for split, (pools, queries, qvecs) in splits.items():
                 reached = n_ans = silent = n_unrel = tokens = most = 0
                 for qv, q in zip(qvecs, queries, strict=True):
@@ -773,13 +806,18 @@ def context_section(
                         int(i) for i in np.lexsort((np.arange(len(sc.score)), -sc.dense, -sc.score))
                     ]
                     # the product's no-result rules: chit-chat, and a question about a word
-                    floor = min_score_for(q.text, past)
+                    floor = min_score_for(q.text, past) if word_floor else past
                     if is_phatic(q.text):
                         chosen = []
                     elif budget:
                         chosen = budgeted(pool.texts, order, sc.score, budget, floor)
                     else:
                         chosen = [i for i in order[:TOP_K_PRODUCT] if sc.score[i] >= floor]
+                    product = budget == PRODUCT_BUDGET and not past and word_floor
+                    if product and more and q.relevant and not set(chosen) & set(q.relevant):
+                        misses.setdefault(split, Counter())[
+                            miss_kind(q, order, budgeted(pool.texts, order, sc.score, budget, 0))
+                        ] += 1
                     cost = sum(len(tok.encode("- " + pool.texts[i])) + 1 for i in chosen)
                     tokens += cost
                     most = max(most, cost)
@@ -794,6 +832,15 @@ def context_section(
                     f"| {name} | {label} | {split} | {_frac(reached, n_ans)} "
                     f"| {_frac(silent, n_unrel)} | {tokens / max(len(queries), 1):.1f} | {most} |"
                 )
+    if misses:
+        print(
+            f"\nThe product's misses past the budget (memory_tokens {PRODUCT_BUDGET}, by rank, "
+            "with other people's observations), by kind:\n"
+        )
+        print("| split | " + " | ".join(MISS_KINDS) + " |")
+        print("|---" * (len(MISS_KINDS) + 1) + "|")
+        for split, kinds in misses.items():
+            print(f"| {split} | " + " | ".join(str(kinds[k]) for k in MISS_KINDS) + " |")
 
 
 def locomo_observations(locomo: Path) -> list[str]:
