@@ -39,3 +39,17 @@ def test_section_f_indexes_terms_and_situations() -> None:
             assert pool.texts[i] == memory["text"]  # what reaches the context: the text alone
             assert pool.indexed[i].startswith(memory["text"])
             assert all(s in pool.indexed[i] for s in situations[memory["id"]])
+
+
+def test_section_f_tells_the_kind_of_a_miss_past_the_budget() -> None:
+    kinds = retrieval.MISS_KINDS
+    order = [4, 0, 1, 2, 3, 5, 6, 7, 8, 9]  # the ranking: memory 4 first
+    query = retrieval.Query("think 這個字怎麼念", {0}, 0)
+    # filled by rank with no floor, the budget would hold memory 0: the word question's floor cut it
+    assert retrieval.miss_kind(query, order, [4, 0, 1]) == kinds[0]
+    # memory 3 ranks 5th, the budget holds 3 (within twice that): just past it
+    assert retrieval.miss_kind(retrieval.Query("q", {3}, 0), order, [4, 0, 1]) == kinds[1]
+    # memory 9 ranks 10th: deeper
+    assert retrieval.miss_kind(retrieval.Query("q", {9}, 0), order, [4, 0, 1]) == kinds[2]
+    # the best-ranked relevant memory decides
+    assert retrieval.miss_kind(retrieval.Query("q", {9, 2}, 0), order, [4, 0, 1]) == kinds[1]
