@@ -700,16 +700,17 @@ def context_pools(
 
 
 MISS_KINDS = (
-    "a question about a word, below its floor",
+    "a no-result rule (a question about a word below its floor, or chit-chat)",
     "ranked just past the budget (within twice the memories it holds)",
     "ranked deeper",
 )
 
 
 def miss_kind(q: Query, order: list[int], by_rank: list[int]) -> str:
-    """Why a relevant memory missed the product's context past the budget: a question about a
-    word cut it (`by_rank`, the budget filled with no floor, would hold it), or where it ranked
-    against the number of memories the budget holds."""
+    """Why a relevant memory missed the product's context past the budget: a no-result rule cut
+    it (`by_rank`, the budget filled by rank with no rule, would hold it; in the learner sets
+    that is always a question about a word's floor, no answerable message is chit-chat), or
+    where it ranked against the number of memories the budget holds."""
     if set(by_rank) & set(q.relevant):
         return MISS_KINDS[0]
     rank = min(order.index(i) for i in q.relevant)
@@ -768,8 +769,8 @@ def context_section(
         (f"memory_tokens {b}, past it ≥ min_score", b, DEFAULT_MIN_SCORE, True) for b in BUDGETS
     ]
     rules += [(f"memory_tokens {b}, past it by rank", b, 0.0, True) for b in BUDGETS]
-    # what the word-question floor costs and buys past the budget (kept: README, "Past the
-    # memory budget")
+    # what the word-question floor costs and buys past the budget (it stays:
+    # benchmarks/data/README.md, "Past the budget: the word-question floor")
     rules.append(
         (
             f"memory_tokens {PRODUCT_BUDGET}, past it by rank, no word-question floor",
