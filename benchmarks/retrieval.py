@@ -751,7 +751,8 @@ def context_section(
     print(
         "\n## (f) What reaches the context: top_k + min_score against a memory token budget "
         "(every memory while they fit; past it, the ranking cut at min_score, or by rank alone "
-        "until the budget is spent; the product: memory_tokens 250, past it by rank); "
+        f"until the budget is spent; the product: memory_tokens {PRODUCT_BUDGET}, past it by "
+        "rank); "
         "memories with their search terms and situations, the product's ranking and no-result "
         "rules (chit-chat, questions about a word)\n"
     )
@@ -790,6 +791,8 @@ def context_section(
             )
         }
         for label, budget, past, word_floor in rules:
+            # the product's row with other people's observations: its misses are counted by kind
+            count_misses = bool(more) and budget == PRODUCT_BUDGET and not past and word_floor
             for split, (pools, queries, qvecs) in splits.items():
                 reached = n_ans = silent = n_unrel = tokens = most = 0
                 for qv, q in zip(qvecs, queries, strict=True):
@@ -814,8 +817,7 @@ def context_section(
                         chosen = budgeted(pool.texts, order, sc.score, budget, floor)
                     else:
                         chosen = [i for i in order[:TOP_K_PRODUCT] if sc.score[i] >= floor]
-                    product = budget == PRODUCT_BUDGET and not past and word_floor
-                    if product and more and q.relevant and not set(chosen) & set(q.relevant):
+                    if count_misses and q.relevant and not set(chosen) & set(q.relevant):
                         misses.setdefault(split, Counter())[
                             miss_kind(q, order, budgeted(pool.texts, order, sc.score, budget, 0))
                         ] += 1
