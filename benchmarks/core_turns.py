@@ -3,7 +3,17 @@
 Prints input tokens sent per turn against a full-history baseline (same tokenizer, same system
 prompt), LLM calls per turn on the reply path, and the engine's own overhead per turn.
 
-    .venv/bin/python benchmarks/core_turns.py [--turns 300] [--recent 3] [--budget 1000]
+    .venv/bin/python benchmarks/core_turns.py [--turns 300] [--recent 3] [--budget 1250]
+        [--reply-tokens N] [--memories benchmarks/data/heavy_learners_dev.json]
+        [--memory-tokens 250]
+
+``--reply-tokens``: the fake tutor's reply is about N o200k tokens (default: its short stock
+reply, ~80). ``--memories``: the learner has the memories of the first learner in that file
+(``benchmarks/heavy_learners.py``: 120 memories with terms and situations) in a real
+``MemoryStore`` (embedded Chroma, LocalUSE), so every turn carries the memory block the product
+sends a learner with a year of memories (``memory_tokens`` past the budget), and the mean
+memory block is printed. ``--grid`` runs the grid of reply lengths × with and without those
+memories × input budgets that the README quotes ("What reaches the context").
 """
 
 from __future__ import annotations
@@ -18,10 +28,15 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
+from memora.config import DEFAULT_MAX_INPUT_TOKENS, DEFAULT_MEMORY_TOKENS
 from memora.engine import ChatRef, Engine, EngineConfig, UserRef
 from memora.llm import ChatMessage, Completion, OnDelta, Parsed, Usage
+from memora.longterm import MemoryStore
+from memora.longterm.embeddings import LocalUSE
+from memora.longterm.records import NewMemory
+from memora.prompts import MEMORY_BLOCK
 from memora.storage import Database
-from memora.tokens import LocalTokenCounter
+from memora.tokens import LocalTokenCounter, o200k
 
 TOPICS = [
     "我的英文程度大概是 B1，想準備多益 850 分。",
@@ -44,8 +59,10 @@ REPLY = (
 class ZeroLatencyLLM:
     """Answers at once; counts calls so the benchmark can see which happen on the reply path."""
 
-    def __init__(self) -> None:
+    def __init__(self, reply: str = REPLY) -> None:
         self.calls = 0
+        self.reply = reply
+        self.memory_block = 0  # o200k tokens of the memory lines in the last reply request
 
     async def complete(
         self, instructions: str, messages: list[ChatMessage], on_delta: OnDelta | None = None
@@ -54,7 +71,9 @@ class ZeroLatencyLLM:
         if "summary" in instructions.lower():
             text = " ".join(m.content[:400] for m in messages)[:700]
         else:
-            text = REPLY
+            text = self.reply
+            lines = [m.content for m in messages if m.content.startswith(MEMORY_BLOCK)]
+            self.memory_block = len(o200k().encode(lines[0][len(MEMORY_BLOCK) :])) if lines else 0
         if on_delta is not None:
             await on_delta(text)
         return Completion(text, Usage(len(str(messages)) // 4, len(text) // 4))
@@ -76,18 +95,57 @@ def pct(values: list[float], q: float) -> float:
     return statistics.quantiles(values, n=100)[int(q) - 1] if len(values) > 1 else values[0]
 
 
-async def main(turns: int, recent: int, budget: int) -> None:
+def reply_of(tokens: int) -> str:
+    """The stock reply, repeated and cut to about `tokens` o200k tokens (0: the stock reply)."""
+    if not tokens:
+        return REPLY
+    enc = o200k()
+    ids = enc.encode(" ".join([REPLY] * (tokens // 40 + 1)))[:tokens]
+    return str(enc.decode(ids))
+
+
+async def heavy_store(path: Path, folder: Path) -> MemoryStore:
+    """A real store holding the first learner of a heavy-learners file as user 1."""
+    from heavy_learners import as_tuple, read
+
+    data, sits = read(path)
+    store = await MemoryStore.create(folder, LocalUSE())
+    items = [
+        NewMemory(
+            m["text"],
+            category=m.get("category", "other"),
+            terms=as_tuple(m.get("terms")),
+            situations=as_tuple(sits.get(m["id"])),
+        )
+        for m in data["users"][0]["memories"]
+    ]
+    await store.add_many(1, items)
+    return store
+
+
+async def main(
+    turns: int,
+    recent: int,
+    budget: int,
+    reply_tokens: int = 0,
+    memories: Path | None = None,
+    memory_tokens: int = DEFAULT_MEMORY_TOKENS,
+) -> None:
     rng = random.Random(1)
-    llm = ZeroLatencyLLM()
+    llm = ZeroLatencyLLM(reply_of(reply_tokens))
     counter = LocalTokenCounter()
     with tempfile.TemporaryDirectory() as tmp:
         db = Database(Path(tmp) / "bench.sqlite3")
         await db.open()
-        config = EngineConfig(max_input_tokens=budget, max_recent_turns=recent)
-        engine = Engine(db=db, llm=llm, counter=counter, config=config)
+        store = await heavy_store(memories, Path(tmp) / "chroma") if memories else None
+        config = EngineConfig(
+            max_input_tokens=budget, max_recent_turns=recent, memory_tokens=memory_tokens
+        )
+        engine = Engine(db=db, llm=llm, counter=counter, config=config, store=store)
         chat, user = ChatRef(1), UserRef(1, "learner")
         history: list[ChatMessage] = []
         sent, baseline, reply_path_calls, overhead_ms, after_ms = [], [], [], [], []
+        block: list[int] = []  # o200k tokens of the memory lines the reply's context holds
         for i in range(turns):
             text = f"{rng.choice(TOPICS)} (turn {i})"
             before = llm.calls
@@ -100,13 +158,26 @@ async def main(turns: int, recent: int, budget: int) -> None:
             overhead_ms.append((t1 - t0) * 1000)
             assert reply.ok and reply.stats is not None, reply.text
             sent.append(reply.stats.usage.counted_input)
+            if store is not None:
+                block.append(llm.memory_block)
             baseline.append(
                 counter.count_sync(config.instructions, [*history, ChatMessage("user", text)])
             )
             history += [ChatMessage("user", text), ChatMessage("assistant", reply.text)]
+        if store is not None:
+            await store.close()
         await db.close()
 
-    print(f"turns: {turns}  max_recent_turns: {recent}  max_input_tokens: {budget}")
+    print(
+        f"turns: {turns}  max_recent_turns: {recent}  max_input_tokens: {budget}  "
+        f"memory_tokens: {memory_tokens}  reply: ~{len(o200k().encode(llm.reply))} tokens  "
+        "memories: " + (f"{memories.name} (first learner)" if memories else "none")
+    )
+    if block:
+        print(
+            f"memory block per turn (o200k):         mean {statistics.mean(block):8.1f}  "
+            f"max {max(block)}"
+        )
     print(
         f"input tokens per turn, memora:        mean {statistics.mean(sent):8.1f}  max {max(sent)}"
     )
@@ -132,10 +203,31 @@ async def main(turns: int, recent: int, budget: int) -> None:
     )
 
 
+GRID_REPLIES = (0, 150, 250)
+GRID_BUDGETS = (1000, 1250, 1500)
+
+
+async def grid(turns: int, recent: int, memories: Path) -> None:
+    """Reply-path LLM calls and input tokens over reply lengths × memories × input budgets."""
+    for reply_tokens in GRID_REPLIES:
+        for heavy in (None, memories):
+            for budget in GRID_BUDGETS:
+                print()
+                await main(turns, recent, budget, reply_tokens, heavy)
+
+
 if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--turns", type=int, default=300)
     ap.add_argument("--recent", type=int, default=3)
-    ap.add_argument("--budget", type=int, default=1000)
+    ap.add_argument("--budget", type=int, default=DEFAULT_MAX_INPUT_TOKENS)
+    ap.add_argument("--reply-tokens", type=int, default=0)
+    ap.add_argument("--memories", type=Path, default=None)
+    ap.add_argument("--memory-tokens", type=int, default=DEFAULT_MEMORY_TOKENS)
+    ap.add_argument("--grid", action="store_true")
     a = ap.parse_args()
-    asyncio.run(main(a.turns, a.recent, a.budget))
+    if a.grid:
+        heavy = a.memories or Path(__file__).parent / "data" / "heavy_learners_dev.json"
+        asyncio.run(grid(a.turns, a.recent, heavy))
+    else:
+        asyncio.run(main(a.turns, a.recent, a.budget, a.reply_tokens, a.memories, a.memory_tokens))

@@ -48,6 +48,7 @@ import asyncio
 import json
 import sys
 import tempfile
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -55,6 +56,9 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+import retrieval as rb  # noqa: E402
 
 from memora.config import DEFAULT_MEMORY_TOKENS as BUDGET  # noqa: E402
 from memora.engine import MAX_BUDGETED_MEMORIES, within_memory_budget  # noqa: E402
@@ -221,6 +225,7 @@ async def measure(paths: Sequence[Path]) -> None:
                     )
                 await retrieval_function(store, learners)
                 tallies = {name: Tally() for name, _ in RULES}
+                misses: Counter[str] = Counter()
                 for lr in learners:
                     by_id = {m.id: m for m in lr.memories}
                     for msg in lr.messages:
@@ -250,6 +255,8 @@ async def measure(paths: Sequence[Path]) -> None:
                             else:
                                 t.unrelated += 1
                                 t.silent += not ids
+                            if rule is product and msg.relevant and not ids & msg.relevant:
+                                misses[await miss_kind(store, lr, msg)] += 1
                 print(
                     f"\nWhat reaches the context (the store's search as Engine._retrieve calls it; "
                     f"the product's budget is memory_tokens {BUDGET}):\n"
@@ -266,6 +273,31 @@ async def measure(paths: Sequence[Path]) -> None:
                         f"| {frac(t.silent, t.unrelated)} | {t.tokens / max(t.turns, 1):.1f} "
                         f"| {t.most} |"
                     )
+                print(
+                    "\nThe product's misses by kind (as section (f) of benchmarks/retrieval.py): "
+                    + ", ".join(f"{kind}: {misses[kind]}" for kind in rb.MISS_KINDS)
+                )
+
+
+async def miss_kind(store: MemoryStore, lr: Learner, msg: Message) -> str:
+    """Why the product's context missed the relevant memory, as section (f) of
+    ``benchmarks/retrieval.py`` tells it (``retrieval.miss_kind``), from the learner's whole
+    ranking."""
+    ranked = await store.search(
+        lr.user_id,
+        msg.text,
+        top_k=len(lr.memories),
+        min_score=0.0,
+        extra_context=msg.previous,
+        floor=min_score_for(msg.text, DEFAULT_MIN_SCORE),
+    )
+    ids = [h.memory.id for h in ranked.hits]
+    by_rank = within_memory_budget(ranked.hits[:MAX_BUDGETED_MEMORIES], BUDGET, 0.0)
+    return rb.miss_kind(
+        rb.Query(msg.text, {ids.index(r) for r in msg.relevant}, 0),
+        list(range(len(ids))),
+        [ids.index(h.memory.id) for h in by_rank],
+    )
 
 
 async def retrieval_function(store: MemoryStore, learners: list[Learner]) -> None:

@@ -70,8 +70,18 @@ class LLMConfig(_Section):
     speech_model: str = "gpt-4o-mini-tts"
 
 
+# The input budget: the seeds' 1000 tokens for the conversation (system prompt, summary, recent
+# turns, message) plus DEFAULT_MEMORY_TOKENS for the memory block. At 1000, a learner whose
+# memories fill the block had a turn folded into the summary before most replies (an LLM call
+# on the reply path) once the tutor's replies run to ~200 tokens: `benchmarks/core_turns.py
+# --grid` (120 memories of one learner, 3 recent turns) gives 1.85 calls a turn at 1000 and
+# 1.00 at 1250 with ~200-token replies, 1.89 → 1.00 at ~250; with ~150 or without memories,
+# 1.00 either way (the budget is a cap: a turn that fits sends the same).
+DEFAULT_MAX_INPUT_TOKENS = 1250
+
+
 class MemoryConfig(_Section):
-    max_input_tokens: int = Field(1000, ge=100)
+    max_input_tokens: int = Field(DEFAULT_MAX_INPUT_TOKENS, ge=100)
     max_recent_turns: int = Field(3, ge=0, le=100)
     max_message_chars: int = Field(4000, ge=1)
     token_counting: Literal["local", "provider"] = "local"
@@ -90,7 +100,7 @@ class MemoryConfig(_Section):
 # ranking decides: cut at min_score it reached only 0.67-0.77 on the four blind sets (~22-33
 # tokens a turn); by rank alone 0.85-0.93 at ~190-210 (benchmarks/data/README.md, "Past the
 # memory budget").
-# 250 tokens fit about 20 short memories, a quarter of the default input budget: "a learner
+# 250 tokens fit about 20 short memories, a fifth of the default input budget: "a learner
 # with a few dozen short memories can afford to send them all" (issue 12). The cost: an
 # unrelated message also carries the memory block (data, not instructions), which is what lets
 # the model use a fact the message never mentions.

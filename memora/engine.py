@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from memora.blocking import background
 from memora.clock import as_utc, utcnow
-from memora.config import DEFAULT_MEMORY_TOKENS
+from memora.config import DEFAULT_MAX_INPUT_TOKENS, DEFAULT_MEMORY_TOKENS
 from memora.learner.service import Learner
 from memora.llm import LLM, ChatMessage, Completion, LLMError, OnDelta
 from memora.longterm.phatic import min_score_for
@@ -101,7 +101,7 @@ class _Prepared:
 
 @dataclass(frozen=True)
 class EngineConfig:
-    max_input_tokens: int = 1000
+    max_input_tokens: int = DEFAULT_MAX_INPUT_TOKENS
     max_recent_turns: int = 3
     max_message_chars: int = 4000
     top_k: int = 3

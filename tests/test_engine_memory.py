@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+from collections import deque
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -563,3 +564,39 @@ def test_the_previous_message_is_the_learners_own() -> None:
     assert previous_message(pending, BOB.id) == "Bob's question"
     assert previous_message(pending, 99) is None
     assert previous_message([], ALICE.id) is None
+
+
+async def _pre_reply_folds(db: Database, store: MemoryStore, config: EngineConfig) -> int:
+    """Summary calls made before the reply, over 6 turns of ~200-token tutor replies, for a
+    learner whose memories fill the memory budget."""
+    from memora.tokens import o200k
+
+    enc = o200k()
+    text = " ".join(["Use 'for' with a length of time, 'since' with a start. 你可以先造句。"] * 20)
+    reply = str(enc.decode(enc.encode(text)[:200]))
+    llm = FakeLLM(replies=deque([reply] * 6))
+    engine = Engine(db=db, llm=llm, counter=LocalTokenCounter(), store=store, config=config)
+    folds = 0
+    for n in range(6):
+        start = len(llm.calls)
+        await engine.handle_turn(CHAT, ALICE, f"Can you check my sentence number {n} for me?")
+        calls = llm.calls[start:]
+        reply_at = next(i for i, c in enumerate(calls) if c.kind == "complete"
+                        and not llm.is_summary(c.instructions))  # fmt: skip
+        folds += sum(c.kind == "complete" for c in calls[:reply_at])
+        await engine.drain()
+    return folds
+
+
+async def test_a_full_memory_block_leaves_the_recent_turns_their_room(
+    db: Database, store: MemoryStore
+) -> None:
+    """The default input budget holds the memory budget beside the recent turns: a learner with
+    more memories than fit, and replies of ~200 tokens, get no fold before the reply (an extra
+    LLM call on the reply path); the seeds' 1000 alone folded before nearly every reply."""
+    for n in range(24):
+        await store.add(ALICE.id, f"The user's colleague number {n} works in sales and likes "
+                        f"hiking on weekends.", source="manual")  # fmt: skip
+    assert await _pre_reply_folds(db, store, EngineConfig()) == 0
+    await db.reset_chat(CHAT.id)
+    assert await _pre_reply_folds(db, store, EngineConfig(max_input_tokens=1000)) >= 3
