@@ -12,8 +12,10 @@ reply, ~80). ``--memories``: the learner has the memories of the first learner i
 (``benchmarks/heavy_learners.py``: 120 memories with terms and situations) in a real
 ``MemoryStore`` (embedded Chroma, LocalUSE), so every turn carries the memory block the product
 sends a learner with a year of memories (``memory_tokens`` past the budget), and the mean
-memory block is printed. ``--grid`` runs the grid of reply lengths × with and without those
-memories × input budgets that the README quotes ("What reaches the context").
+memory block is printed. ``--grid`` prints the table the README quotes ("The input budget
+holds the memory budget"): reply-path calls per turn over reply lengths × (no memories, or
+those memories with a memory budget) × input budgets. The fake model reports o200k input usage,
+as an OpenAI model does, so the budget's calibration stays at 1.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import random
 import statistics
 import tempfile
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from pydantic import BaseModel
@@ -56,6 +59,9 @@ REPLY = (
 )
 
 
+RAW = LocalTokenCounter()  # o200k with per-message framing, never calibrated
+
+
 class ZeroLatencyLLM:
     """Answers at once; counts calls so the benchmark can see which happen on the reply path."""
 
@@ -76,7 +82,10 @@ class ZeroLatencyLLM:
             self.memory_block = len(o200k().encode(lines[0][len(MEMORY_BLOCK) :])) if lines else 0
         if on_delta is not None:
             await on_delta(text)
-        return Completion(text, Usage(len(str(messages)) // 4, len(text) // 4))
+        # the usage an OpenAI model reports (its tokenizer is o200k): the budget's calibration
+        # stays at 1, so the figures are the o200k budget's own
+        usage = Usage(RAW.raw_count(instructions, messages), RAW.text_tokens(text))
+        return Completion(text, usage)
 
     async def parse(
         self, instructions: str, messages: list[ChatMessage], schema: type[BaseModel]
@@ -123,16 +132,32 @@ async def heavy_store(path: Path, folder: Path) -> MemoryStore:
     return store
 
 
-async def main(
+@dataclass
+class Run:
+    """One conversation's figures (see `main` for what is printed)."""
+
+    reply_tokens: int
+    sent: list[int] = field(default_factory=list)  # input tokens counted per turn
+    baseline: list[int] = field(default_factory=list)  # the full history's, same tokenizer
+    calls: list[int] = field(default_factory=list)  # LLM calls on the reply path per turn
+    block: list[int] = field(default_factory=list)  # o200k tokens of the memory lines
+    overhead_ms: list[float] = field(default_factory=list)
+    after_ms: list[float] = field(default_factory=list)
+
+
+async def converse(
     turns: int,
     recent: int,
     budget: int,
     reply_tokens: int = 0,
     memories: Path | None = None,
     memory_tokens: int = DEFAULT_MEMORY_TOKENS,
-) -> None:
+) -> Run:
+    """`turns` turns of one learner through the real engine (SQLite, and with `memories` a real
+    MemoryStore holding a heavy learner's memories)."""
     rng = random.Random(1)
     llm = ZeroLatencyLLM(reply_of(reply_tokens))
+    run = Run(len(o200k().encode(llm.reply)))
     counter = LocalTokenCounter()
     with tempfile.TemporaryDirectory() as tmp:
         db = Database(Path(tmp) / "bench.sqlite3")
@@ -144,76 +169,108 @@ async def main(
         engine = Engine(db=db, llm=llm, counter=counter, config=config, store=store)
         chat, user = ChatRef(1), UserRef(1, "learner")
         history: list[ChatMessage] = []
-        sent, baseline, reply_path_calls, overhead_ms, after_ms = [], [], [], [], []
-        block: list[int] = []  # o200k tokens of the memory lines the reply's context holds
         for i in range(turns):
             text = f"{rng.choice(TOPICS)} (turn {i})"
             before = llm.calls
             t0 = time.perf_counter()
             reply = await engine.handle_turn(chat, user, text)
             t1 = time.perf_counter()
-            reply_path_calls.append(llm.calls - before)
+            run.calls.append(llm.calls - before)
             await engine.drain()  # the after-reply work (summary) timed on its own
-            after_ms.append((time.perf_counter() - t1) * 1000)
-            overhead_ms.append((t1 - t0) * 1000)
+            run.after_ms.append((time.perf_counter() - t1) * 1000)
+            run.overhead_ms.append((t1 - t0) * 1000)
             assert reply.ok and reply.stats is not None, reply.text
-            sent.append(reply.stats.usage.counted_input)
+            run.sent.append(reply.stats.usage.counted_input)
             if store is not None:
-                block.append(llm.memory_block)
-            baseline.append(
+                run.block.append(llm.memory_block)
+            run.baseline.append(
                 counter.count_sync(config.instructions, [*history, ChatMessage("user", text)])
             )
             history += [ChatMessage("user", text), ChatMessage("assistant", reply.text)]
         if store is not None:
             await store.close()
         await db.close()
+    return run
 
+
+async def main(
+    turns: int,
+    recent: int,
+    budget: int,
+    reply_tokens: int = 0,
+    memories: Path | None = None,
+    memory_tokens: int = DEFAULT_MEMORY_TOKENS,
+) -> None:
+    run = await converse(turns, recent, budget, reply_tokens, memories, memory_tokens)
+    sent = run.sent
     print(
         f"turns: {turns}  max_recent_turns: {recent}  max_input_tokens: {budget}  "
-        f"memory_tokens: {memory_tokens}  reply: ~{len(o200k().encode(llm.reply))} tokens  "
+        f"memory_tokens: {memory_tokens}  reply: ~{run.reply_tokens} tokens  "
         "memories: " + (f"{memories.name} (first learner)" if memories else "none")
     )
-    if block:
+    if run.block:
         print(
-            f"memory block per turn (o200k):         mean {statistics.mean(block):8.1f}  "
-            f"max {max(block)}"
+            f"memory block per turn (o200k):         mean {statistics.mean(run.block):8.1f}  "
+            f"max {max(run.block)}"
         )
     print(
         f"input tokens per turn, memora:        mean {statistics.mean(sent):8.1f}  max {max(sent)}"
     )
     print(
-        f"input tokens per turn, full history:  mean {statistics.mean(baseline):8.1f}  "
-        f"max {max(baseline)}"
+        f"input tokens per turn, full history:  mean {statistics.mean(run.baseline):8.1f}  "
+        f"max {max(run.baseline)}"
     )
-    print(f"ratio memora / full history (total):  {sum(sent) / sum(baseline):.3f}")
-    print(f"ratio at the last turn:               {sent[-1] / baseline[-1]:.3f}")
+    print(f"ratio memora / full history (total):  {sum(sent) / sum(run.baseline):.3f}")
+    print(f"ratio at the last turn:               {sent[-1] / run.baseline[-1]:.3f}")
     over = sum(1 for s in sent if s > budget)
     print(f"turns over budget:                    {over}")
     print(
-        f"LLM calls on the reply path per turn: mean {statistics.mean(reply_path_calls):.3f}  "
-        f"max {max(reply_path_calls)}"
+        f"LLM calls on the reply path per turn: mean {statistics.mean(run.calls):.3f}  "
+        f"max {max(run.calls)}"
     )
     print(
-        f"engine overhead per turn (ms):        median {statistics.median(overhead_ms):.2f}  "
-        f"p95 {pct(overhead_ms, 95):.2f}"
+        f"engine overhead per turn (ms):        median {statistics.median(run.overhead_ms):.2f}  "
+        f"p95 {pct(run.overhead_ms, 95):.2f}"
     )
     print(
-        f"after-reply work per turn (ms):       median {statistics.median(after_ms):.2f}  "
-        f"p95 {pct(after_ms, 95):.2f}"
+        f"after-reply work per turn (ms):       median {statistics.median(run.after_ms):.2f}  "
+        f"p95 {pct(run.after_ms, 95):.2f}"
     )
 
 
-GRID_REPLIES = (0, 150, 250)
-GRID_BUDGETS = (1000, 1250, 1500)
+GRID_REPLIES = (0, 100, 150, 200, 250, 300)  # 0: the stock reply (~74 tokens)
+# (with the heavy learner's memories, memory_tokens, max_input_tokens)
+GRID_COLUMNS = (
+    (False, 250, 1000),
+    (True, 250, 1000),
+    (True, 250, 1250),
+    (True, 500, 1250),
+    (True, 500, 1500),
+    (True, 500, 2000),
+)
 
 
 async def grid(turns: int, recent: int, memories: Path) -> None:
-    """Reply-path LLM calls and input tokens over reply lengths × memories × input budgets."""
+    """LLM calls on the reply path per turn (and mean input tokens), reply length × columns."""
+    print(
+        f"LLM calls on the reply path per turn (mean input tokens), {turns} turns, "
+        f"max_recent_turns {recent}; 'heavy': the first learner of {memories.name}\n"
+    )
+    heads = [
+        ("heavy" if heavy else "no memories") + (f", memory {m}" if heavy else "") + f", input {b}"
+        for heavy, m, b in GRID_COLUMNS
+    ]
+    print("| reply | " + " | ".join(heads) + " |")
+    print("|---" * (len(heads) + 1) + "|")
     for reply_tokens in GRID_REPLIES:
-        for heavy in (None, memories):
-            for budget in GRID_BUDGETS:
-                print()
-                await main(turns, recent, budget, reply_tokens, heavy)
+        cells, size = [], 0
+        for heavy, memory_tokens, budget in GRID_COLUMNS:
+            run = await converse(
+                turns, recent, budget, reply_tokens, memories if heavy else None, memory_tokens
+            )
+            size = run.reply_tokens
+            cells.append(f"{statistics.mean(run.calls):.2f} ({statistics.mean(run.sent):.0f})")
+        print(f"| ~{size} tokens | " + " | ".join(cells) + " |")
 
 
 if __name__ == "__main__":
