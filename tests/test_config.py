@@ -19,7 +19,7 @@ def test_defaults_match_the_design() -> None:
     assert s.llm.model == "gpt-5-mini"
     assert s.llm.api == "responses"
     # the seeds' 1000 for the conversation plus the memory budget (memora.config)
-    assert s.memory.max_input_tokens == 1000 + s.retrieval.memory_tokens == 1250
+    assert s.memory.max_input_tokens == 1000 + s.retrieval.memory_tokens == 1500
     assert s.memory.max_recent_turns == 3
     assert s.retrieval.top_k == 3
     assert s.embeddings.provider == "local"

@@ -4,6 +4,7 @@ the memory commands, privacy between users, and memories surviving a restart."""
 from __future__ import annotations
 
 import asyncio
+import json
 import math
 from collections import deque
 from datetime import UTC, datetime
@@ -11,7 +12,7 @@ from pathlib import Path
 
 from memora.commands import CommandContext, run_command
 from memora.engine import ChatRef, Engine, EngineConfig, UserRef
-from memora.llm import ChatMessage, LLMError
+from memora.llm import ChatMessage, LLMError, Usage
 from memora.longterm import MemoryStore
 from memora.longterm.embeddings import Embedded, Kind, LocalUSE
 from memora.prompts import MEMORY_BLOCK, SUMMARY_BLOCK, TUTOR_INSTRUCTIONS
@@ -566,15 +567,31 @@ def test_the_previous_message_is_the_learners_own() -> None:
     assert previous_message([], ALICE.id) is None
 
 
+HEAVY_LEARNER = json.loads(
+    (
+        Path(__file__).resolve().parent.parent / "benchmarks" / "data" / "heavy_learners_dev.json"
+    ).read_text("utf-8")
+)
+
+
+class O200kLLM(FakeLLM):
+    """Reports the usage an OpenAI model reports (o200k), so the budget's calibration stays 1."""
+
+    @staticmethod
+    def _usage(instructions: str, messages: list[ChatMessage], out: str) -> Usage:
+        raw = LocalTokenCounter()
+        return Usage(raw.raw_count(instructions, messages), raw.text_tokens(out))
+
+
 async def _pre_reply_folds(db: Database, store: MemoryStore, config: EngineConfig) -> int:
-    """Summary calls made before the reply, over 6 turns of ~200-token tutor replies, for a
+    """Summary calls made before the reply, over 6 turns of ~150-token tutor replies, for a
     learner whose memories fill the memory budget."""
     from memora.tokens import o200k
 
     enc = o200k()
     text = " ".join(["Use 'for' with a length of time, 'since' with a start. 你可以先造句。"] * 20)
-    reply = str(enc.decode(enc.encode(text)[:200]))
-    llm = FakeLLM(replies=deque([reply] * 6))
+    reply = str(enc.decode(enc.encode(text)[:150]))
+    llm = O200kLLM(replies=deque([reply] * 6))
     engine = Engine(db=db, llm=llm, counter=LocalTokenCounter(), store=store, config=config)
     folds = 0
     for n in range(6):
@@ -584,6 +601,10 @@ async def _pre_reply_folds(db: Database, store: MemoryStore, config: EngineConfi
         reply_at = next(i for i, c in enumerate(calls) if c.kind == "complete"
                         and not llm.is_summary(c.instructions))  # fmt: skip
         folds += sum(c.kind == "complete" for c in calls[:reply_at])
+        block = next(
+            m.content for m in calls[reply_at].messages if m.content.startswith(MEMORY_BLOCK)
+        )
+        assert len(enc.encode(block)) > config.memory_tokens * 0.8  # the budget is nearly full
         await engine.drain()
     return folds
 
@@ -591,12 +612,16 @@ async def _pre_reply_folds(db: Database, store: MemoryStore, config: EngineConfi
 async def test_a_full_memory_block_leaves_the_recent_turns_their_room(
     db: Database, store: MemoryStore
 ) -> None:
-    """The default input budget holds the memory budget beside the recent turns: a learner with
-    more memories than fit, and replies of ~200 tokens, get no fold before the reply (an extra
-    LLM call on the reply path); the seeds' 1000 alone folded before nearly every reply."""
-    for n in range(24):
-        await store.add(ALICE.id, f"The user's colleague number {n} works in sales and likes "
-                        f"hiking on weekends.", source="manual")  # fmt: skip
+    """The default input budget holds the memory budget beside the seeds' 1000 for the
+    conversation: a learner with more memories than fit (the first development heavy learner's
+    120) and replies of ~150 tokens gets no fold before the reply (an extra LLM call on the
+    reply path), as a learner without memories gets none at 1000; the 1000 alone folded before
+    most replies."""
+    from memora.longterm.records import NewMemory
+
+    learner = HEAVY_LEARNER["users"][0]
+    await store.add_many(ALICE.id, [NewMemory(m["text"]) for m in learner["memories"]])
+    assert await store.count(ALICE.id) > 100
     assert await _pre_reply_folds(db, store, EngineConfig()) == 0
     await db.reset_chat(CHAT.id)
     assert await _pre_reply_folds(db, store, EngineConfig(max_input_tokens=1000)) >= 3
