@@ -36,7 +36,6 @@ from memora.engine import ChatRef, Engine, EngineConfig, UserRef
 from memora.llm import ChatMessage, Completion, OnDelta, Parsed, Usage
 from memora.longterm import MemoryStore
 from memora.longterm.embeddings import LocalUSE
-from memora.longterm.records import NewMemory
 from memora.prompts import MEMORY_BLOCK
 from memora.storage import Database
 from memora.tokens import LocalTokenCounter, o200k
@@ -115,21 +114,24 @@ def reply_of(tokens: int) -> str:
 
 async def heavy_store(path: Path, folder: Path) -> MemoryStore:
     """A real store holding the first learner of a heavy-learners file as user 1."""
-    from heavy_learners import as_tuple, read
+    from heavy_learners import new_memories, read
 
     data, sits = read(path)
     store = await MemoryStore.create(folder, LocalUSE())
-    items = [
-        NewMemory(
-            m["text"],
-            category=m.get("category", "other"),
-            terms=as_tuple(m.get("terms")),
-            situations=as_tuple(sits.get(m["id"])),
-        )
-        for m in data["users"][0]["memories"]
-    ]
-    await store.add_many(1, items)
+    await store.add_many(1, new_memories(data["users"][0], sits))
     return store
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One conversation to run: its length, window, budgets, reply length and memories."""
+
+    turns: int = 300
+    recent: int = 3
+    budget: int = DEFAULT_MAX_INPUT_TOKENS
+    reply_tokens: int = 0
+    memories: Path | None = None
+    memory_tokens: int = DEFAULT_MEMORY_TOKENS
 
 
 @dataclass
@@ -145,18 +147,12 @@ class Run:
     after_ms: list[float] = field(default_factory=list)
 
 
-async def converse(
-    turns: int,
-    recent: int,
-    budget: int,
-    reply_tokens: int = 0,
-    memories: Path | None = None,
-    memory_tokens: int = DEFAULT_MEMORY_TOKENS,
-) -> Run:
+async def converse(setting: Setting) -> Run:
     """`turns` turns of one learner through the real engine (SQLite, and with `memories` a real
     MemoryStore holding a heavy learner's memories)."""
+    turns, memories = setting.turns, setting.memories
     rng = random.Random(1)
-    llm = ZeroLatencyLLM(reply_of(reply_tokens))
+    llm = ZeroLatencyLLM(reply_of(setting.reply_tokens))
     run = Run(len(o200k().encode(llm.reply)))
     counter = LocalTokenCounter()
     with tempfile.TemporaryDirectory() as tmp:
@@ -164,7 +160,9 @@ async def converse(
         await db.open()
         store = await heavy_store(memories, Path(tmp) / "chroma") if memories else None
         config = EngineConfig(
-            max_input_tokens=budget, max_recent_turns=recent, memory_tokens=memory_tokens
+            max_input_tokens=setting.budget,
+            max_recent_turns=setting.recent,
+            memory_tokens=setting.memory_tokens,
         )
         engine = Engine(db=db, llm=llm, counter=counter, config=config, store=store)
         chat, user = ChatRef(1), UserRef(1, "learner")
@@ -193,19 +191,12 @@ async def converse(
     return run
 
 
-async def main(
-    turns: int,
-    recent: int,
-    budget: int,
-    reply_tokens: int = 0,
-    memories: Path | None = None,
-    memory_tokens: int = DEFAULT_MEMORY_TOKENS,
-) -> None:
-    run = await converse(turns, recent, budget, reply_tokens, memories, memory_tokens)
-    sent = run.sent
+async def main(setting: Setting) -> None:
+    run = await converse(setting)
+    sent, budget, memories = run.sent, setting.budget, setting.memories
     print(
-        f"turns: {turns}  max_recent_turns: {recent}  max_input_tokens: {budget}  "
-        f"memory_tokens: {memory_tokens}  reply: ~{run.reply_tokens} tokens  "
+        f"turns: {setting.turns}  max_recent_turns: {setting.recent}  max_input_tokens: {budget}  "
+        f"memory_tokens: {setting.memory_tokens}  reply: ~{run.reply_tokens} tokens  "
         "memories: " + (f"{memories.name} (first learner)" if memories else "none")
     )
     if run.block:
@@ -266,7 +257,9 @@ async def grid(turns: int, recent: int, memories: Path) -> None:
         cells, size = [], 0
         for heavy, memory_tokens, budget in GRID_COLUMNS:
             run = await converse(
-                turns, recent, budget, reply_tokens, memories if heavy else None, memory_tokens
+                Setting(
+                    turns, recent, budget, reply_tokens, memories if heavy else None, memory_tokens
+                )
             )
             size = run.reply_tokens
             cells.append(f"{statistics.mean(run.calls):.2f} ({statistics.mean(run.sent):.0f})")
@@ -287,4 +280,6 @@ if __name__ == "__main__":
         heavy = a.memories or Path(__file__).parent / "data" / "heavy_learners_dev.json"
         asyncio.run(grid(a.turns, a.recent, heavy))
     else:
-        asyncio.run(main(a.turns, a.recent, a.budget, a.reply_tokens, a.memories, a.memory_tokens))
+        asyncio.run(
+            main(Setting(a.turns, a.recent, a.budget, a.reply_tokens, a.memories, a.memory_tokens))
+        )

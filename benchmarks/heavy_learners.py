@@ -70,7 +70,7 @@ from memora.longterm import MemoryStore  # noqa: E402
 from memora.longterm.embeddings import LocalUSE  # noqa: E402
 from memora.longterm.phatic import is_phatic, is_word_question, min_score_for  # noqa: E402
 from memora.longterm.ranking import DEFAULT_MIN_SCORE  # noqa: E402
-from memora.longterm.records import Memory, NewMemory, SearchHit  # noqa: E402
+from memora.longterm.records import Memory, NewMemory, SearchHit, SearchResult  # noqa: E402
 from memora.tokens import o200k  # noqa: E402
 
 DATA = ROOT / "benchmarks" / "data"
@@ -112,21 +112,26 @@ def read(path: Path) -> tuple[dict[str, Any], dict[str, Any]]:
     return json.loads(path.read_text("utf-8")), sits
 
 
+def new_memories(user: dict[str, Any], sits: dict[str, Any]) -> list[NewMemory]:
+    """A learner's memories as the extraction call hands them to the store."""
+    return [
+        NewMemory(
+            m["text"],
+            category=m.get("category", "other"),
+            terms=as_tuple(m.get("terms")),
+            situations=as_tuple(sits.get(m["id"])),
+        )
+        for m in user["memories"]
+    ]
+
+
 async def load(store: MemoryStore, path: Path, first_id: int) -> list[Learner]:
     """Every learner of `path` stored in `store`, their labels mapped to the store's ids."""
     data, sits = read(path)
     learners = []
     for n, u in enumerate(data["users"]):
         uid = first_id + n
-        items = [
-            NewMemory(
-                m["text"],
-                category=m.get("category", "other"),
-                terms=as_tuple(m.get("terms")),
-                situations=as_tuple(sits.get(m["id"])),
-            )
-            for m in u["memories"]
-        ]
+        items = new_memories(u, sits)
         results = await store.add_many(uid, items)
         held = {m["id"]: r.memory.id for m, r in zip(u["memories"], results, strict=True)}
         learner = Learner(u["id"], uid, len(items), await store.memories(uid))
@@ -234,14 +239,7 @@ async def measure(paths: Sequence[Path]) -> None:
                 for lr in learners:
                     by_id = {m.id: m for m in lr.memories}
                     for msg in lr.messages:
-                        found = await store.search(
-                            lr.user_id,
-                            msg.text,
-                            top_k=MAX_BUDGETED_MEMORIES,
-                            min_score=0.0,
-                            extra_context=msg.previous,
-                            floor=min_score_for(msg.text, DEFAULT_MIN_SCORE),
-                        )
+                        found = await search(store, lr, msg, MAX_BUDGETED_MEMORIES)
                         hits = [] if is_phatic(msg.text) else found.hits
                         for name, rule in RULES:
                             t = tallies[name]
@@ -284,18 +282,24 @@ async def measure(paths: Sequence[Path]) -> None:
                 )
 
 
-async def miss_kind(store: MemoryStore, lr: Learner, msg: Message) -> str:
-    """Why the product's context missed the relevant memory, as section (f) of
-    ``benchmarks/retrieval.py`` tells it (``retrieval.miss_kind``), from the learner's whole
-    ranking."""
-    ranked = await store.search(
+async def search(store: MemoryStore, lr: Learner, msg: Message, top_k: int) -> SearchResult:
+    """The learner's memories ranked for `msg` as ``Engine._retrieve`` asks for them: no score
+    cut, the previous message as follow-up context, the message's own floor for that rule."""
+    return await store.search(
         lr.user_id,
         msg.text,
-        top_k=len(lr.memories),
+        top_k=top_k,
         min_score=0.0,
         extra_context=msg.previous,
         floor=min_score_for(msg.text, DEFAULT_MIN_SCORE),
     )
+
+
+async def miss_kind(store: MemoryStore, lr: Learner, msg: Message) -> str:
+    """Why the product's context missed the relevant memory, as section (f) of
+    ``benchmarks/retrieval.py`` tells it (``retrieval.miss_kind``), from the learner's whole
+    ranking."""
+    ranked = await search(store, lr, msg, len(lr.memories))
     ids = [h.memory.id for h in ranked.hits]
     by_rank = within_memory_budget(ranked.hits[:MAX_BUDGETED_MEMORIES], BUDGET, 0.0)
     return rb.miss_kind(
@@ -311,14 +315,7 @@ async def retrieval_function(store: MemoryStore, learners: list[Learner]) -> Non
     for lr in learners:
         for msg in lr.messages:
             floor = min_score_for(msg.text, DEFAULT_MIN_SCORE)
-            ranked = await store.search(
-                lr.user_id,
-                msg.text,
-                top_k=TOP_K,
-                min_score=0.0,
-                extra_context=msg.previous,
-                floor=floor,
-            )
+            ranked = await search(store, lr, msg, TOP_K)
             passed = [h for h in ranked.hits if h.score >= floor]
             if msg.relevant:
                 n_ans += 1
