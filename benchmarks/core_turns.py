@@ -3,13 +3,14 @@
 Prints input tokens sent per turn against a full-history baseline (same tokenizer, same system
 prompt), LLM calls per turn on the reply path, and the engine's own overhead per turn.
 
-    .venv/bin/python benchmarks/core_turns.py [--turns 300] [--recent 3] [--budget 1250]
+    .venv/bin/python benchmarks/core_turns.py [--turns 300] [--recent 3] [--budget 1500]
         [--reply-tokens N] [--memories benchmarks/data/heavy_learners_dev.json]
-        [--memory-tokens 250]
+        [--memory-tokens 500] [--grid]
 
-``--reply-tokens``: the fake tutor's reply is about N o200k tokens (default: its short stock
-reply, ~80). ``--memories``: the learner has the memories of the first learner in that file
-(``benchmarks/heavy_learners.py``: 120 memories with terms and situations) in a real
+(``--budget`` and ``--memory-tokens`` default to the product's ``max_input_tokens`` and
+``memory_tokens``.) ``--reply-tokens``: the fake tutor's reply is about N o200k tokens (default:
+its short stock reply, ~74). ``--memories``: the learner has the memories of the first learner
+in that file (``benchmarks/heavy_learners.py``: 120 memories with terms and situations) in a real
 ``MemoryStore`` (embedded Chroma, LocalUSE), so every turn carries the memory block the product
 sends a learner with a year of memories (``memory_tokens`` past the budget), and the mean
 memory block is printed. ``--grid`` prints the table the README quotes ("The input budget
@@ -268,12 +269,13 @@ async def grid(turns: int, recent: int, memories: Path) -> None:
 
 if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--turns", type=int, default=300)
-    ap.add_argument("--recent", type=int, default=3)
-    ap.add_argument("--budget", type=int, default=DEFAULT_MAX_INPUT_TOKENS)
-    ap.add_argument("--reply-tokens", type=int, default=0)
-    ap.add_argument("--memories", type=Path, default=None)
-    ap.add_argument("--memory-tokens", type=int, default=DEFAULT_MEMORY_TOKENS)
+    d = Setting()
+    ap.add_argument("--turns", type=int, default=d.turns)
+    ap.add_argument("--recent", type=int, default=d.recent)
+    ap.add_argument("--budget", type=int, default=d.budget)
+    ap.add_argument("--reply-tokens", type=int, default=d.reply_tokens)
+    ap.add_argument("--memories", type=Path, default=d.memories)
+    ap.add_argument("--memory-tokens", type=int, default=d.memory_tokens)
     ap.add_argument("--grid", action="store_true")
     a = ap.parse_args()
     if a.grid:

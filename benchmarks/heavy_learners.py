@@ -1,6 +1,6 @@
 """What reaches the context for learners with a year of memories, through the real store.
 
-Run from the repository root (``nice -n 19`` on a shared machine; about a minute a file)::
+Run from the repository root (``nice -n 19`` on a shared machine; about 10 s a file)::
 
     .venv/bin/python benchmarks/heavy_learners.py [FILE ...]
 

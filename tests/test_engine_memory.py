@@ -615,8 +615,7 @@ async def test_a_full_memory_block_leaves_the_recent_turns_their_room(
     """The default input budget holds the memory budget beside the seeds' 1000 for the
     conversation: a learner with more memories than fit (the first development heavy learner's
     120) and replies of ~150 tokens gets no fold before the reply (an extra LLM call on the
-    reply path), as a learner without memories gets none at 1000; the 1000 alone folded before
-    most replies."""
+    reply path); within the seeds' 1000 alone the same turns fold before the reply."""
     from memora.longterm.records import NewMemory
 
     learner = HEAVY_LEARNER["users"][0]
