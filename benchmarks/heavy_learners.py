@@ -65,7 +65,6 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 import retrieval as rb  # noqa: E402
 
 from memora.config import DEFAULT_MEMORY_TOKENS as BUDGET  # noqa: E402
-from memora.config import RetrievalConfig  # noqa: E402
 from memora.engine import MAX_BUDGETED_MEMORIES, within_memory_budget  # noqa: E402
 from memora.longterm import MemoryStore  # noqa: E402
 from memora.longterm.embeddings import LocalUSE  # noqa: E402
@@ -219,13 +218,10 @@ def frac(n: int, d: int) -> str:
     return f"{n / d:.2f} ({n}/{d})" if d else "–"
 
 
-HUBNESS = RetrievalConfig().hubness  # the product's [retrieval] hubness
-
-
-async def measure(paths: Sequence[Path], use: LocalUSE) -> None:
+async def measure(paths: Sequence[Path]) -> None:
     tok = o200k()
     with tempfile.TemporaryDirectory() as tmp:
-        async with MemoryStore(Path(tmp), use, hubness=HUBNESS) as store:
+        async with MemoryStore(Path(tmp), LocalUSE()) as store:
             for p_i, path in enumerate(paths):
                 learners = await load(store, path, 1 + 100 * p_i)
                 print(f"\n## {path.name}\n")
@@ -313,96 +309,33 @@ async def miss_kind(store: MemoryStore, lr: Learner, msg: Message) -> str:
     )
 
 
-@dataclass
-class Function:
-    """The retrieval function's counts at top_k 3 and min_score 0.14 (no budget)."""
-
-    h1: int = 0
-    kept: int = 0
-    silent: int = 0
-    n_ans: int = 0
-    n_unrel: int = 0
-
-    def __str__(self) -> str:
-        return (
-            f"hit@1 {frac(self.h1, self.n_ans)}, answerable kept {frac(self.kept, self.n_ans)}, "
-            f"unrelated → nothing {frac(self.silent, self.n_unrel)}"
-        )
-
-
-async def function_counts(store: MemoryStore, learners: list[Learner]) -> Function:
+async def retrieval_function(store: MemoryStore, learners: list[Learner]) -> None:
     """hit@1, answerable kept, unrelated → nothing at top_k 3 and min_score 0.14 (no budget)."""
-    f = Function()
+    h1 = kept = silent = n_ans = n_unrel = 0
     for lr in learners:
         for msg in lr.messages:
             floor = min_score_for(msg.text, DEFAULT_MIN_SCORE)
             ranked = await search(store, lr, msg, TOP_K)
             passed = [h for h in ranked.hits if h.score >= floor]
             if msg.relevant:
-                f.n_ans += 1
-                f.h1 += bool(ranked.hits) and ranked.hits[0].memory.id in msg.relevant
-                f.kept += any(h.memory.id in msg.relevant for h in passed)
+                n_ans += 1
+                h1 += bool(ranked.hits) and ranked.hits[0].memory.id in msg.relevant
+                kept += any(h.memory.id in msg.relevant for h in passed)
             else:
-                f.n_unrel += 1
-                f.silent += not passed
-    return f
-
-
-async def retrieval_function(store: MemoryStore, learners: list[Learner]) -> None:
-    f = await function_counts(store, learners)
+                n_unrel += 1
+                silent += not passed
     print(
-        f"\nThe retrieval function (top_k {TOP_K}, min_score {DEFAULT_MIN_SCORE}, no budget): {f}"
+        f"\nThe retrieval function (top_k {TOP_K}, min_score {DEFAULT_MIN_SCORE}, no budget): "
+        f"hit@1 {frac(h1, n_ans)}, answerable kept {frac(kept, n_ans)}, "
+        f"unrelated → nothing {frac(silent, n_unrel)}"
     )
-
-
-async def reach(store: MemoryStore, learners: list[Learner], budget: int) -> tuple[int, int]:
-    """Answerable messages whose relevant memory the product's rule puts in the context under
-    `budget` memory tokens, and all answerable messages."""
-    reached = answerable = 0
-    for lr in learners:
-        for msg in lr.messages:
-            if not msg.relevant:
-                continue
-            answerable += 1
-            found = await search(store, lr, msg, MAX_BUDGETED_MEMORIES)
-            hits = [] if is_phatic(msg.text) else found.hits
-            chosen = by_rank(budget)(msg.text, hits, lr.memories) if hits else []
-            reached += bool({h.memory.id for h in chosen} & msg.relevant)
-    return reached, answerable
-
-
-async def hubness_table(paths: Sequence[Path], use: LocalUSE) -> None:
-    """The product without and with hubness reduction (memora.longterm.hubness), per file."""
-    budgets = sorted((BUDGET, *OTHER_BUDGETS))
-    print(
-        "\n## Hubness reduction (memora.longterm.hubness), without → with\n\n"
-        "| file | hubness | hit@1 | answerable kept | unrelated → nothing | "
-        + " | ".join(f"reached at {b}" for b in budgets)
-        + " |\n|---|---|---|---|---|"
-        + "---|" * len(budgets)
-    )
-    for path in paths:
-        for hub in (False, True):
-            with tempfile.TemporaryDirectory() as tmp:
-                async with MemoryStore(Path(tmp), use, hubness=hub) as store:
-                    learners = await load(store, path, 1)
-                    f = await function_counts(store, learners)
-                    cells = [frac(*await reach(store, learners, b)) for b in budgets]
-            print(
-                f"| {path.name} | {'on' if hub else 'off'} | {frac(f.h1, f.n_ans)} "
-                f"| {frac(f.kept, f.n_ans)} | {frac(f.silent, f.n_unrel)} | "
-                + " | ".join(cells)
-                + " |"
-            )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("files", nargs="*", type=Path, default=[DATA / "heavy_learners_dev.json"])
     args = ap.parse_args(argv)
-    use = LocalUSE()
-    asyncio.run(measure(args.files, use))
-    asyncio.run(hubness_table(args.files, use))
+    asyncio.run(measure(args.files))
     return 0
 
 

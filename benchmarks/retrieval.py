@@ -147,7 +147,6 @@ class Pool:
     vecs: dict[str, F32] = field(default_factory=dict)  # encoder name -> (n, d)
     bm25: BM25 | None = None
     weight_pairs: F64 | None = None  # (n, 2): ranking.dense_weight_pair of each text
-    hub: dict[str, F64] = field(default_factory=dict)  # encoder -> memora.longterm.hubness offsets
 
     def weights_for(self, query: str) -> F64:
         """The product's dense weight of each memory (no search terms) for this message."""
@@ -183,11 +182,9 @@ def _hybrid(
     gate: float = DEFAULT_LEXICAL_GATE,
     *,
     script: bool = False,
-    hub: bool = False,
 ) -> Callable[[F32 | None, Pool, str], F64]:
     """The fused score at one dense weight, or (`script`) at the product's weights for memories
-    without terms: lower for a memory in the message's script (ranking.dense_weight_pair);
-    `hub`: with the product's hubness offsets (memora.longterm.hubness)."""
+    without terms: lower for a memory in the message's script (ranking.dense_weight_pair)."""
 
     def score(qv: F32 | None, pool: Pool, q: str) -> F64:
         assert qv is not None
@@ -200,7 +197,6 @@ def _hybrid(
             scale=scale,
             lexical_gate=gate,
             index=pool.bm25,
-            hub=pool.hub[enc] if hub else None,
         ).score
 
     return score
@@ -260,11 +256,6 @@ def build_methods(encoders: Sequence[str]) -> list[Method]:
             Method("USE dense (LocalUSE)", "USE", _dense("USE")),
             Method("RRF k=60 (BM25 + USE)", "USE", _rrf("USE")),
             Method("hybrid (BM25 + USE) *", "USE", _hybrid("USE", USE_SCALE, script=True)),
-            Method(
-                "hybrid (BM25 + USE), + hubness reduction",
-                "USE",
-                _hybrid("USE", USE_SCALE, script=True, hub=True),
-            ),
             Method("hybrid, one dense weight 0.4", "USE", _hybrid("USE", USE_SCALE)),
             # Lower dense weights, for the held-out table (e): memories without search terms
             # keep DEFAULT_DENSE_WEIGHT, LoCoMo turns have none.
@@ -376,17 +367,11 @@ def embed_pools(
     index_rate: dict[str, float] = {}
     embed_ms: dict[str, float] = {}
     n_docs = sum(len(p.texts) for p in pools)
-    import retrieval_candidates as rc
-
     for name, enc in encoders.items():
         t0 = time.perf_counter()
         for p in pools:
             p.vecs[name] = enc.passages(p.texts)
         index_rate[name] = n_docs / max(time.perf_counter() - t0, 1e-9)
-        hub = rc.hubness(name, rc.as_embed(enc.passages, enc.query))
-        for p in pools:
-            if hub is not None:
-                p.hub[name] = hub.offsets(p.vecs[name])
         t0 = time.perf_counter()
         qvecs[name] = [enc.query(q.text) for q in queries]
         embed_ms[name] = 1000 * (time.perf_counter() - t0) / max(len(queries), 1)
@@ -1158,7 +1143,7 @@ def fresh(args: argparse.Namespace) -> int:
         ("held-out", args.learner_set, "heldout"),
         (f"fresh ({args.fresh.name})", args.fresh, "heldout"),
     ]
-    names = [rc.PRODUCT, rc.HUBNESS]
+    names = [rc.PRODUCT]
     if rc.situations_file(args.fresh).exists():  # beside it: without situations, BM25 only
         names += rc.SITUATION_ROWS
         if rc.situations_file(args.fresh, "translations").exists():

@@ -62,10 +62,6 @@ indexed, what the query is, and which dense models are averaged):
 * ``+ terms + situations + translation``: each memory's translation too (the fact as one short
   sentence in the other language, from the memory alone; ``*_translations.json``), put to the
   third blind set by a rule fixed in advance (``benchmarks/data/README.md``).
-* ``+ hubness reduction``: each memory's cosine is lowered by how close it sits to learner
-  messages in general (``memora.longterm.hubness``: its mean cosine to its 10 nearest of 400
-  reference messages, minus a typical memory's, times a weight), before it is scaled and
-  fused; the reference messages are embedded with the same encoder as the queries.
 * ``gate: two signals``: the same fused score, but a memory is returned only if the dense or the
   lexical evidence alone clears a second bar (``min_signal``), so a score made of two weak
   halves does not pass.
@@ -85,7 +81,6 @@ import numpy as np
 import numpy.typing as npt
 
 from memora.longterm.bridge import UNBRIDGED, bridged_coverage
-from memora.longterm.hubness import CORRECTIONS, Hubness, reference_messages
 from memora.longterm.lexical import BM25
 from memora.longterm.phatic import WORD_QUESTION_MIN_SCORE, is_phatic, is_word_question
 from memora.longterm.ranking import (
@@ -167,9 +162,6 @@ class User:
     translations: list[str] = field(default_factory=list)
     # Each memory's situations by the second instruction (benchmarks/data/README.md), joined.
     situations2: list[str] = field(default_factory=list)
-    # (encoder, what) -> each memory's hubness offset (memora.longterm.hubness), for an encoder
-    # the product has a correction for
-    hub: dict[tuple[str, Indexed], F64] = field(default_factory=dict)
 
     def with_situations(self, translated: bool = False, second: bool = False) -> list[str]:
         extra = self.translations if translated else [""] * len(self.texts)
@@ -247,25 +239,8 @@ def load(path: Path, split: str) -> tuple[list[User], list[LQuery]]:
 Embed = Callable[[list[str], bool], F32]  # texts, is_query -> (n, d)
 
 
-# The benchmark's encoder name -> the product's model name, for the hubness correction.
-HUB_MODELS = {"USE": "use-multilingual-v3"}
-_HUBNESS: dict[str, Hubness] = {}  # encoder name -> its correction (reference embedded once)
-
-
-def hubness(name: str, enc: Embed) -> Hubness | None:
-    """The product's hubness correction for the encoder `name`, its reference messages
-    embedded as queries by `enc`; None when the product has none for that model."""
-    correction = CORRECTIONS.get(HUB_MODELS.get(name, ""))
-    if correction is None:
-        return None
-    if name not in _HUBNESS:
-        _HUBNESS[name] = Hubness(enc(list(reference_messages()), True), correction)
-    return _HUBNESS[name]
-
-
 def embed_all(users: list[User], queries: list[LQuery], encoders: dict[str, Embed]) -> None:
     for name, enc in encoders.items():
-        hub = hubness(name, enc)
         for u in users:
             u.vecs[(name, False)] = enc(u.texts, False)
             u.vecs[(name, True)] = enc(
@@ -274,10 +249,6 @@ def embed_all(users: list[User], queries: list[LQuery], encoders: dict[str, Embe
             u.vecs[(name, "situations")] = enc(u.with_situations(), False)
             u.vecs[(name, "translations")] = enc(u.with_situations(translated=True), False)
             u.vecs[(name, "situations2")] = enc(u.with_situations(second=True), False)
-            if hub is not None:
-                for (e, what), vecs in list(u.vecs.items()):
-                    if e == name:
-                        u.hub[(e, what)] = hub.offsets(vecs)
         for q in queries:
             q.vec[name] = enc([q.text], True)[0]
             if q.previous:
@@ -319,9 +290,6 @@ class Candidate:
     # A question about a word (memora.longterm.phatic.is_word_question) returns only hits with
     # at least this score (0: the rule is off).
     word_question: float = 0.0
-    # Each memory's hubness offset comes off its cosine (memora.longterm.hubness), for the
-    # encoders the product has a correction for.
-    hubness: bool = False
 
     def dense_key(self) -> Indexed:
         if self.translation:
@@ -409,8 +377,6 @@ def signals(
             parts = []
             for e in (only,) if only else c.encoders:
                 cos = (u.vecs[(e, c.dense_key())] @ vecs[e]).astype(np.float64)
-                if c.hubness and (e, c.dense_key()) in u.hub:
-                    cos = cos - u.hub[(e, c.dense_key())]
                 if c.null and background is not None:
                     rows = background.vecs[e]
                     if background.leave_out:
@@ -697,10 +663,6 @@ TRANSLATIONS = (
 # "a second situations instruction"): measured on the development sets only and dropped there;
 # only those sets have its *_situations2.json.
 SITUATIONS_V2 = PRODUCT.removesuffix(" *").replace("+ situations", "+ situations v2")
-# The product's row with hubness reduction (memora.longterm.hubness): chosen on development data
-# and put to learner_set_fresh7.json and heavy_learners_blind3.json by a rule fixed in advance
-# (benchmarks/data/README.md, "Hubness").
-HUBNESS = PRODUCT.removesuffix(" *") + ", + hubness reduction"
 SITUATION_ROWS = {
     BEFORE_WORD_QUESTIONS: "both",
     BEFORE_SITUATIONS: "",
@@ -810,7 +772,6 @@ CANDIDATES = [
     product_like(PRODUCT, word_question=WORD_QUESTION_MIN_SCORE),
     product_like(SITUATIONS_V2, situations="second", word_question=WORD_QUESTION_MIN_SCORE),
     product_like(TRANSLATIONS, translation=True),
-    product_like(HUBNESS, word_question=WORD_QUESTION_MIN_SCORE, hubness=True),
 ]
 E5_CANDIDATES = [
     Candidate("USE + e5 (text)", encoders=("USE", "e5")),

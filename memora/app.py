@@ -174,12 +174,7 @@ async def open_engine(
 
         warm_in_background()  # the CC-CEDICT tables (~3 s CPU) while the rest opens
         embedder = make_embedder(settings)
-        store = MemoryStore(
-            settings.chroma_path,
-            embedder,
-            url=settings.longterm.chroma_url,
-            hubness=settings.retrieval.hubness,
-        )
+        store = MemoryStore(settings.chroma_path, embedder, url=settings.longterm.chroma_url)
         try:
             await store.open()
         except Exception as exc:  # chromadb raises many kinds; each one means "cannot start"

@@ -114,8 +114,6 @@ class RetrievalConfig(_Section):
     use_last_turn: bool = True
     memory_tokens: int = Field(DEFAULT_MEMORY_TOKENS, ge=0, le=8000)
     group_memories: Literal["group", "all"] = "group"
-    # memora.longterm.hubness (only for an embedding model it was measured with)
-    hubness: bool = False
 
 
 class EmbeddingsConfig(_Section):

@@ -84,7 +84,12 @@ def test_pins_go_first_past_the_budget_and_nowhere_else() -> None:
 
 
 def test_the_data_files() -> None:
-    for name in ("heavy_learners_dev", "heavy_learners_blind", "heavy_learners_blind2"):
+    for name in (
+        "heavy_learners_dev",
+        "heavy_learners_blind",
+        "heavy_learners_blind2",
+        "heavy_learners_blind3",
+    ):
         data = json.loads((DATA / f"{name}.json").read_text("utf-8"))
         sits = json.loads((DATA / f"{name}_situations.json").read_text("utf-8"))
         assert len(data["users"]) == 3

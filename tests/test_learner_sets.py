@@ -19,6 +19,7 @@ SETS = [
     "learner_set_fresh4.json",
     "learner_set_fresh5.json",
     "learner_set_fresh6.json",
+    "learner_set_fresh7.json",
 ]
 
 
@@ -61,6 +62,7 @@ def test_learner_set_is_well_formed(name: str) -> None:
         ("learner_set_fresh4", "m"),
         ("learner_set_fresh5", "n"),
         ("learner_set_fresh6", "p"),
+        ("learner_set_fresh7", "q"),
     ],
 )
 def test_fresh_set_only_reports(name: str, prefix: str) -> None:

@@ -21,7 +21,6 @@ import numpy as np
 import numpy.typing as npt
 
 from memora.longterm.dedupe import DedupeIndex, normalise_text
-from memora.longterm.hubness import Hubness
 from memora.longterm.lexical import BM25, tokenize
 from memora.longterm.matrix import Matrix
 from memora.longterm.ranking import dense_weight_pair
@@ -44,31 +43,19 @@ class UserData:
 
     A snapshot: never changed once made. A write makes the next snapshot with :meth:`appended`,
     :meth:`replaced` or :meth:`without`, which carry over what this one has already derived
-    (texts, the BM25 index, the duplicate keys, the hubness offsets, the per-chat views of
-    :meth:`from_chat`) updated for the one memory that changed, and share the matrix's
-    unchanged chunks (memora.longterm.matrix), so a write's cost does not grow with the user's
-    memories. `hubness` (None: no correction) gives each memory its offset (:attr:`hub`).
+    (texts, the BM25 index, the duplicate keys, the per-chat views of :meth:`from_chat`)
+    updated for the one memory that changed, and share the matrix's unchanged chunks
+    (memora.longterm.matrix), so a write's cost does not grow with the user's memories.
     """
 
-    def __init__(
-        self,
-        entries: tuple[Entry, ...],
-        vectors: Matrix | npt.ArrayLike,
-        hubness: Hubness | None = None,
-    ) -> None:
+    def __init__(self, entries: tuple[Entry, ...], vectors: Matrix | npt.ArrayLike) -> None:
         self.entries = entries
         self.matrix = vectors if isinstance(vectors, Matrix) else Matrix.of(vectors)
-        self.hubness = hubness
         if len(self.matrix) != len(entries):
             raise ValueError(f"{len(entries)} entries but {len(self.matrix)} vectors")
 
     @classmethod
-    def with_room(
-        cls,
-        entries: tuple[Entry, ...],
-        vectors: npt.NDArray[np.float32],
-        hubness: Hubness | None = None,
-    ) -> UserData:
+    def with_room(cls, entries: tuple[Entry, ...], vectors: npt.NDArray[np.float32]) -> UserData:
         """What the load makes: the matrix copied into its chunks, with spare rows behind the
         last one so that the first writes after the load append a row each, and the entries'
         vectors views of the matrix's rows (the user's vectors held once). An eighth more
@@ -76,7 +63,7 @@ class UserData:
         spare rows still count against a process's memory."""
         matrix = Matrix.with_room(vectors, len(entries) // 8)
         entries = tuple(Entry(e.memory, e.seq, matrix.row(j)) for j, e in enumerate(entries))
-        return cls(entries, matrix, hubness)
+        return cls(entries, matrix)
 
     @property
     def vectors(self) -> npt.NDArray[np.float32]:
@@ -137,16 +124,6 @@ class UserData:
         BM25 index."""
         return np.array([dense_weight(e) for e in self.entries], dtype=np.float64).reshape(-1, 2)
 
-    @cached_property
-    def hub(self) -> npt.NDArray[np.float64] | None:
-        """Per memory, the offset that comes off its cosine to a message (memora.longterm.hubness:
-        how close it sits to messages in general); None without a correction. Carried by each
-        write like the dense weights."""
-        return None if self.hubness is None else self.hubness.offsets(self.matrix)
-
-    def _hub_of(self, entry: Entry) -> float:
-        return 0.0 if self.hubness is None else self.hubness.offset(entry.vector)
-
     def find(self, memory_id: str) -> Entry | None:
         return next((e for e in self.entries if e.memory.id == memory_id), None)
 
@@ -174,7 +151,7 @@ class UserData:
     def appended(self, entry: Entry) -> UserData:
         """The same data with one more memory at the end."""
         n = len(self.entries)
-        new = UserData((*self.entries, entry), self.matrix.appended(entry.vector), self.hubness)
+        new = UserData((*self.entries, entry), self.matrix.appended(entry.vector))
         if self._has("texts"):
             new.__dict__["texts"] = [*self.texts, entry.memory.text]
         if self._has("bm25"):
@@ -192,8 +169,6 @@ class UserData:
         if self._has("dense_weights"):
             row = np.array([dense_weight(entry)], dtype=np.float64)
             new.__dict__["dense_weights"] = np.vstack([self.dense_weights, row])
-        if self._has("hub") and self.hub is not None:
-            new.__dict__["hub"] = np.append(self.hub, self._hub_of(entry))
         chat = entry.memory.chat_id
         view = self._chats.get(chat) if chat is not None and self._has("_chat_views") else None
         self._carried_chats(new, {chat: view.appended(entry) if view is not None else None})
@@ -203,7 +178,7 @@ class UserData:
         """The same data with memory i replaced by a new version of it (new text and vector)."""
         # A search may still hold this snapshot's matrix: the new one copies row i's chunk.
         matrix = self.matrix.replaced(i, entry.vector)
-        new = UserData((*self.entries[:i], entry, *self.entries[i + 1 :]), matrix, self.hubness)
+        new = UserData((*self.entries[:i], entry, *self.entries[i + 1 :]), matrix)
         if self._has("texts"):
             texts = list(self.texts)
             texts[i] = entry.memory.text
@@ -218,10 +193,6 @@ class UserData:
             weights = self.dense_weights.copy()
             weights[i] = dense_weight(entry)
             new.__dict__["dense_weights"] = weights
-        if self._has("hub") and self.hub is not None:
-            hub = self.hub.copy()
-            hub[i] = self._hub_of(entry)
-            new.__dict__["hub"] = hub
         if self._has("keys"):
             new.__dict__["keys"], new.__dict__["_shared_keys"] = self._rekeyed(i, entry)
         old_chat, chat = self.entries[i].memory.chat_id, entry.memory.chat_id
@@ -272,11 +243,7 @@ class UserData:
         view = self._chats.get(chat_id)
         if view is None:
             keep = [i for i, e in enumerate(self.entries) if e.memory.chat_id == chat_id]
-            view = UserData(
-                tuple(self.entries[i] for i in keep), self.matrix.take(keep), self.hubness
-            )
-            if self._has("hub") and self.hub is not None:
-                view.__dict__["hub"] = self.hub[keep]
+            view = UserData(tuple(self.entries[i] for i in keep), self.matrix.take(keep))
             self._chats[chat_id] = view
         return view
 
@@ -284,17 +251,13 @@ class UserData:
         i = self.position(memory_id)
         if i is None:
             return self
-        new = UserData(
-            (*self.entries[:i], *self.entries[i + 1 :]), self.matrix.removed(i), self.hubness
-        )
+        new = UserData((*self.entries[:i], *self.entries[i + 1 :]), self.matrix.removed(i))
         if self._has("bm25"):
             new.__dict__["bm25"] = self.bm25.removed(i)
         if self._has("dedupe"):
             new.__dict__["dedupe"] = self.dedupe.removed(i)
         if self._has("dense_weights"):
             new.__dict__["dense_weights"] = np.delete(self.dense_weights, i, axis=0)
-        if self._has("hub") and self.hub is not None:
-            new.__dict__["hub"] = np.delete(self.hub, i)
         chat = self.entries[i].memory.chat_id
         view = self._chats.get(chat) if chat is not None and self._has("_chat_views") else None
         self._carried_chats(new, {chat: view.without(memory_id) if view is not None else None})

@@ -3,14 +3,12 @@
 How the score is formed (the number ``/search`` shows and ``min_score`` is compared with)::
 
     dense    = cosine(query, memory)                         (vectors are L2-normalised)
-    dense01  = clip((dense - hub - scale.floor) / (scale.ceiling - scale.floor), 0, 1)
+    dense01  = clip((dense - scale.floor) / (scale.ceiling - scale.floor), 0, 1)
     lexical  = BM25 coverage of the query by the memory, in [0, 1]
                (IDF-weighted share of the query's terms that the memory holds, see
                memora.longterm.lexical.BM25.coverage), plus bridge × the share of the query's
                dictionary words whose CC-CEDICT translation the memory holds
                (memora.longterm.bridge: 夜班 ↔ "night shift", across scripts)
-    hub      = the memory's hubness offset (memora.longterm.hubness: how close it sits to
-               messages in general; 0 for a typical memory and for models not measured)
     agree    = min(1, dense01 / lexical_gate)
     score    = dense_weight * dense01 + (1 - dense_weight) * lexical * agree     in [0, 1]
 
@@ -226,15 +224,12 @@ def hybrid_scores(
     lexical_gate: float = DEFAULT_LEXICAL_GATE,
     index: BM25 | None = None,
     bridge: float = cedict.DEFAULT_WEIGHT,
-    hub: npt.ArrayLike | None = None,
 ) -> Scores:
     """Fused score, cosine and lexical coverage of every candidate (see the module docstring).
 
     ``dense_weight`` is one weight, or one per candidate (a memory with search terms weighs
     its dense evidence less, see DEFAULT_TERMS_DENSE_WEIGHT); ``bridge`` weighs the bilingual
-    dictionary's evidence (0: none); ``hub``, one offset per candidate, comes off its cosine
-    before the cosine is scaled and fused (memora.longterm.hubness; the returned ``dense``
-    stays the plain cosine)."""
+    dictionary's evidence (0: none)."""
     n = len(doc_texts)
     weight = np.asarray(dense_weight, dtype=np.float64)
     if weight.ndim > 1 or (weight.ndim == 1 and weight.shape[0] != n):
@@ -259,13 +254,7 @@ def hybrid_scores(
         raise ValueError("the BM25 index must cover exactly doc_texts")
     dense = (docs.dot(query) if isinstance(docs, Matrix) else docs @ query).astype(np.float64)
     lexical = cedict.bridged_coverage(index, query_text, bridge)
-    corrected = dense
-    if hub is not None:
-        offsets = np.asarray(hub, dtype=np.float64)
-        if offsets.shape != (n,):
-            raise ValueError("hub must hold one offset per text")
-        corrected = dense - offsets
-    score = fuse(corrected, lexical, dense_weight=weight, scale=scale, lexical_gate=lexical_gate)
+    score = fuse(dense, lexical, dense_weight=weight, scale=scale, lexical_gate=lexical_gate)
     return Scores(score=score, dense=dense, lexical=lexical)
 
 

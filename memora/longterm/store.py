@@ -63,7 +63,6 @@ from memora.longterm.dedupe import (
     relation_floor,
 )
 from memora.longterm.embeddings import Embedder, Vectors
-from memora.longterm.hubness import Hubness, hubness_for
 from memora.longterm.matrix import Matrix
 from memora.longterm.phatic import is_phatic
 from memora.longterm.ranking import (
@@ -230,21 +229,11 @@ class MemoryStore:
     """
 
     def __init__(
-        self,
-        path: Path,
-        embedder: Embedder,
-        *,
-        max_cached_users: int = 256,
-        url: str = "",
-        hubness: bool = False,
+        self, path: Path, embedder: Embedder, *, max_cached_users: int = 256, url: str = ""
     ) -> None:
         self.path = Path(path)
         self.url = url  # a Chroma server shared by replicas (memora.longterm.shared); "" = embedded
         self.embedder = embedder
-        # hubness reduction for a model it was measured with (memora.longterm.hubness), set by
-        # open(); False: every model ranks without it
-        self._use_hubness = hubness
-        self._hubness: Hubness | None = None
         self._shared: SharedVersions | None = None
         self._loaded_at: dict[int, str] = {}  # user → the version its cached memories are
         self._scale = dense_scale_for(embedder.name)
@@ -314,8 +303,6 @@ class MemoryStore:
         return client, collection
 
     async def open(self) -> None:
-        if self._use_hubness and self._hubness is None:
-            self._hubness = await hubness_for(self.embedder)
         if self._client is None:
             self._gate = aiorwlock.RWLock()
             if not self.url:  # before Chroma loads the index: see _reopen
@@ -436,9 +423,8 @@ class MemoryStore:
             got["ids"], got["documents"], got["metadatas"], got["embeddings"], room=True
         )
         # Indexed here, off the event loop, not by the next search or write (the dense weights
-        # and hubness offsets too: the first warm search built the weights on the loop,
-        # benchmarks/retrieval_overhead.py).
-        data.bm25, data.keys, data.dedupe, data.dense_weights, data.hub  # noqa: B018
+        # too: the first warm search built them on the loop, benchmarks/retrieval_overhead.py).
+        data.bm25, data.keys, data.dedupe, data.dense_weights  # noqa: B018
         return data
 
     def _user_data(
@@ -453,7 +439,7 @@ class MemoryStore:
         """Chroma records as a user's snapshot: oldest first, vectors normalised; with `room`,
         spare rows behind the matrix for the writes to append to (UserData.with_room)."""
         if not ids:
-            return UserData((), np.zeros((0, self.embedder.dim), dtype=np.float32), self._hubness)
+            return UserData((), np.zeros((0, self.embedder.dim), dtype=np.float32))
         vectors = np.asarray(embeddings, dtype=np.float32)
         norms = np.linalg.norm(vectors, axis=1, keepdims=True)
         norms[norms == 0] = 1.0
@@ -468,8 +454,8 @@ class MemoryStore:
         ordered = np.ascontiguousarray(vectors[[i for *_, i in rows]])
         entries = tuple(Entry(m, seq, ordered[j]) for j, (seq, _, _, m, _) in enumerate(rows))
         if room:
-            return UserData.with_room(entries, ordered, self._hubness)
-        return UserData(entries, ordered, self._hubness)
+            return UserData.with_room(entries, ordered)
+        return UserData(entries, ordered)
 
     async def _version(self, user_id: int) -> str:
         if self._shared is None:
@@ -1023,7 +1009,6 @@ class MemoryStore:
             dense_weight=weights_for_query(data.dense_weights, query),
             scale=self._scale,
             index=data.bm25,
-            hub=data.hub,
         )
 
     def _rank(
