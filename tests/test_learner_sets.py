@@ -20,6 +20,7 @@ SETS = [
     "learner_set_fresh5.json",
     "learner_set_fresh6.json",
     "learner_set_fresh7.json",
+    "learner_set_words.json",
 ]
 
 
@@ -63,6 +64,7 @@ def test_learner_set_is_well_formed(name: str) -> None:
         ("learner_set_fresh5", "n"),
         ("learner_set_fresh6", "p"),
         ("learner_set_fresh7", "q"),
+        ("learner_set_words", "r"),
     ],
 )
 def test_fresh_set_only_reports(name: str, prefix: str) -> None:

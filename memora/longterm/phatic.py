@@ -124,16 +124,9 @@ _EN_WORD_QUESTION = re.compile(
     r"|\bis it correct to say\b|\btranslate\b"
 )
 # The learner speaking of themselves: 我 (not "帮我/给我/教我…", which only address the tutor),
-# "my", "I'm", "I have", "I work", "I live"; or of someone or something in their life without
-# saying 我: 他/她/牠 (not 其他 "other", 吉他 "guitar") and the household (全家, 家里, 家人); or a
-# word question added to another request (顺便, "by the way, also"); or a task the word is for
-# (出几道…题, 练练, 写一段/篇/封/份). In each the learner's facts shape the answer, as when the
-# message says 我 ("那他現在吃的那種飼料英文怎麼說", "想做花生醬拌麵給全家吃… 'whisk' 是什麼意思",
-# "给我出几道过去式的题").
+# "my", "I'm", "I have", "I work", "I live".
 _SPEAKS_OF_LEARNER = re.compile(
     r"(?<![帮给給教跟诉让请替])我|\bmy\b|\bi(?:'m| am| have| work| live)\b"
-    r"|(?<![其吉])[他她牠]|全家|家里|家人|顺便"
-    r"|出(?:几|一|两|三|五|十)?(?:道|个|些)?(?:题|练习)|练练|写一?(?:段|篇|封|份)"
 )
 
 # The score a hit needs when the message is a question about a word (see above), instead of
