@@ -7,7 +7,7 @@ import logging
 import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -151,6 +151,25 @@ def within_memory_budget(hits: list[SearchHit], budget: int, min_score: float) -
     return kept
 
 
+Notify = Callable[["ChatRef", "UserRef", str], Awaitable[None]]
+
+
+def forgotten_notice(forgotten: list[Memory], *, group: bool) -> str:
+    """What a learner who asked in words to forget something is told once it is done. In a
+    group the texts are not repeated: a memory from a private chat stays private."""
+    if not forgotten:
+        return (
+            "You asked me to forget something, but I couldn't tell which memory you meant, so "
+            "nothing was deleted. /memories lists them; /forget <n> deletes one."
+        )
+    if group:
+        n = len(forgotten)
+        return f"🗑 Forgotten, as you asked: {n} memor{'y' if n == 1 else 'ies'}."
+    return "🗑 Forgotten, as you asked (deleted for good):\n" + "\n".join(
+        f"• {m.text}" for m in forgotten
+    )
+
+
 LLM_FAILED = (
     "Sorry — I couldn't reach my language model just now ({why}). Nothing was saved; "
     "please send your message again in a moment."
@@ -212,6 +231,9 @@ class Engine:
         self.clock = clock
         self.transcriber = transcriber  # voice messages (None: turned off)
         self.speaker = speaker  # spoken answers (None: turned off, the default)
+        # How the adapter tells a learner something after the reply (what they asked to be
+        # forgotten); None: nobody listens (benchmarks, imports)
+        self.notify: Notify | None = None
         self.reminders = Reminders(db, learner=self.learner, clock=clock)
         # Weak values: a chat's lock lives while some turn holds or awaits it, then goes away.
         self._locks: weakref.WeakValueDictionary[int, asyncio.Lock] = weakref.WeakValueDictionary()
@@ -766,7 +788,10 @@ class Engine:
             spent = (turn_id, TurnUsage(extraction_tokens=tokens))
             await self._log_extraction(user, chat, "failed", raw, outcome.error, tokens, spent)
             return
-        learned = await self._apply_learner(done, outcome, now)
+        learned, held = await self._apply_learner(done, outcome, now)
+        kept, moved = extraction.profile_first(outcome.memories, held)
+        outcome = replace(outcome, memories=kept, rejected=[*outcome.rejected, *moved])
+        forgotten = await self._forget_asked(done, outcome, existing)
         try:
             results = await extraction.apply(
                 self.store,
@@ -806,16 +831,44 @@ class Engine:
             )
         if learned:
             detail += "\n" + "\n".join(learned)
+        detail += "".join(f"\nforgotten, as the learner asked: {m.text}" for m in forgotten)
+        if outcome.asks_to_forget and not forgotten:
+            detail += "\nthe learner asked to forget, but no listed memory was named"
         status = f"ok, {len(results)} memories" if results else "ok, nothing worth keeping"
         await self._log_extraction(user, chat, status, raw, detail.strip(), tokens, spent)
 
+    async def _forget_asked(
+        self, done: Answered, outcome: ExtractionOutcome, existing: list[Memory]
+    ) -> list[Memory]:
+        """Delete the memories the learner asked in words to forget (as /forget does: gone, no
+        undo copy) and tell them in a short notice; the memories deleted."""
+        if not outcome.asks_to_forget:
+            return []
+        forgotten: list[Memory] = []
+        for n in outcome.forget:
+            memory = existing[n - 1]
+            if await self.forget_memory(done.user.id, memory):
+                forgotten.append(memory)
+        await self._notify(done, forgotten_notice(forgotten, group=done.chat.is_group))
+        return forgotten
+
+    async def _notify(self, done: Answered, text: str) -> None:
+        """Tell the learner something after the reply, through the adapter (if it listens)."""
+        if self.notify is None:
+            return
+        try:
+            await self.notify(done.chat, done.user, text)
+        except Exception:
+            log.exception("the notice to chat %s could not be delivered", done.chat.id)
+
     async def _apply_learner(
         self, done: Answered, outcome: ExtractionOutcome, now: datetime
-    ) -> list[str]:
-        """Store the extraction's learner part (profile, mistakes, words); lines for the log."""
+    ) -> tuple[list[str], frozenset[str]]:
+        """Store the extraction's learner part (profile, mistakes, words); lines for the log and
+        the profile fields that now hold what it said."""
         found = outcome.learner
         if found is None:
-            return []
+            return [], frozenset()
         try:
             applied = await self.learner.apply(
                 done.user.id,
@@ -829,8 +882,8 @@ class Engine:
             )
         except Exception as exc:
             log.exception("storing the learner part failed for user %s", done.user.id)
-            return [f"learner: failed ({exc})"]
-        return [f"learner {line}" for line in applied.lines()]
+            return [f"learner: failed ({exc})"], frozenset()
+        return [f"learner {line}" for line in applied.lines()], applied.held
 
     async def _log_extraction(
         self,

@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib.util
 import logging
 import re
+from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
 from typing import Any, TypeAlias
 from urllib.parse import urlsplit
@@ -26,10 +27,10 @@ from telegram.request import BaseRequest
 from memora.app import open_engine
 from memora.commands import COMMANDS
 from memora.config import ConfigError, Settings, require_llm, require_telegram
-from memora.durable import Inbox, Outbox, Replicas
-from memora.engine import Engine
+from memora.durable import MESSAGE, Inbox, Kept, Outbox, Replicas
+from memora.engine import ChatRef, Engine, UserRef
 
-from .durable import Deliverer, DurableQueue, handled
+from .durable import Deliverer, DurableQueue, handled, message_body
 from .handlers import CONTEXT_TYPES, BotState, install
 from .limits import ReplyFirstRateLimiter
 from .processor import PerChatUpdateProcessor
@@ -106,6 +107,7 @@ async def _post_init(app: App) -> None:
         if isinstance(app.update_processor, PerChatUpdateProcessor):
             app.update_processor.on_done = lambda update: handled(inbox, update)
     state.deliverer = Deliverer(Outbox(db), app.bot, holder=replicas.id)
+    state.need_engine().notify = _notices_to(state.deliverer)
     state.reminder_jobs = ReminderJobs(app, state.need_engine().reminders, state.deliverer)
     await state.reminder_jobs.restore()
     limiter = app.bot.rate_limiter
@@ -119,6 +121,15 @@ async def _post_init(app: App) -> None:
     except TelegramError as exc:  # the menu is a convenience; the bot works without it
         log.warning("could not set the command menu: %s", exc)
     log.info("bot @%s ready (replica %s)", app.bot.username, replicas.id)
+
+
+def _notices_to(deliverer: Deliverer) -> Callable[[ChatRef, UserRef, str], Awaitable[None]]:
+    """The engine's after-reply notices, kept in the outbox and sent like any message."""
+
+    async def notify(chat: ChatRef, user: UserRef, text: str) -> None:
+        await deliverer.keep(chat.id, user.id, [Kept(message_body(text), MESSAGE)])
+
+    return notify
 
 
 async def _post_shutdown(app: App) -> None:
