@@ -8,12 +8,19 @@ fake at the LLM seam."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
+
+import pytest
 
 from memora.commands import CommandContext, run_command
 from memora.engine import ChatRef, Engine, UserRef
+from memora.llm import ChatMessage
 from memora.longterm import MemoryStore
+from tests.fake_openai import Answer, FakeOpenAI, FakeRequest, default_responder, minimal_instance
+from tests.fake_telegram import FakeTelegram
 from tests.fakes import FakeLLM
+from tests.test_e2e_telegram import WAIT, BotProcess, ask
 
 ALICE = UserRef(1, "Alice")
 CHAT = ChatRef(1)
@@ -205,3 +212,40 @@ async def test_in_a_group_the_notice_does_not_repeat_the_memory(
     await turn(mem_engine, "@bot forget my medical condition", chat=GROUP)
     assert await store.memories(ALICE.id) == []
     assert notices == ["🗑 Forgotten, as you asked: 1 memory."]
+
+
+# -- the same in the real bot: the notice comes through the outbox -------------------------------
+def forgetting_model(req: FakeRequest) -> Answer:
+    """Keeps "Lives in Taipei." from the message that says so; for a message that asks to
+    forget it, names that memory by its number in the list the call shows."""
+    if req.kind != "structured":
+        return default_responder(req)
+    answer = minimal_instance(req.schema) if req.schema else {}
+    said = req.last_user_message.split("<user_message>", 1)[-1]
+    if "I live in Taipei" in said:
+        answer["memories"] = [{"text": "Lives in Taipei.", "category": "personal"}]
+    elif "忘掉" in said:
+        shown = listed([ChatMessage("user", req.last_user_message)])
+        answer["forget"] = [1 + shown.index("Lives in Taipei.")]
+    return answer
+
+
+@pytest.mark.slow
+def test_the_bot_forgets_in_words_and_says_so_in_the_chat(tmp_path: Path) -> None:
+    with FakeTelegram() as tg, FakeOpenAI() as llm:
+        llm.responder = forgetting_model
+        bot = BotProcess(tg, llm, tmp_path / "data", tmp_path / "bot.log")
+        bot.start()
+        try:
+            assert ask(tg, "I live in Taipei.") == "Echo: I live in Taipei."
+            assert "Lives in Taipei." in ask(tg, "/memories")
+            update = tg.user_sends("忘掉我住在台北這件事")
+            reply, notice = tg.wait_messages(count=2, after=update, timeout=WAIT)
+            assert reply["text"] == "Echo: 忘掉我住在台北這件事"
+            assert (
+                notice["text"]
+                == "🗑 Forgotten, as you asked (deleted for good):\n• Lives in Taipei."
+            )
+            assert ask(tg, "/memories").startswith("I don't remember anything about you yet")
+        finally:
+            assert bot.stop() == 0, bot.output()
