@@ -38,8 +38,8 @@ I'm Memora, your English tutor. I remember:
 • you — facts worth keeping across days (your level, goals, preferences, difficulties),
   which I pick up from what you say or you save with /remember.
 Passwords, keys, codes, card and ID numbers that I recognise are hidden before anything is
-stored or logged: I read them only in the message that carries them. I can miss one, so
-please don't send secrets.
+stored or logged (in Telegram, before I read them). I can miss one, so please don't send
+secrets. Ask me in words to forget something, or use /forget.
 You can always see and change what I remember:
 """
 

@@ -1,9 +1,9 @@
 """The secret filter: code, not the prompt, decides that a secret is never stored.
 
 `looks_secret` screens memories (a tutor never needs to remember a password); `mask_secrets`
-hides what it finds inside a message before the message is stored (history, last context,
-summaries, the extraction call) or logged, so the model sees a secret once, in the turn it was
-sent, and never again. Hand-written: no maintained library covers passwords written in prose
+hides what it finds inside a message before the message is written anywhere (the Telegram
+inbox and outbox, history, last context, summaries, the extraction call, logs); `secret_spans`
+says where, for adapters that must move formatting with the mask. Hand-written: no maintained library covers passwords written in prose
 ("my password is …", "密碼是 …") next to key formats, card and ID numbers.
 """
 
