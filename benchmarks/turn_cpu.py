@@ -179,8 +179,8 @@ def one_run(chats: int, messages: int, latency: float, profile: bool, tmp: Path)
             if profile:
                 spy = subprocess.Popen(
                     [shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy"),
-                     "record", "--pid", str(bot.pid), "--rate", "100", "--format", "raw",
-                     "--output", str(out), "--nonblocking", "--gil"],
+                     "record", "--pid", str(bot.pid), "--rate", "250", "--format", "raw",
+                     "--output", str(out), "--nonblocking", "--threads"],
                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                 )
                 time.sleep(1.0)  # py-spy attaches
@@ -220,28 +220,35 @@ def one_run(chats: int, messages: int, latency: float, profile: bool, tmp: Path)
     )
 
 
+# Innermost frames of a thread that waits (py-spy counts a blocking call as on CPU)
+_WAITING = re.compile(r"\.select \(selectors\.py|wait \(threading\.py|\bget \(queue\.py")
+
+
 def summarize_profile(path: Path, top: int = 25) -> str:
-    """py-spy's raw (collapsed) stacks: samples by package of the innermost frame, then the
-    functions with the most samples anywhere on the stack (inclusive)."""
+    """py-spy's raw stacks (with --threads) of the event loop's thread, the one that runs the
+    turn's Python: samples by package of the innermost frame, then the functions with the most
+    samples anywhere on the stack (inclusive). Samples waiting in epoll are left out."""
     by_package: collections.Counter[str] = collections.Counter()
     inclusive: collections.Counter[str] = collections.Counter()
     total = 0
     for line in path.read_text().splitlines():
         stack, _, count = line.rpartition(" ")
-        if not stack or not count.isdigit():
+        parts = stack.split(";")
+        at = next((i for i, part in enumerate(parts[:3]) if part.startswith("thread ")), None)
+        if not count.isdigit() or at is None or "MainThread" not in parts[at]:
+            continue
+        frames = [f for f in parts[at + 1 :] if f]
+        if not frames or _WAITING.search(frames[-1]):
             continue
         n = int(count)
-        frames = [f for f in stack.split(";") if f and not f.startswith("process ")]
-        frames = [f for f in frames if not f.startswith("thread ")]
-        if not frames:
-            continue
         total += n
         by_package[_package(frames[-1])] += n
         for frame in set(frames):
             inclusive[frame] += n
     if not total:
         return "(no samples)"
-    rows = [f"{'samples':>8} {'share':>6}  package of the innermost frame"]
+    rows = [f"event loop thread: {total} samples on CPU", ""]
+    rows += [f"{'samples':>8} {'share':>6}  package of the innermost frame"]
     rows += [f"{n:>8} {n / total:>6.1%}  {name}" for name, n in by_package.most_common(top)]
     rows += ["", f"{'samples':>8} {'share':>6}  function (inclusive)"]
     rows += [f"{n:>8} {n / total:>6.1%}  {name}" for name, n in inclusive.most_common(top)]
@@ -270,6 +277,7 @@ def main() -> None:
     p.add_argument("--latency", type=float, default=0.5)
     p.add_argument("--runs", type=int, default=1)
     p.add_argument("--profile", action="store_true", help="sample the bot with py-spy")
+    p.add_argument("--keep-profile", type=Path, help="copy py-spy's raw stacks here")
     args = p.parse_args()
     runs = []
     for i in range(args.runs):
@@ -287,6 +295,8 @@ def main() -> None:
                 print(f"  {1000 * seconds / run.turns:6.1f} ms/turn  {name}", flush=True)
             if run.profile is not None and run.profile.exists():
                 print(summarize_profile(run.profile), flush=True)
+                if args.keep_profile:
+                    shutil.copy(run.profile, args.keep_profile)
     if len(runs) > 1:
         per_turn = [1000 * r.cpu_total / r.turns for r in runs]
         ratios = [r.wall / r.floor for r in runs]

@@ -338,7 +338,15 @@ class Engine:
         counts = await self.db.forget_user(user_id)
         counts["reminders"] = await self.reminders.delete_user(user_id)
         counts["memories"] = await self.store.delete_user(user_id) if self.store else 0
+        self._forget_recent_vectors()
         return counts
+
+    def _forget_recent_vectors(self) -> None:
+        """A local embedder keeps the vectors of the last texts it embedded: deleted words go
+        from the process's memory too."""
+        forget = getattr(self.store.embedder, "forget_recent", None) if self.store else None
+        if forget is not None:
+            forget()
 
     def _epoch(self, user_id: int) -> int:
         return self._epochs.get(user_id, 0)
@@ -439,6 +447,7 @@ class Engine:
         deleted = await self._memory().delete(user_id, memory.id)
         for text in {memory.text, *(r.text for r in memory.history)}:
             await self.db.forget_memory_text(user_id, text)
+        self._forget_recent_vectors()
         return deleted
 
     async def undo_memory(self, user_id: int, memory_id: str) -> Memory | None:
@@ -628,8 +637,12 @@ class Engine:
             transcription_seconds=round(transcript.seconds) if transcript else 0,
         )
         # The model saw any secret once, in this request; nothing stored (and so nothing sent
-        # later: history, summaries, extraction) keeps it.
+        # later: history, summaries, extraction) keeps it. The context's other messages were
+        # masked when they were stored (history, summary) or never take a secret (memories and
+        # profile values are screened): only its last, the message itself, is new.
         kept_text, kept_reply = mask_secrets(turn.text), mask_secrets(answer.text)
+        *earlier, current = built.messages
+        context = [*earlier, ChatMessage(current.role, mask_secrets(current.content))]
         turn_id = await self.db.record_turn(
             NewTurn(
                 chat_id=chat.id,
@@ -637,7 +650,7 @@ class Engine:
                 user_name=turn.user.name,
                 user_text=kept_text,
                 reply_text=kept_reply,
-                context=[ChatMessage(m.role, mask_secrets(m.content)) for m in built.messages],
+                context=context,
                 usage=usage,
                 external_id=turn.message_id,
                 update_id=turn.update_id,

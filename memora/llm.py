@@ -9,6 +9,7 @@ class attributes instead of branching on the API name.
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import logging
 import re
@@ -97,6 +98,24 @@ SCHEMA_INSTRUCTIONS = (
 )
 
 
+# A schema's wire forms are the same on every call: built once per schema class (building them
+# walked the pydantic model on every extraction call).
+@functools.cache
+def _text_format(schema: type[BaseModel]) -> Any:
+    return type_to_text_format_param(schema)
+
+
+@functools.cache
+def _response_format(schema: type[BaseModel]) -> Any:
+    return type_to_response_format_param(schema)
+
+
+@functools.cache
+def _json_schema(schema: type[BaseModel]) -> dict[str, Any]:
+    return schema.model_json_schema()
+
+
+@functools.cache
 def schema_sketch(schema: type[BaseModel]) -> str:
     """`schema` as the shape of an answer, in as few tokens as it takes: keys, nesting, enums
     and types, e.g. ``{"memories":[{"text":string,"replaces":int|null}]}``.
@@ -107,7 +126,7 @@ def schema_sketch(schema: type[BaseModel]) -> str:
     about each field: for the extraction call with the learner model it was 933 SmolLM2 tokens
     (the sketch: see README "Local models"), and a 2,048-token local model could not take it.
     """
-    root = schema.model_json_schema()
+    root = _json_schema(schema)
     return _sketch(root, root.get("$defs", {}))
 
 
@@ -562,7 +581,7 @@ class ResponsesLLM(OpenAILLM):
     ) -> Parsed[T]:
         fmt: Any = {"type": "text"}
         if mode == "json_schema":
-            fmt = type_to_text_format_param(schema)
+            fmt = _text_format(schema)
         elif mode == "json_object":
             fmt = {"type": "json_object"}
         text_config: Any = {"format": fmt}
@@ -668,11 +687,11 @@ class ChatCompletionsLLM(OpenAILLM):
     ) -> Parsed[T]:
         extra = self._extra()
         if mode == "json_schema":
-            extra["response_format"] = type_to_response_format_param(schema)
+            extra["response_format"] = _response_format(schema)
         elif mode == "json_object":  # llama.cpp's server constrains the output to `schema`
             extra["response_format"] = {
                 "type": "json_object",
-                "schema": schema.model_json_schema(),
+                "schema": _json_schema(schema),
             }
         resp = await client.chat.completions.create(
             model=self.model,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
@@ -13,6 +14,7 @@ from memora.blocking import run_blocking
 from memora.llm import guard
 
 Kind = Literal["query", "passage"]
+RECENT_TEXTS = 64  # vectors kept for texts embedded again soon (LocalUSE)
 Vectors = npt.NDArray[np.float32]
 
 
@@ -60,10 +62,28 @@ class LocalUSE:
 
         self._model = USE(threads=threads)
         self._lock = threading.Lock()  # the numpy backend is not documented as thread-safe
+        # A turn embeds the learner's message for the reply's retrieval and again for the
+        # extraction's look at similar memories: the last few texts' vectors are kept.
+        self._recent: OrderedDict[str, Vectors] = OrderedDict()
 
     def _encode(self, texts: list[str]) -> Vectors:
         with self._lock:
-            return normalise(self._model.encode(texts))
+            missing = list(dict.fromkeys(t for t in texts if t not in self._recent))
+            if missing:
+                for text, row in zip(missing, normalise(self._model.encode(missing)), strict=True):
+                    self._recent[text] = row
+            rows = []
+            for text in texts:
+                self._recent.move_to_end(text)
+                rows.append(self._recent[text])
+            while len(self._recent) > RECENT_TEXTS:
+                self._recent.popitem(last=False)
+            return np.stack(rows)
+
+    def forget_recent(self) -> None:
+        """Drop the kept vectors (a learner's words deleted: nothing of them stays in memory)."""
+        with self._lock:
+            self._recent.clear()
 
     def warm_up(self) -> None:
         """Load the weights now rather than on the first user message."""
