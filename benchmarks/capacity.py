@@ -9,7 +9,7 @@
 - RAM per cached user: tracemalloc's growth when a user with K memories is loaded into the
   per-process cache and searched once (vectors, texts, records, the BM25 index).
 
-    .venv/bin/python benchmarks/capacity.py [--turns 500] [--memories 1000] [--per-user 100]
+    .venv/bin/python -m benchmarks.capacity [--turns 500] [--memories 1000] [--per-user 100]
 """
 
 from __future__ import annotations
@@ -22,9 +22,8 @@ import tracemalloc
 import warnings
 from pathlib import Path
 
-from core_turns import REPLY, TOPICS, ZeroLatencyLLM
-from retrieval_overhead import learner_facts, words_for
-
+from benchmarks.core_turns import REPLY, TOPICS, ZeroLatencyLLM
+from benchmarks.retrieval_overhead import learner_facts, words_for
 from memora.engine import ChatRef, Engine, EngineConfig, UserRef
 from memora.longterm import MemoryStore, NewMemory
 from memora.longterm.bridge import warm as warm_bridge

@@ -2,12 +2,12 @@
 
 Run from the repository root::
 
-    .venv/bin/python benchmarks/telegram_throughput.py [--chats 4] [--messages 5] [--latency 0.2]
+    .venv/bin/python -m benchmarks.telegram_throughput [--chats 4] [--messages 5] [--latency 0.2]
 
 Issue 7 item 9's load (fact-bearing messages: each is retrieved against, extracted into a memory,
 embedded and stored by the real local model and Chroma), with the baseline in the same run::
 
-    .venv/bin/python benchmarks/telegram_throughput.py --chats 100 --messages 5 \
+    .venv/bin/python -m benchmarks.telegram_throughput --chats 100 --messages 5 \
         --latency 0.5 --facts --before [--sqlite-synchronous NORMAL]
 
 With N × M replies the floor is N × M / 30 s (Telegram's ~30 messages a second): the table gives
@@ -40,15 +40,12 @@ import argparse
 import asyncio
 import cProfile
 import logging
-import sys
 import tempfile
 import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from telegram.ext import AIORateLimiter, BaseRateLimiter, BaseUpdateProcessor
 
