@@ -58,7 +58,7 @@ async def main() -> None:
         if not url:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                import pgserver
+                import pgserver  # lazily: the dev extra's PostgreSQL wheel; its import warns
 
                 server = pgserver.get_server(Path(tmp) / "pg", cleanup_mode="delete")
             url = server.get_uri()

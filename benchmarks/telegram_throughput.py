@@ -47,13 +47,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from telegram.ext import AIORateLimiter, BaseRateLimiter, BaseUpdateProcessor
+from telegram.ext import (
+    AIORateLimiter,
+    BaseRateLimiter,
+    BaseUpdateProcessor,
+    SimpleUpdateProcessor,
+)
 
 from bot.telegram import build_application
 from memora.blocking import BACKGROUND_THREAD
 from memora.config import Settings, TelegramConfig
 from memora.engine import Engine, EngineConfig
 from memora.llm import ChatMessage, Completion, OnDelta, Parsed, Usage
+from memora.longterm import MemoryStore
+from memora.longterm.embeddings import LocalUSE
 from memora.storage import Database
 from memora.tokens import LocalTokenCounter
 from tests.fake_telegram import FakeTelegram
@@ -128,9 +135,6 @@ async def burst(
         sqlite = SqliteBusy(db)
         store = None
         if facts:
-            from memora.longterm import MemoryStore
-            from memora.longterm.embeddings import LocalUSE
-
             embedder = LocalUSE()
             embedder.warm_up()  # loading the weights is start-up, not a turn
             store = await MemoryStore.create(folder / "chroma", embedder)
@@ -319,8 +323,6 @@ async def main() -> None:
     )
     args = p.parse_args()
     logging.basicConfig(level=logging.WARNING)
-    from telegram.ext import SimpleUpdateProcessor
-
     n, m, lat = args.chats, args.messages, args.latency
     ideal, serial = m * lat, n * m * lat
     with tempfile.TemporaryDirectory() as tmp:
