@@ -9,7 +9,7 @@
 - RAM per cached user: tracemalloc's growth when a user with K memories is loaded into the
   per-process cache and searched once (vectors, texts, records, the BM25 index).
 
-    .venv/bin/python benchmarks/capacity.py [--turns 500] [--memories 1000] [--per-user 100]
+    .venv/bin/python -m benchmarks.capacity [--turns 500] [--memories 1000] [--per-user 100]
 """
 
 from __future__ import annotations
@@ -22,9 +22,8 @@ import tracemalloc
 import warnings
 from pathlib import Path
 
-from core_turns import REPLY, TOPICS, ZeroLatencyLLM
-from retrieval_overhead import learner_facts, words_for
-
+from benchmarks.core_turns import REPLY, TOPICS, ZeroLatencyLLM
+from benchmarks.retrieval_overhead import learner_facts, words_for
 from memora.engine import ChatRef, Engine, EngineConfig, UserRef
 from memora.longterm import MemoryStore, NewMemory
 from memora.longterm.bridge import warm as warm_bridge
@@ -139,7 +138,7 @@ async def main() -> None:
         if not url:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                import pgserver
+                import pgserver  # lazily: the dev extra's PostgreSQL wheel; its import warns
 
                 server = pgserver.get_server(tmp / "pg", cleanup_mode="delete")
             url = server.get_uri()

@@ -568,9 +568,7 @@ def test_the_previous_message_is_the_learners_own() -> None:
 
 
 HEAVY_LEARNER = json.loads(
-    (
-        Path(__file__).resolve().parent.parent / "benchmarks" / "data" / "heavy_learners_dev.json"
-    ).read_text("utf-8")
+    (Path(__file__).resolve().parent / "data" / "heavy_learner_memories.json").read_text("utf-8")
 )
 
 
@@ -618,8 +616,7 @@ async def test_a_full_memory_block_leaves_the_recent_turns_their_room(
     reply path); within the seeds' 1000 alone the same turns fold before the reply."""
     from memora.longterm.records import NewMemory
 
-    learner = HEAVY_LEARNER["users"][0]
-    await store.add_many(ALICE.id, [NewMemory(m["text"]) for m in learner["memories"]])
+    await store.add_many(ALICE.id, [NewMemory(text) for text in HEAVY_LEARNER["memories"]])
     assert await store.count(ALICE.id) > 100
     assert await _pre_reply_folds(db, store, EngineConfig()) == 0
     await db.reset_chat(CHAT.id)

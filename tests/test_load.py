@@ -1,7 +1,7 @@
 """Under load the bot stays within Telegram's limits and replies come first (issue 7 item 9):
 a burst from many chats through the real application and the fake Bot API over HTTP never puts
 more than 30 requests in any one second, and "typing…" gives way to replies. How fast the burst
-is answered is a figure, measured in benchmarks/telegram_throughput.py, not asserted here."""
+is answered is a figure, measured by the throughput benchmark (docs), not asserted here."""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""benchmarks/memory_eval.py's plumbing, on the fake OpenAI server and a tiny LoCoMo-shaped file.
+"""The memory_eval benchmark's plumbing, on the fake OpenAI server and a tiny LoCoMo-shaped file.
+
+A benchmark's own check lives beside it (pytest collects benchmarks/test_*.py too): tests/ import
+nothing from benchmarks/, and this harness does not rot between real-model runs.
 
 The fake answers every kind of call the harness makes (extraction, replies, the judge) by rules
 this test knows, so the printed figures can be checked exactly: which answers the judge calls
@@ -15,10 +18,8 @@ from typing import Any
 
 import pytest
 
-from tests.bench import load_benchmark
+from benchmarks import memory_eval
 from tests.fake_openai import FakeOpenAI, FakeRequest, input_tokens_of
-
-memory_eval = load_benchmark("memory_eval")
 
 # Two sessions between Ana and Ben. Each turn carries a FACT marker the fake extracts.
 SESSIONS = {
