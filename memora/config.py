@@ -51,6 +51,7 @@ class TelegramConfig(_Section):
     webhook_secret: str = ""
     poll_timeout: int = Field(30, ge=0, le=120)
     stream_replies: bool = False
+    stream_drafts: bool = True  # private chats stream through message drafts (Bot API 9)
 
 
 class LLMConfig(_Section):
