@@ -170,9 +170,9 @@ async def open_engine(
             counter = LocalTokenCounter(settings.memory.safety_margin)
 
         from memora.longterm import MemoryStore
-        from memora.longterm.bridge import warm_in_background
+        from memora.text import warm_in_background
 
-        warm_in_background()  # the CC-CEDICT tables (~3 s CPU) while the rest opens
+        warm_in_background()  # the stemmer's dictionary while the rest opens
         embedder = make_embedder(settings)
         store = MemoryStore(settings.chroma_path, embedder, url=settings.longterm.chroma_url)
         try:

@@ -120,7 +120,7 @@ def test_the_index_leaves_out_only_memories_relation_calls_distinct_at_any_cosin
             for cosine in cosines:
                 assert relation(new, old, float(cosine)) is Relation.DISTINCT, (new, old, cosine)
             left_out += 1
-    assert left_out > 5 * kept  # most pairs need no comparison at all
+    assert left_out > 2 * kept  # most pairs need no comparison at all
 
 
 def test_the_index_carried_through_writes_equals_a_fresh_build() -> None:

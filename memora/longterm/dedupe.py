@@ -1,17 +1,16 @@
 """Is a new memory a duplicate of an old one, an update of it, or a different fact?
 
-Cosine alone cannot tell (measured with `benchmarks/retrieval_overhead.py --pairs`): the same
-fact in English and Chinese scores 0.52-0.85 with USE, different facts up to 0.90. A lexical
-guard rules first: numbers, levels and dates, negation, exam names, skills and goals must be
-the same, and in a script both texts share, the new text must not swap or add a content word.
-Only then does a cosine threshold decide.
+A lexical guard rules first: numbers, levels and dates, and negation must be the same, and in a
+script both texts share, the new text must not swap or add a content word. Only then does a
+cosine threshold of the embedder's profile decide (:mod:`memora.longterm.profiles`). Cosine
+alone cannot tell: the same fact in English and Chinese can score lower than two different
+facts in one language (decision 0101).
 """
 
 from __future__ import annotations
 
 import itertools
 import re
-import unicodedata
 from collections.abc import Hashable, Iterable
 from dataclasses import dataclass
 from enum import Enum
@@ -24,7 +23,16 @@ import numpy.typing as npt
 
 from memora.longterm.lexical import inserted
 from memora.longterm.matrix import Matrix
-from memora.text import EXAMS, HAN, stem, to_simplified
+from memora.text import (
+    CHINESE_STOP_CHARS,
+    ENGLISH_STOP_WORDS,
+    HAN_RUN,
+    MEMORY_FRAME_EN,
+    MEMORY_FRAME_ZH,
+    normalize,
+    stem,
+    to_simplified,
+)
 
 _FINAL_PUNCT = " .。!！;；…"
 
@@ -49,27 +57,14 @@ CANDIDATE_MIN = min(DUP_SAME_TERMS, DUP_MIN, DUP_CROSS, UPDATE_MIN)
 # lowest real update (0.41, "目標改成雅思 7 分" / "目標是多益 850 分") shares a concept (goal).
 # Hand-made pairs, not a held-out set: the thresholds sit in the gap, away from both ends.
 REPLACE_MIN = 0.45
-REPLACE_MIN_SHARED = 0.38  # when both texts name the same concept (goal, an exam, a skill)
 
 # --------------------------------------------------------------------------------------------
 # Text normalisation and the duplicate guard
 # --------------------------------------------------------------------------------------------
 
-_CJK_RE = re.compile(f"[{HAN}]+")
-_WORD_RE = re.compile(r"[a-z0-9]+(?:[.'’][a-z0-9]+)*")
-_GENERIC_EN = frozenset(
-    """
-    a an the and or but of to in on at by for with from as about into than then that this these
-    those it its is are am was were be been being do does did has have had will would can could
-    should shall may might must i me my mine myself we us our you your he him his she her they
-    them their who which what so very really also just now currently still level
-    user users learner learners student students person english
-    """.split()
-)
-# Subject phrases and function characters that carry no fact in Chinese memories.
-_GENERIC_ZH = ("使用者", "用戶", "用户", "學習者", "学习者", "學生", "学生", "英文", "英語", "英语")
-_STOP_ZH = frozenset("我你他她們们的了是很也都就和與与及嗎吗呢吧啊呀喔哦在會会程度")
-_NEGATION_ZH = frozenset("不沒没別别未無无非")
+_WORD_RE = re.compile(r"[a-z0-9]+(?:[.'][a-z0-9]+)*")
+_STOP_EN = ENGLISH_STOP_WORDS | MEMORY_FRAME_EN
+_NEGATION_ZH = frozenset("不没别未无非")
 _NUMERALS_ZH = frozenset("零〇二兩两三四五六七八九十百千萬万半")  # 一 is in too many words
 _NUMBERS_EN = {
     w: str(i)
@@ -87,25 +82,7 @@ _MONTHS_EN = {
     )
 } | {"jan": "1", "feb": "2", "mar": "3", "apr": "4", "jun": "6", "jul": "7", "aug": "8",
      "sep": "9", "sept": "9", "oct": "10", "nov": "11", "dec": "12"}  # fmt: skip
-# Concepts learners state in either language: the same concept must be on both sides.
-_CONCEPTS: dict[str, tuple[str, ...]] = {
-    "NEG": ("not", "no", "never", "cannot", "nor", "without"),
-    "goal": ("want", "wants", "goal", "target", "aim", "hope", "plan", "想", "希望", "目標",
-             "目标", "打算", "計劃", "计划"),
-    **{exam: (exam, *names) for exam, names in EXAMS.items()},
-    "speaking": ("speak", "speaking", "spoken", "口說", "口说", "口語", "口语", "會話", "会话"),
-    "writing": ("write", "writing", "written", "寫作", "写作"),
-    "listening": ("listen", "listening", "聽力", "听力"),
-    "reading": ("read", "reading", "閱讀", "阅读"),
-    "pronunciation": ("pronunciation", "pronounce", "accent", "發音", "发音", "口音"),
-    "grammar": ("grammar", "grammatical", "文法", "語法", "语法"),
-    "vocabulary": ("vocabulary", "vocab", "單字", "单字", "單詞", "单词", "詞彙", "词汇"),
-}  # fmt: skip
-_CONCEPT_EN = {w: c for c, ws in _CONCEPTS.items() for w in ws if w.isascii()}
-_CONCEPT_ZH = sorted(
-    ((w, c) for c, ws in _CONCEPTS.items() for w in ws if not w.isascii()),
-    key=lambda wc: -len(wc[0]),  # 全民英檢 before 英檢
-)
+_NEGATION_EN = frozenset(("not", "no", "never", "cannot", "nor", "without"))
 
 
 def embedding_text(text: str) -> str:
@@ -121,14 +98,13 @@ def normalise_text(text: str) -> str:
 
     Cached: a new memory is compared (`relation`) with each of the user's memories whose cosine
     is close, thousands for a user with 10,000 memories, and this was half of that cost."""
-    norm = unicodedata.normalize("NFKC", text).casefold()
-    return "".join(ch for ch in norm if ch.isalnum())
+    return "".join(ch for ch in normalize(text) if ch.isalnum())
 
 
 @dataclass(frozen=True)
 class _Terms:
     numbers: frozenset[str]  # numbers, levels (b1), dates, months: an update when only they differ
-    concepts: frozenset[str]  # negation, goal, exam names, skills: must be the same on both sides
+    concepts: frozenset[str]  # negation ("NEG") or none: must be the same on both sides
     latin: frozenset[str]  # other content words
     cjk: frozenset[str]  # other content characters
 
@@ -137,12 +113,11 @@ class _Terms:
 # smaller cache evicted them between two adds (~1 KB each).
 @lru_cache(maxsize=32768)
 def _terms(text: str) -> _Terms:
-    norm = unicodedata.normalize("NFKC", text).casefold()
+    norm = normalize(text)
     numbers: set[str] = set()
     concepts: set[str] = set()
     latin: set[str] = set()
-    for raw in _WORD_RE.findall(norm):
-        word = raw.replace("’", "'")
+    for word in _WORD_RE.findall(norm):
         if word.endswith("n't"):
             concepts.add("NEG")
             word = word[:-3]
@@ -154,26 +129,22 @@ def _terms(text: str) -> _Terms:
             numbers.add(_NUMBERS_EN[word])
         elif word in _MONTHS_EN and word != "may":  # "may" is mostly the modal verb
             numbers.add(_MONTHS_EN[word])
-        elif word in _CONCEPT_EN or stem(word) in _CONCEPT_EN:
-            concepts.add(_CONCEPT_EN.get(word) or _CONCEPT_EN[stem(word)])
-        elif word and word not in _GENERIC_EN:
+        elif word in _NEGATION_EN:
+            concepts.add("NEG")
+        elif word and word not in _STOP_EN:
             latin.add(stem(word))
     cjk: set[str] = set()
-    for run in _CJK_RE.findall(norm):
+    for run in HAN_RUN.findall(norm):
         run = to_simplified(run)  # 繁 → 简: one spelling
-        for phrase in _GENERIC_ZH:
+        for phrase in MEMORY_FRAME_ZH:
             run = run.replace(phrase, " ")
-        for phrase, concept in _CONCEPT_ZH:
-            if phrase in run:
-                concepts.add(concept)
-                run = run.replace(phrase, " ")
         kept = []
         for ch in run:
             if ch in _NEGATION_ZH:
                 concepts.add("NEG")
             elif ch in _NUMERALS_ZH:
                 numbers.add("zh:" + ch)
-            elif ch != " " and ch not in _STOP_ZH:
+            elif ch != " " and ch not in CHINESE_STOP_CHARS:
                 kept.append(ch)
         # characters and their bigrams: 台中 is not in "台北中山區" although 台 and 中 are
         cjk.update(kept)
@@ -203,8 +174,7 @@ def may_replace(new_text: str, old_text: str, cosine: float) -> bool:
     """
     if relation(new_text, old_text, cosine) is not Relation.DISTINCT:
         return True
-    shared = _terms(new_text).concepts & _terms(old_text).concepts - {"NEG"}
-    return cosine >= (REPLACE_MIN_SHARED if shared else REPLACE_MIN)
+    return cosine >= REPLACE_MIN
 
 
 def relation_floor(new_text: str) -> float:

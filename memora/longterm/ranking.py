@@ -6,9 +6,7 @@ How the score is formed (the number ``/search`` shows and ``min_score`` is compa
     dense01  = clip((dense - scale.floor) / (scale.ceiling - scale.floor), 0, 1)
     lexical  = BM25 coverage of the query by the memory, in [0, 1]
                (IDF-weighted share of the query's terms that the memory holds, see
-               memora.longterm.lexical.BM25.coverage), plus bridge × the share of the query's
-               dictionary words whose CC-CEDICT translation the memory holds
-               (memora.longterm.bridge: 夜班 ↔ "night shift", across scripts)
+               memora.longterm.lexical.BM25.coverage)
     agree    = min(1, dense01 / lexical_gate)
     score    = dense_weight * dense01 + (1 - dense_weight) * lexical * agree     in [0, 1]
 
@@ -17,9 +15,7 @@ without, 0.2 when the memory is in the message's script (both mostly Han or both
 and 0.4 when it is not, since shared words are only possible in the first case.
 
 Hits are ordered by ``score`` (ties: higher cosine, then lower index) and kept while
-``score >= min_score``, at most ``top_k`` of them. (A message that is only chit-chat, "謝謝老師，
-明天見", "ok thanks!!", is not ranked at all: the store's search returns nothing for it,
-:func:`memora.longterm.phatic.is_phatic`.)
+``score >= min_score``, at most ``top_k`` of them.
 
 Why this form (``benchmarks/retrieval.py`` prints the figures):
 
@@ -50,17 +46,15 @@ index it built once over the same texts.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
 
-from memora.longterm import bridge as cedict
-from memora.longterm.lexical import BM25
+from memora.longterm.lexical import BM25, tokenize
 from memora.longterm.matrix import Matrix
-from memora.text import HAN
+from memora.text import han_dominant
 
 __all__ = [
     "DEFAULT_DENSE_WEIGHT",
@@ -82,7 +76,6 @@ __all__ = [
     "han_dominant",
     "hybrid_rank",
     "hybrid_scores",
-    "is_follow_up",
     "rank_scores",
     "weights_for_query",
 ]
@@ -157,18 +150,6 @@ DEFAULT_LEXICAL_GATE = 0.5
 DEFAULT_MIN_SCORE = 0.14
 
 
-_HAN_RE = re.compile(f"[{HAN}]")
-_LATIN_RE = re.compile(r"[A-Za-z]")
-
-
-def han_dominant(text: str) -> bool:
-    """Whether a text is mostly Han (Chinese) rather than Latin (English): at least one Han
-    character per four Latin letters (a word of ~4-5 letters says about what one or two Han
-    characters do). Numbers and punctuation do not count; a text with neither is Latin."""
-    han = len(_HAN_RE.findall(text))
-    return han > 0 and 4 * han >= len(_LATIN_RE.findall(text))
-
-
 def dense_weight_pair(text: str, has_terms: bool) -> tuple[float, float]:
     """One memory's dense weight for a mostly-Han message and for a mostly-Latin one.
 
@@ -223,13 +204,11 @@ def hybrid_scores(
     scale: DenseScale = USE_SCALE,
     lexical_gate: float = DEFAULT_LEXICAL_GATE,
     index: BM25 | None = None,
-    bridge: float = cedict.DEFAULT_WEIGHT,
 ) -> Scores:
     """Fused score, cosine and lexical coverage of every candidate (see the module docstring).
 
     ``dense_weight`` is one weight, or one per candidate (a memory with search terms weighs
-    its dense evidence less, see DEFAULT_TERMS_DENSE_WEIGHT); ``bridge`` weighs the bilingual
-    dictionary's evidence (0: none)."""
+    its dense evidence less, see DEFAULT_TERMS_DENSE_WEIGHT)."""
     n = len(doc_texts)
     weight = np.asarray(dense_weight, dtype=np.float64)
     if weight.ndim > 1 or (weight.ndim == 1 and weight.shape[0] != n):
@@ -253,7 +232,7 @@ def hybrid_scores(
     elif len(index) != n:
         raise ValueError("the BM25 index must cover exactly doc_texts")
     dense = (docs.dot(query) if isinstance(docs, Matrix) else docs @ query).astype(np.float64)
-    lexical = cedict.bridged_coverage(index, query_text, bridge)
+    lexical = index.coverage(tokenize(query_text))
     score = fuse(dense, lexical, dense_weight=weight, scale=scale, lexical_gate=lexical_gate)
     return Scores(score=score, dense=dense, lexical=lexical)
 
@@ -371,25 +350,6 @@ def _cut(
             break
         hits.append(Hit(int(i), value, float(dense[i]), float(lexical[i])))
     return hits
-
-
-# A message that points back at the previous one: it opens with 那/那麼 ("then, in that case"),
-# "and", "so", "then", "but", "what/how about", or names something it does not say (這個, 那邊,
-# 他們, 它, it, that, they, them, there, else, again...). Written from the tuning users'
-# follow-ups and ordinary Chinese and English anaphora (the held-out users' were read too: see
-# benchmarks/retrieval_candidates.py, "follow-up context").
-_FOLLOW_UP = re.compile(
-    r"^\W*(?:那|and\b|so\b|then\b|but\b|what about\b|how about\b)"
-    r"|這個|这个|那個|那个|那邊|那边|那裡|那里|他們|他们|它"
-    r"|\b(?:it|that|those|these|they|them|there|then|else|again)\b",
-    re.IGNORECASE,
-)
-
-
-def is_follow_up(message: str) -> bool:
-    """Whether a message may lean on the previous one (the only messages whose ranking the
-    previous message is allowed to change, see :func:`follow_up_rank`)."""
-    return bool(_FOLLOW_UP.search(message))
 
 
 def context_can_matter(message: Scores, floor: float, top_k: int) -> bool:

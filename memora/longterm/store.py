@@ -64,7 +64,6 @@ from memora.longterm.dedupe import (
 )
 from memora.longterm.embeddings import Embedder, Vectors
 from memora.longterm.matrix import Matrix
-from memora.longterm.phatic import is_phatic
 from memora.longterm.ranking import (
     Hit,
     Scores,
@@ -72,7 +71,6 @@ from memora.longterm.ranking import (
     dense_scale_for,
     follow_up_rank,
     hybrid_scores,
-    is_follow_up,
     rank_scores,
     weights_for_query,
 )
@@ -861,18 +859,17 @@ class MemoryStore:
     ) -> SearchResult:
         """The user's memories most relevant to the query, best first, score >= min_score.
 
-        With `extra_context` (the learner's previous message), a follow-up ("那如果他們要去火車站
-        呢", "and what about the letter part?": ranking.is_follow_up) is also ranked together with
-        that context: what the message finds by itself at `floor` (default `min_score`; give the
-        no-result threshold when `min_score` is lower) comes first, then what only the context
-        finds (ranking.follow_up_rank). Other messages ignore the context, so a change of topic
-        keeps its own memories first. With `origin_chat`, only memories that came from that
-        chat are candidates (a group's replies use what the member said in that group). A
-        message that is only chit-chat ("謝謝老師，明天見": memora.longterm.phatic) finds nothing.
+        With `extra_context` (the learner's previous message), the message is also ranked
+        together with that context, for a follow-up ("那如果他們要去火車站呢"): what the message
+        finds by itself at `floor` (default `min_score`; give the no-result threshold when
+        `min_score` is lower) comes first, then what only the context finds
+        (ranking.follow_up_rank), so a change of topic keeps its own memories first. With
+        `origin_chat`, only memories that came from that chat are candidates (a group's replies
+        use what the member said in that group).
         """
         check_user(user_id)
         query = " ".join(query.split())
-        if not query or top_k <= 0 or is_phatic(query):  # chit-chat asks for no memory
+        if not query or top_k <= 0:
             return SearchResult([], 0)
         version = await self._version(user_id)
         data = self._cached(user_id, version)
@@ -886,7 +883,7 @@ class MemoryStore:
             if not data.entries:
                 return SearchResult([], 0)
         context = " ".join((extra_context or "").split())
-        joined = f"{context}\n{query}" if context and is_follow_up(query) else ""
+        joined = f"{context}\n{query}" if context else ""
         # A follow-up's context is embedded with the message in one call when the search is
         # cold (Chroma's candidates come from both vectors), each call is a round trip to a
         # service, or the user has fewer memories than top_k (then it always can matter);
