@@ -17,7 +17,6 @@ from memora.config import DEFAULT_MAX_INPUT_TOKENS, DEFAULT_MEMORY_TOKENS
 from memora.learner.service import Learner
 from memora.llm import LLM, ChatMessage, Completion, LLMError, OnDelta
 from memora.longterm import policy as memory_policy
-from memora.longterm.ranking import DEFAULT_MIN_SCORE
 from memora.prompts import TUTOR_INSTRUCTIONS
 from memora.reminders import Reminders
 from memora.secretfilter import mask_secrets
@@ -105,7 +104,7 @@ class EngineConfig:
     max_recent_turns: int = 3
     max_message_chars: int = 4000
     top_k: int = 3
-    min_score: float = DEFAULT_MIN_SCORE
+    min_score: float | None = None  # None: the embedder profile's (memora.longterm.profile)
     use_last_turn: bool = True  # the previous message, for follow-ups only
     memory_tokens: int = DEFAULT_MEMORY_TOKENS  # 0: top_k and min_score alone decide
     group_memories: Literal["group", "all"] = "group"
@@ -351,7 +350,10 @@ class Engine:
     def retrieval_policy(self) -> memory_policy.RetrievalPolicy:
         """What reaches a reply's context (memora.longterm.policy), from this engine's config."""
         c = self.config
-        return memory_policy.RetrievalPolicy(c.memory_tokens, c.top_k, c.min_score, c.use_last_turn)
+        min_score = c.min_score
+        if min_score is None:
+            min_score = self.store.profile.min_score if self.store is not None else 0.0
+        return memory_policy.RetrievalPolicy(c.memory_tokens, c.top_k, min_score, c.use_last_turn)
 
     def used_in_reply(self, hits: list[SearchHit]) -> list[SearchHit]:
         """Which of `hits` (ranked for a message, best first) a reply puts in its context."""

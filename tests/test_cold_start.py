@@ -72,7 +72,7 @@ async def test_first_search_after_a_restart_does_not_wait_for_the_load_and_ranks
         loaded = cold._cache.get(USER)
         assert loaded is not None
         # what a search needs was built by the load, off the event loop, not by the next search
-        assert {"bm25", "dense_weights", "texts"} <= loaded.__dict__.keys()
+        assert {"bm25", "weight_kinds", "texts"} <= loaded.__dict__.keys()
         for q in QUERIES:
             assert await hits(cold, q) == want[q]
     finally:

@@ -424,7 +424,7 @@ async def test_past_the_memory_budget_the_best_ranked_fill_it(
     assert len(hits) == len(texts)
     sent = engine.used_in_reply(hits)
     assert 1 < len(sent) < len(texts) and sent == hits[: len(sent)]  # the best, as many as fit
-    assert min(h.score for h in sent) < engine.config.min_score  # a cut there would drop them
+    assert min(h.score for h in sent) < engine.retrieval_policy.min_score  # a cut would drop them
     await engine.handle_turn(CHAT, ALICE, message)
     block = str(llm.calls[-1].messages[0].content)
     assert block.startswith(MEMORY_BLOCK)
@@ -446,7 +446,7 @@ async def test_without_a_budget_the_best_top_k_above_min_score_are_sent(
     await engine.handle_turn(CHAT, ALICE, "我支持的球隊昨天贏了棒球比賽，我想用英文跟朋友分享")
     assert "統一獅" in str(llm.calls[-1].messages[0].content)
     shown = (await run_command(engine, "search", ctx(arg="我喜歡的棒球隊"))).text
-    min_score = engine.config.min_score
+    min_score = engine.retrieval_policy.min_score
     assert f"the best {engine.config.top_k} at or above min_score {min_score:.2f}" in shown
     assert "✓" in shown.split("\n", 2)[2]
     await engine.drain()

@@ -15,8 +15,9 @@ from hypothesis import strategies as st
 
 from memora.longterm import MemoryNotFound, MemoryStore, NewMemory, StoreError
 from memora.longterm.cache import UserLocks
-from memora.longterm.dedupe import DUP_MIN, Relation, embedding_text, normalise_text, relation
+from memora.longterm.dedupe import Relation, embedding_text, normalise_text, relation
 from memora.longterm.embeddings import Embedded, Kind, LocalUSE
+from memora.longterm.profile import LOCAL_DEDUPE
 from memora.longterm.ranking import (
     DEFAULT_DENSE_WEIGHT,
     USE_SCALE,
@@ -91,7 +92,7 @@ def test_duplicate_guard_on_measured_pairs(embedder: LocalUSE) -> None:
     ]:
         assert rel(new, old) is Relation.DISTINCT, (new, old)
     assert normalise_text("B1 ，level!") == normalise_text("b1level")
-    assert 0.5 < DUP_MIN < 0.7
+    assert 0.5 < LOCAL_DEDUPE.same_words < 0.7
 
 
 async def test_add_many_is_one_batch_that_dedupes_within_itself(store: MemoryStore) -> None:

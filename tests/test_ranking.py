@@ -7,22 +7,26 @@ import numpy.typing as npt
 import pytest
 
 from memora.longterm.lexical import BM25, tokenize
+from memora.longterm.profile import uncalibrated
 from memora.longterm.ranking import (
     DEFAULT_DENSE_WEIGHT,
     DEFAULT_MIN_SCORE,
     DEFAULT_SAME_SCRIPT_DENSE_WEIGHT,
     DEFAULT_TERMS_DENSE_WEIGHT,
+    OTHER_SCRIPT,
+    SAME_SCRIPT,
+    TERMS,
     USE_SCALE,
     DenseScale,
     Hit,
     Scores,
     context_can_matter,
     dense_scale_for,
-    dense_weight_pair,
     follow_up_rank,
     han_dominant,
     hybrid_rank,
     hybrid_scores,
+    weight_kinds,
     weights_for_query,
 )
 
@@ -289,8 +293,8 @@ def test_prebuilt_index_gives_the_same_result() -> None:
 
 def test_dense_scale_lookup() -> None:
     assert dense_scale_for("use-multilingual-v3") == USE_SCALE
-    assert dense_scale_for("text-embedding-3-small") == USE_SCALE
-    assert dense_scale_for("multilingual-e5-small").floor > USE_SCALE.floor
+    # an embedder nobody calibrated keeps its raw cosine: nothing borrowed from USE
+    assert dense_scale_for("text-embedding-3-small") == DenseScale(0.0, 1.0) != USE_SCALE
 
 
 # ----------------------------------------------------------------------------- script-aware weight
@@ -309,20 +313,23 @@ def test_dense_weight_depends_on_terms_and_on_the_message_script() -> None:
     zh, en = "使用者喜歡看韓劇", "The user likes Korean dramas"
     same, other = DEFAULT_SAME_SCRIPT_DENSE_WEIGHT, DEFAULT_DENSE_WEIGHT
     assert same < other
-    assert dense_weight_pair(zh, False) == (same, other)
-    assert dense_weight_pair(en, False) == (other, same)
+    assert weight_kinds(zh, False) == (SAME_SCRIPT, OTHER_SCRIPT)
+    assert weight_kinds(en, False) == (OTHER_SCRIPT, SAME_SCRIPT)
     both = DEFAULT_TERMS_DENSE_WEIGHT
-    assert dense_weight_pair(zh, True) == dense_weight_pair(en, True) == (both, both)
-    pairs = np.array([dense_weight_pair(zh, False), dense_weight_pair(en, False)])
-    assert list(weights_for_query(pairs, "推薦一部韓劇")) == [same, other]
-    assert list(weights_for_query(pairs, "any Korean drama to recommend?")) == [other, same]
+    assert weight_kinds(zh, True) == weight_kinds(en, True) == (TERMS, TERMS)
+    kinds = np.array([weight_kinds(zh, False), weight_kinds(en, False), weight_kinds(zh, True)])
+    assert list(weights_for_query(kinds, "推薦一部韓劇")) == [same, other, both]
+    assert list(weights_for_query(kinds, "any Korean drama to recommend?")) == [other, same, both]
+    # an uncalibrated embedder weighs every kind alike
+    flat = uncalibrated("text-embedding-3-small")
+    assert len(set(weights_for_query(kinds, "推薦一部韓劇", flat))) == 1
 
 
 def test_same_script_words_lead_and_cross_script_keeps_the_dense_threshold() -> None:
     """An English message: the English memory that shares its words scores its lexical share at
     weight 1 - 0.2, the Chinese memory (no word can be shared) keeps 0.4 x its cosine."""
     texts = ["The user likes Korean dramas", "使用者喜歡看韓劇"]
-    pairs = np.array([dense_weight_pair(t, False) for t in texts])
+    pairs = np.array([weight_kinds(t, False) for t in texts])
     query = "any Korean dramas to recommend?"
     vecs = np.array([[1.0, 0.0], [0.8, 0.6]])
     qv = np.array([0.6, 0.8])  # cosines 0.6 and 0.96

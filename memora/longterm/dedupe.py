@@ -23,6 +23,7 @@ import numpy.typing as npt
 
 from memora.longterm.lexical import inserted
 from memora.longterm.matrix import Matrix
+from memora.longterm.profile import LOCAL_DEDUPE, DedupeThresholds
 from memora.text import (
     CHINESE_STOP_CHARS,
     ENGLISH_STOP_WORDS,
@@ -35,28 +36,6 @@ from memora.text import (
 )
 
 _FINAL_PUNCT = " .。!！;；…"
-
-# Thresholds on the dense cosine of the local multilingual USE model (LocalUSE). Measured with
-# `benchmarks/retrieval_overhead.py --pairs` (memories embedded without a final full stop, as the
-# store embeds them): 24 facts written in English and in Chinese score 0.52-0.85 (median 0.66)
-# against their translation; different facts reach 0.90 in one language ("level B1" / "level
-# B2"), 0.81 ("travel English" / "business English"), and 0.74 across languages among 1,000
-# template-made memories of one user. No cosine separates them, so the lexical guard of
-# `relation` rules first and each threshold applies only where the guard could compare:
-# The same numbers and the same content words, only generic wording differs ("My level is B1"
-# / "使用者的英文程度是B1": 0.41; such pairs measured 0.41-0.83): the words decide, the cosine
-# is a floor against nonsense.
-DUP_SAME_TERMS = 0.35
-DUP_MIN = 0.58  # same-script words, or the same numbers, agree and add nothing new
-DUP_CROSS = 0.80  # two languages and no number in common: only the cosine can tell
-UPDATE_MIN = 0.75  # only numbers/levels/dates differ and this close: the new text supersedes
-CANDIDATE_MIN = min(DUP_SAME_TERMS, DUP_MIN, DUP_CROSS, UPDATE_MIN)
-# An extraction item's `replaces` is believed only when the two memories are about the same
-# thing (see `may_replace`). 12 hand-written real updates (moved city, changed job, new exam
-# goal, 繁/简 and English mixed) scored 0.41-0.95 with USE, 12 unrelated pairs 0.13-0.36; the
-# lowest real update (0.41, "目標改成雅思 7 分" / "目標是多益 850 分") shares a concept (goal).
-# Hand-made pairs, not a held-out set: the thresholds sit in the gap, away from both ends.
-REPLACE_MIN = 0.45
 
 # --------------------------------------------------------------------------------------------
 # Text normalisation and the duplicate guard
@@ -165,37 +144,57 @@ def _changes(new: frozenset[str], old: frozenset[str]) -> tuple[bool, bool]:
     return bool(new - old) and bool(old - new), bool(new - old)
 
 
-def may_replace(new_text: str, old_text: str, cosine: float) -> bool:
+def may_replace(
+    new_text: str,
+    old_text: str,
+    cosine: float,
+    thresholds: DedupeThresholds | None = LOCAL_DEDUPE,
+) -> bool:
     """Whether `new_text` may supersede `old_text` when the model says it `replaces` it.
 
     A real update says something else about the same thing ("moved to Tainan" / "lives in
     Taipei"), so `relation` calls it distinct; what it must not be is unrelated ("is a nurse"
-    pointed at "level B1"), which would overwrite a fact with another one.
+    pointed at "level B1"), which would overwrite a fact with another one. Without calibrated
+    thresholds nothing tells the two apart: only the same text is believed.
     """
-    if relation(new_text, old_text, cosine) is not Relation.DISTINCT:
+    if thresholds is None:
+        return normalise_text(new_text) == normalise_text(old_text)
+    if relation(new_text, old_text, cosine, thresholds) is not Relation.DISTINCT:
         return True
-    return cosine >= REPLACE_MIN
+    return cosine >= thresholds.replace
 
 
-def relation_floor(new_text: str) -> float:
+def relation_floor(new_text: str, thresholds: DedupeThresholds | None = LOCAL_DEDUPE) -> float:
     """The lowest cosine at which `relation(new_text, old, cosine)` can be anything but
-    DISTINCT for an `old` with another normalised text: DUP_SAME_TERMS needs numbers in the
-    new text, UPDATE needs them too, so without numbers only DUP_MIN or DUP_CROSS can pass.
-    A new memory is compared only with the memories this close (a test checks the bound)."""
-    return CANDIDATE_MIN if _terms(new_text).numbers else min(DUP_MIN, DUP_CROSS)
+    DISTINCT for an `old` with another normalised text: `same_terms` and `update` need numbers
+    in the new text, so without numbers only `same_words` or `cross_language` can pass. A new
+    memory is compared only with the memories this close (a test checks the bound); without
+    thresholds, with none."""
+    if thresholds is None:
+        return float("inf")
+    if _terms(new_text).numbers:
+        return thresholds.lowest
+    return min(thresholds.same_words, thresholds.cross_language)
 
 
-def relation(new_text: str, old_text: str, cosine: float) -> Relation:
+def relation(
+    new_text: str,
+    old_text: str,
+    cosine: float,
+    thresholds: DedupeThresholds | None = LOCAL_DEDUPE,
+) -> Relation:
     """How a new memory relates to an existing one, from their texts and dense cosine.
 
-    Numbers and concepts are compared whatever the language; content words only where both
+    The same normalised text is a duplicate. Otherwise, with the embedder's thresholds:
+    numbers and negation are compared whatever the language; content words only where both
     texts have words of that script (Latin / Chinese). A new text that swaps or adds a content
-    word says something else or more: never a duplicate. Chinese characters may differ between
-    繁體 and 简体 spellings: they are folded to one spelling first (`memora.text.T2S`); a
-    variant the table lacks makes a false "distinct", never a false duplicate.
+    word says something else or more: never a duplicate. Chinese is folded to simplified
+    characters first. Without thresholds (an uncalibrated embedder) it is DISTINCT.
     """
     if normalise_text(new_text) == normalise_text(old_text):
         return Relation.DUPLICATE
+    if thresholds is None:
+        return Relation.DISTINCT
     new, old = _terms(new_text), _terms(old_text)
     latin_swap, latin_add = _changes(new.latin, old.latin)
     cjk_swap, cjk_add = _changes(new.cjk, old.cjk)
@@ -203,17 +202,17 @@ def relation(new_text: str, old_text: str, cosine: float) -> Relation:
         return Relation.DISTINCT
     if new.numbers != old.numbers:
         same_words = not (latin_swap or latin_add or cjk_swap or cjk_add)
-        if new.numbers and old.numbers and same_words and cosine >= UPDATE_MIN:
+        if new.numbers and old.numbers and same_words and cosine >= thresholds.update:
             return Relation.UPDATE
         return Relation.DISTINCT
     if latin_swap or latin_add or cjk_swap or cjk_add:
         return Relation.DISTINCT
     if new == old and new.numbers:
-        threshold = DUP_SAME_TERMS
+        threshold = thresholds.same_terms
     elif new.numbers or (new.latin and old.latin) or (new.cjk and old.cjk):
-        threshold = DUP_MIN
+        threshold = thresholds.same_words
     else:
-        threshold = DUP_CROSS
+        threshold = thresholds.cross_language
     return Relation.DUPLICATE if cosine >= threshold else Relation.DISTINCT
 
 
@@ -374,7 +373,11 @@ class DedupeIndex:
 
 
 def candidate_cosines(
-    matrix: Matrix, candidates: Ids, vec: npt.NDArray[np.float32], floor: float
+    matrix: Matrix,
+    candidates: Ids,
+    vec: npt.NDArray[np.float32],
+    floor: float,
+    thresholds: DedupeThresholds = LOCAL_DEDUPE,
 ) -> npt.NDArray[np.float32]:
     """The cosines of the candidates' rows with `vec`, for `relation` and the closest-first order.
 
@@ -390,9 +393,10 @@ def candidate_cosines(
         return full
     rough = matrix.take(candidates) @ vec
     margin = 4 * matrix.dim * float(np.finfo(np.float32).eps) / 2  # twice 2·d·u
-    thresholds = np.array([floor, DUP_SAME_TERMS, DUP_MIN, DUP_CROSS, UPDATE_MIN])
+    t = thresholds
+    edges = np.array([floor, t.same_terms, t.same_words, t.cross_language, t.update])
     above = np.sort(rough[rough >= floor])
-    if (np.abs(rough[:, None] - thresholds[None, :]) > margin).all() and (
+    if (np.abs(rough[:, None] - edges[None, :]) > margin).all() and (
         np.diff(above) > 2 * margin
     ).all():
         return rough

@@ -64,11 +64,11 @@ from memora.longterm.dedupe import (
 )
 from memora.longterm.embeddings import Embedder, Vectors
 from memora.longterm.matrix import Matrix
+from memora.longterm.profile import DedupeThresholds, profile_for
 from memora.longterm.ranking import (
     Hit,
     Scores,
     context_can_matter,
-    dense_scale_for,
     follow_up_rank,
     hybrid_scores,
     rank_scores,
@@ -163,8 +163,9 @@ class _Batch:
     (:meth:`UserData.appended`, :meth:`UserData.replaced`): no step copies or re-reads all of
     the user's memories."""
 
-    def __init__(self, data: UserData) -> None:
+    def __init__(self, data: UserData, thresholds: DedupeThresholds | None) -> None:
         self.data = data
+        self.thresholds = thresholds
         self.next_seq = data.next_seq
         self.changed: dict[str, int] = {}  # memory id → index in entries
 
@@ -185,18 +186,19 @@ class _Batch:
     def closest(self, text: str, vec: npt.NDArray[np.float32]) -> tuple[int | None, int | None]:
         """(index of a duplicate, index of a memory to update), closest first."""
         same = self.data.keys.get(normalise_text(text))
-        if same is not None or not self.entries:
+        t = self.thresholds
+        if same is not None or not self.entries or t is None:
             return same, None
         candidates = self.data.dedupe.candidates(text)  # the others are DISTINCT at any cosine
         if not len(candidates):
             return None, None
-        floor = relation_floor(text)
-        cosines = candidate_cosines(self.matrix, candidates, vec, floor)
+        floor = relation_floor(text, t)
+        cosines = candidate_cosines(self.matrix, candidates, vec, floor, t)
         near = np.flatnonzero(cosines >= floor)
         update: int | None = None
         for j in near[np.argsort(-cosines[near], kind="stable")]:
             i = int(candidates[j])
-            verdict = relation(text, self.entries[i].memory.text, float(cosines[j]))
+            verdict = relation(text, self.entries[i].memory.text, float(cosines[j]), t)
             if verdict is Relation.DUPLICATE:
                 return i, None
             if verdict is Relation.UPDATE and update is None:
@@ -234,7 +236,7 @@ class MemoryStore:
         self.embedder = embedder
         self._shared: SharedVersions | None = None
         self._loaded_at: dict[int, str] = {}  # user → the version its cached memories are
-        self._scale = dense_scale_for(embedder.name)
+        self.profile = profile_for(embedder.name)  # its calibrated numbers, if any
         self._client: Any = None
         self._collection: Any = None
         self._locks = UserLocks()
@@ -422,7 +424,7 @@ class MemoryStore:
         )
         # Indexed here, off the event loop, not by the next search or write (the dense weights
         # too: the first warm search built them on the loop, benchmarks/retrieval_overhead.py).
-        data.bm25, data.keys, data.dedupe, data.dense_weights  # noqa: B018
+        data.bm25, data.keys, data.dedupe, data.weight_kinds  # noqa: B018
         return data
 
     def _user_data(
@@ -602,7 +604,7 @@ class MemoryStore:
             data = await self._data(user_id)
             if not {"keys", "dedupe"} <= data.__dict__.keys():  # built by the load, then
                 await run_blocking(lambda: (data.keys, data.dedupe))  # carried by each write
-            batch = _Batch(data)
+            batch = _Batch(data, self.profile.dedupe)
             words = [
                 indexed_text(t, it.terms, it.situations) for t, it in zip(texts, items, strict=True)
             ]
@@ -631,7 +633,8 @@ class MemoryStore:
         target = batch.index_of(item.replaces)
         if target is not None:
             cosine = float(batch.matrix.row(target) @ vec)
-            if not may_replace(text, batch.entries[target].memory.text, cosine):
+            old_text = batch.entries[target].memory.text
+            if not may_replace(text, old_text, cosine, batch.thresholds):
                 log.info("ignored a `replaces` that points at an unrelated memory")
                 target = None  # decided like any new item: added, or a duplicate
         explicit = target is not None
@@ -1003,8 +1006,9 @@ class MemoryStore:
             data.matrix,
             query,
             data.texts,
-            dense_weight=weights_for_query(data.dense_weights, query),
-            scale=self._scale,
+            dense_weight=weights_for_query(data.weight_kinds, query, self.profile),
+            scale=self.profile.scale,
+            lexical_gate=self.profile.lexical_gate,
             index=data.bm25,
         )
 
