@@ -24,7 +24,7 @@ from memora.longterm.ranking import (
     context_can_matter,
     follow_up_rank,
 )
-from memora.longterm.store import one_blas_thread
+from memora.longterm.search import one_blas_thread
 
 NOW = datetime(2026, 11, 15, 8, 30, tzinfo=UTC)
 
@@ -289,17 +289,17 @@ async def test_a_follow_up_s_context_is_skipped_only_where_it_cannot_change_the_
         ]:
             for top_k, min_score, floor in [(1, 0.14, None), (3, 0.14, None), (4, 0.0, 0.14)]:
                 joined = f"{previous}\n{question}"
-                store._queries.clear()  # every message new: nothing from the vector cache
+                store.embeddings.recent.clear()  # every message new: nothing from the vector cache
                 counting.calls.clear()
                 got = await store.search(
                     4, question, top_k=top_k, min_score=min_score, floor=floor,
                     extra_context=previous,
                 )  # fmt: skip
                 embedded = list(counting.calls)
-                vectors, _ = await store._embed([question, joined], "query")
+                vectors, _ = await store.embeddings.queries([question, joined])
                 with one_blas_thread():
-                    message = store._scores(data, question, vectors[0])
-                    together = store._scores(data, joined, vectors[1])
+                    message = store.reader.scores(data, question, vectors[0])
+                    together = store.reader.scores(data, joined, vectors[1])
                 edge = min_score if floor is None else floor
                 want = follow_up_rank(message, together, edge, top_k, min_score)
                 assert [(h.memory.id, h.score) for h in got.hits] == [

@@ -21,6 +21,7 @@ import numpy as np
 import numpy.ma  # np.union1d imports it on first use: 11-16 ms in a first write
 import numpy.typing as npt
 
+from memora.longterm.embeddings import embedding_text
 from memora.longterm.lexical import inserted
 from memora.longterm.matrix import Matrix
 from memora.longterm.profile import LOCAL_DEDUPE, DedupeThresholds
@@ -35,7 +36,17 @@ from memora.text import (
     to_simplified,
 )
 
-_FINAL_PUNCT = " .。!！;；…"
+__all__ = [
+    "DedupeIndex",
+    "Relation",
+    "candidate_cosines",
+    "embedding_text",
+    "may_replace",
+    "normalise_text",
+    "relation",
+    "relation_floor",
+]
+
 
 # --------------------------------------------------------------------------------------------
 # Text normalisation and the duplicate guard
@@ -62,13 +73,6 @@ _MONTHS_EN = {
 } | {"jan": "1", "feb": "2", "mar": "3", "apr": "4", "jun": "6", "jul": "7", "aug": "8",
      "sep": "9", "sept": "9", "oct": "10", "nov": "11", "dec": "12"}  # fmt: skip
 _NEGATION_EN = frozenset(("not", "no", "never", "cannot", "nor", "without"))
-
-
-def embedding_text(text: str) -> str:
-    """The text a memory is embedded as: without a final full stop, which moves USE's cosine
-    by up to .06 ("The user's English level is B1." / "My level is B1": .551 with it, .614
-    without)."""
-    return text.rstrip(_FINAL_PUNCT) or text
 
 
 @lru_cache(maxsize=16384)
