@@ -14,9 +14,10 @@ Every memory goes into a real :class:`~memora.longterm.MemoryStore` (embedded Ch
 temporary folder, LocalUSE) with ``add_many`` (its dedupe applies: a folded memory's label
 points at the memory that holds it). Each message is retrieved by
 :func:`memora.longterm.policy.retrieve`, the function the engine calls, with the learner's
-previous message as the follow-up context. Printed per file: the share of answerable messages
-whose relevant memory is in the context, unrelated messages with no memory block, memory
-tokens a turn (o200k, with the "- " framing), and the wall time.
+previous message as the follow-up context, at the default budget and without one (top_k 3 at
+the embedder profile's min_score). Printed per file and policy: the share of answerable
+messages whose relevant memory is in the context, unrelated messages with no memory block,
+memory tokens a turn (o200k, with the "- " framing), and the wall time of the file.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ import json
 import tempfile
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +36,6 @@ from memora.config import DEFAULT_MEMORY_TOKENS
 from memora.longterm import MemoryStore
 from memora.longterm.embeddings import LocalUSE
 from memora.longterm.policy import RetrievalPolicy, retrieve
-from memora.longterm.ranking import DEFAULT_MIN_SCORE
 from memora.longterm.records import NewMemory
 from memora.tokens import o200k
 
@@ -80,7 +80,7 @@ class Tally:
 
 
 HEADER = (
-    "| file | memories written→stored | answerable: relevant memory in context "
+    "| file, policy | memories written→stored | answerable: relevant memory in context "
     "| unrelated: no memory block | memory tokens a turn | seconds |\n|---|---|---|---|---|---|"
 )
 
@@ -135,36 +135,46 @@ async def load(store: MemoryStore, path: Path, first_id: int, tally: Tally) -> l
     return learners
 
 
-async def measure_file(store: MemoryStore, path: Path, first_id: int) -> Tally:
+POLICIES = (
+    ("memory_tokens 500 (the default)", RetrievalPolicy(DEFAULT_MEMORY_TOKENS)),
+    ("no budget: top_k 3, min_score", RetrievalPolicy(0, top_k=3)),
+)
+
+
+async def measure_file(store: MemoryStore, path: Path, first_id: int) -> dict[str, Tally]:
     tok = o200k()
-    tally = Tally()
-    policy = RetrievalPolicy(memory_tokens=DEFAULT_MEMORY_TOKENS, min_score=DEFAULT_MIN_SCORE)
-    for learner in await load(store, path, first_id, tally):
-        for msg in learner.messages:
-            found = await retrieve(store, policy, learner.user_id, msg.text, msg.previous)
-            ids = {h.memory.id for h in found.hits}
-            tally.tokens += sum(len(tok.encode("- " + h.memory.text)) + 1 for h in found.hits)
-            tally.turns += 1
-            if msg.relevant:
-                tally.answerable += 1
-                tally.reached += bool(ids & msg.relevant)
-            else:
-                tally.unrelated += 1
-                tally.silent += not ids
-    return tally
+    tallies = {name: Tally() for name, _ in POLICIES}
+    counted = Tally()
+    learners = await load(store, path, first_id, counted)
+    for name, policy in POLICIES:
+        tally = tallies[name]
+        tally.written, tally.stored = counted.written, counted.stored
+        policy = replace(policy, min_score=store.profile.min_score)
+        for learner in learners:
+            for msg in learner.messages:
+                found = await retrieve(store, policy, learner.user_id, msg.text, msg.previous)
+                ids = {h.memory.id for h in found.hits}
+                tally.tokens += sum(len(tok.encode("- " + h.memory.text)) + 1 for h in found.hits)
+                tally.turns += 1
+                if msg.relevant:
+                    tally.answerable += 1
+                    tally.reached += bool(ids & msg.relevant)
+                else:
+                    tally.unrelated += 1
+                    tally.silent += not ids
+    return tallies
 
 
-async def measure(paths: Sequence[Path]) -> dict[str, Tally]:
-    out: dict[str, Tally] = {}
-    print(f"memory_tokens {DEFAULT_MEMORY_TOKENS}\n\n{HEADER}")
+async def measure(paths: Sequence[Path]) -> None:
+    print(HEADER)
     with tempfile.TemporaryDirectory() as tmp:
         async with MemoryStore(Path(tmp), LocalUSE()) as store:
             for n, path in enumerate(paths):
                 start = time.perf_counter()
-                tally = await measure_file(store, path, 1 + 1000 * n)
-                out[path.name] = tally
-                print(tally.row(path.name, time.perf_counter() - start), flush=True)
-    return out
+                tallies = await measure_file(store, path, 1 + 1000 * n)
+                seconds = time.perf_counter() - start
+                for name, tally in tallies.items():
+                    print(tally.row(f"{path.name}, {name}", seconds), flush=True)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
