@@ -300,9 +300,8 @@ def follow_up_rank(
     the context's order, with that score; then the rest by the message's score, down to
     ``min_score``. So the previous turn can fill the gap left by "那如果他們要去火車站呢" but
     never outranks a memory the message matched on its own, and a message that changed the
-    topic loses nothing to the old one. Why not a sum or a max of the two scores: both let the
-    previous topic lead (learner set, held-out users: hit@1 0.835 → 0.671-0.785,
-    ``benchmarks/retrieval.py --candidates``).
+    topic loses nothing to the old one (a sum or a max of the two scores let the previous topic
+    lead: decision 0101).
 
     Where :func:`context_can_matter` is False, ``context`` does not change the hits: passing
     ``message`` for it gives the same ones."""
