@@ -105,7 +105,7 @@ class EngineConfig:
     max_message_chars: int = 4000
     top_k: int = 3
     min_score: float | None = None  # None: the embedder profile's (memora.longterm.profile)
-    use_last_turn: bool = True  # the previous message, for follow-ups only
+    use_last_turn: bool = True  # the previous message, ranked after what the message finds
     memory_tokens: int = DEFAULT_MEMORY_TOKENS  # 0: top_k and min_score alone decide
     group_memories: Literal["group", "all"] = "group"
     extraction_enabled: bool = True
