@@ -12,7 +12,7 @@ with a document and Memora's metadata):
 * the previous layout: sync_threshold = 1 on every write, and the store's erasure (a delete,
   `vacuum_chroma`, `scrub_hnsw`);
 * Memora's layout: Chroma's default threshold for writes, and the store's erasure
-  (`MemoryStore._erasing`: reopen at threshold 1, delete, vacuum, reopen at the default, scrub).
+  (`ChromaBackend._erasing`: reopen at threshold 1, delete, vacuum, reopen at the default, scrub).
 
 In each: --writes single-memory upserts (what one extraction or /remember does), wall and CPU
 (this process, Chroma's threads included); /forgetme's store part (delete one user's memories
@@ -83,13 +83,13 @@ class _Embedder:
 
 
 def _erase_as_memora(path: Path, delete: Callable[[Any], object]) -> None:
-    """The store's own erasure around `delete` (memora.longterm.store.MemoryStore._erasing)."""
-    store = MemoryStore(path, _Embedder())  # type: ignore[arg-type]
-    store._client, store._collection = store._open_sync()
+    """The store's own erasure around `delete` (memora.longterm.backend.ChromaBackend._erasing)."""
+    backend = MemoryStore(path, _Embedder()).backend  # type: ignore[arg-type]
+    backend.client, backend.collection = backend.open_sync()
     try:
-        store._erasing(lambda: delete(store._col))
+        backend._erasing(lambda: delete(backend.col))
     finally:
-        store._client.close()
+        backend.client.close()
 
 
 def run(label: str, hnsw: dict[str, Any], args: argparse.Namespace, erase: str) -> None:
