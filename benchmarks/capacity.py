@@ -26,9 +26,9 @@ from benchmarks.core_turns import REPLY, TOPICS, ZeroLatencyLLM
 from benchmarks.retrieval_overhead import learner_facts, words_for
 from memora.engine import ChatRef, Engine, EngineConfig, UserRef
 from memora.longterm import MemoryStore, NewMemory
-from memora.longterm.bridge import warm as warm_bridge
 from memora.longterm.embeddings import LocalUSE
 from memora.storage import Database
+from memora.text import warm as warm_text
 from memora.tokens import LocalTokenCounter
 
 
@@ -111,9 +111,9 @@ async def ram_per_cached_user(tmp: Path, embedder: LocalUSE, per_user: int) -> t
         kept = await store.count(7)
         store._cache.clear()  # measure a cold load, as after a restart
         await store.search(8, "warm up", top_k=3, min_score=0.0)  # another user: loads nothing
-        # Once per process, not per user: the CC-CEDICT tables and the stemmer's dictionary
-        # (~33 MB traced), which the engine builds at start (app.open_engine, bridge.warm).
-        warm_bridge()
+        # Once per process, not per user: the stemmer's dictionary, which the engine loads at
+        # start (app.open_engine, text.warm_in_background).
+        warm_text()
         tracemalloc.start()
         base = tracemalloc.get_traced_memory()[0]
         await store.search(7, "what exam is the learner preparing for?", top_k=3, min_score=0.0)

@@ -111,14 +111,6 @@ def make_embedder(settings: Settings) -> Embedder:
     return LocalUSE()
 
 
-def default_min_score(settings: Settings) -> float:
-    if settings.retrieval.min_score is not None:
-        return settings.retrieval.min_score
-    from memora.longterm.ranking import DEFAULT_MIN_SCORE
-
-    return DEFAULT_MIN_SCORE
-
-
 def check_budget(settings: Settings, instructions: str = TUTOR_INSTRUCTIONS) -> None:
     """The budget must leave room for a message beside the system prompt, which is never cut."""
     floor = LocalTokenCounter(settings.memory.safety_margin).count_sync(
@@ -170,9 +162,9 @@ async def open_engine(
             counter = LocalTokenCounter(settings.memory.safety_margin)
 
         from memora.longterm import MemoryStore
-        from memora.longterm.bridge import warm_in_background
+        from memora.text import warm_in_background
 
-        warm_in_background()  # the CC-CEDICT tables (~3 s CPU) while the rest opens
+        warm_in_background()  # the stemmer's dictionary while the rest opens
         embedder = make_embedder(settings)
         store = MemoryStore(settings.chroma_path, embedder, url=settings.longterm.chroma_url)
         try:
@@ -203,7 +195,7 @@ async def open_engine(
                 max_recent_turns=settings.memory.max_recent_turns,
                 max_message_chars=settings.memory.max_message_chars,
                 top_k=settings.retrieval.top_k,
-                min_score=default_min_score(settings),
+                min_score=settings.retrieval.min_score,
                 use_last_turn=settings.retrieval.use_last_turn,
                 memory_tokens=settings.retrieval.memory_tokens,
                 group_memories=settings.retrieval.group_memories,

@@ -26,6 +26,7 @@ from memora.engine import MAX_BUDGETED_MEMORIES, ChatRef, Engine, UserRef
 from memora.learner.model import PROFILE_FIELDS
 from memora.learner.profile import TEACHING_FIELDS
 from memora.llm import ChatMessage
+from memora.longterm.policy import describe as describe_policy
 from memora.prompts import MEMORY_BLOCK, PROFILE_BLOCK
 from memora.views import ButtonAnswer, Document, Reply, render_history, render_messages
 
@@ -296,17 +297,8 @@ async def _search(engine: Engine, ctx: CommandContext) -> Reply:
                 "No memories to search yet.\n\n" + PROFILE_FACTS + "\n" + "\n".join(profile)
             )
         return Reply("No memories to search yet.")
-    used = {h.memory.id for h in engine.used_in_reply(query, found.hits)}
-    budget = engine.config.memory_tokens
-    if budget:
-        floor = engine.budget_floor(query)
-        cut = f" at or above {floor:.2f} (as for a question about a word)" if floor else ""
-        rule = f"every memory while they fit {budget} tokens, else the best-ranked{cut} until"
-        rule += " they are spent"
-    else:
-        floor = engine.min_score_for(query)
-        why = "" if floor == engine.config.min_score else ", as for a question about a word"
-        rule = f"the best {engine.config.top_k} at or above min_score {floor:.2f}{why}"
+    used = {h.memory.id for h in engine.used_in_reply(found.hits)}
+    rule = describe_policy(engine.retrieval_policy)
     lines = [
         f"{i}. {h.score:.2f} {'✓' if h.memory.id in used else ' '} {h.memory.text}"
         for i, h in enumerate(found.hits[:SEARCH_SHOWN], 1)

@@ -92,7 +92,7 @@ class MemoryConfig(_Section):
 
 # The memory token budget: every memory of the learner goes into the context while they fit in
 # this many tokens (best first); past it, the best-ranked until it is spent (by rank alone,
-# min_score does not cut; a question about a word still needs 0.6). `benchmarks/retrieval.py
+# min_score does not cut; memora.longterm.policy). `benchmarks/retrieval.py
 # --quick`, section (f), learner set with search terms and situations (8 memories a user, ~100
 # tokens in all), tuning / held-out users: top_k 3 + min_score puts the relevant memory in the
 # context for 0.79 / 0.81 of answerable messages at 13 / 16 memory tokens a turn; with a

@@ -16,8 +16,7 @@ from memora.clock import as_utc, utcnow
 from memora.config import DEFAULT_MAX_INPUT_TOKENS, DEFAULT_MEMORY_TOKENS
 from memora.learner.service import Learner
 from memora.llm import LLM, ChatMessage, Completion, LLMError, OnDelta
-from memora.longterm.phatic import min_score_for
-from memora.longterm.ranking import DEFAULT_MIN_SCORE
+from memora.longterm import policy as memory_policy
 from memora.prompts import TUTOR_INSTRUCTIONS
 from memora.reminders import Reminders
 from memora.secretfilter import mask_secrets
@@ -31,7 +30,7 @@ from memora.storage import (
     StoredMessage,
     TurnUsage,
 )
-from memora.tokens import TokenCounter, o200k
+from memora.tokens import TokenCounter
 from memora.views import Reply, Status, TurnStats
 
 if TYPE_CHECKING:
@@ -105,8 +104,8 @@ class EngineConfig:
     max_recent_turns: int = 3
     max_message_chars: int = 4000
     top_k: int = 3
-    min_score: float = DEFAULT_MIN_SCORE
-    use_last_turn: bool = True  # the previous message, for follow-ups only
+    min_score: float | None = None  # None: the embedder profile's (memora.longterm.profile)
+    use_last_turn: bool = True  # the previous message, ranked after what the message finds
     memory_tokens: int = DEFAULT_MEMORY_TOKENS  # 0: top_k and min_score alone decide
     group_memories: Literal["group", "all"] = "group"
     extraction_enabled: bool = True
@@ -114,7 +113,7 @@ class EngineConfig:
     instructions: str = TUTOR_INSTRUCTIONS
 
 
-MAX_BUDGETED_MEMORIES = 50
+MAX_BUDGETED_MEMORIES = memory_policy.MAX_BUDGETED_MEMORIES
 
 
 def previous_message(pending: list[StoredMessage], user_id: int) -> str | None:
@@ -125,30 +124,6 @@ def previous_message(pending: list[StoredMessage], user_id: int) -> str | None:
         if message.role == "user" and message.user_id == user_id:
             return message.content
     return None
-
-
-def within_memory_budget(hits: list[SearchHit], budget: int, min_score: float) -> list[SearchHit]:
-    """The memories that go into the context under a memory token budget (best first).
-
-    A learner with a few dozen short memories can afford to send them all: an inference hop
-    ("plan my weekend" needs "has a daughter") does not depend on a score then. When they do
-    not fit, the ranking decides which do: the hits at or above `min_score`, best first, until
-    the budget is spent. The engine gives 0 here (by rank alone) but for a question about a
-    word (Engine.budget_floor): a cut at the reply's min_score left out the relevant memory
-    of many inference hops that ranked just below it (benchmarks/data/README.md, "Past the
-    memory budget").
-    """
-    cost = [len(o200k().encode(h.memory.text, disallowed_special=())) + 3 for h in hits]
-    if sum(cost) <= budget:
-        return hits
-    kept: list[SearchHit] = []
-    spent = 0
-    for hit, tokens in zip(hits, cost, strict=True):
-        if hit.score < min_score or spent + tokens > budget:
-            break
-        kept.append(hit)
-        spent += tokens
-    return kept
 
 
 Notify = Callable[["ChatRef", "UserRef", str], Awaitable[None]]
@@ -401,28 +376,18 @@ class Engine:
         `origin_chat`, only those that came from that chat (see `memory_origin`)."""
         return await self._memory().memories(user_id, origin_chat=origin_chat)
 
-    def min_score_for(self, message: str) -> float:
-        """The score a memory needs to be used in the reply to `message`: the configured
-        min_score, higher for a question about a word ("「塞車」英文怎麼說？",
-        memora.longterm.phatic.min_score_for)."""
-        return min_score_for(message, self.config.min_score)
+    @property
+    def retrieval_policy(self) -> memory_policy.RetrievalPolicy:
+        """What reaches a reply's context (memora.longterm.policy), from this engine's config."""
+        c = self.config
+        min_score = c.min_score
+        if min_score is None:
+            min_score = self.store.profile.min_score if self.store is not None else 0.0
+        return memory_policy.RetrievalPolicy(c.memory_tokens, c.top_k, min_score, c.use_last_turn)
 
-    def budget_floor(self, message: str) -> float:
-        """The score a memory needs for the context when the learner's memories do not all
-        fit `memory_tokens`: none, the best-ranked fill the budget (as every memory is sent
-        while they fit), but WORD_QUESTION_MIN_SCORE for a question about a word, which no
-        fact about the learner shapes unless it matches well."""
-        return min_score_for(message, 0.0)
-
-    def used_in_reply(self, message: str, hits: list[SearchHit]) -> list[SearchHit]:
-        """Which of `hits` (the user's memories ranked for `message`, best first, scores down to
-        0) a reply to it puts in its context: every one while they fit `memory_tokens`, else
-        the best-ranked (at or above `budget_floor(message)`) until the budget is spent;
-        without a budget, the first `top_k` at or above `min_score_for(message)`."""
-        if self.config.memory_tokens:
-            floor = self.budget_floor(message)
-            return within_memory_budget(hits, self.config.memory_tokens, floor)
-        return [h for h in hits if h.score >= self.min_score_for(message)][: self.config.top_k]
+    def used_in_reply(self, hits: list[SearchHit]) -> list[SearchHit]:
+        """Which of `hits` (ranked for a message, best first) a reply puts in its context."""
+        return memory_policy.used_in_reply(self.retrieval_policy, hits)
 
     async def search_memories(
         self, user_id: int, query: str, top_k: int = 10, *, origin_chat: int | None = None
@@ -698,23 +663,19 @@ class Engine:
     ) -> tuple[list[str], int]:
         if self.store is None or self.config.top_k == 0:
             return [], 0
-        context = previous_message(pending, user.id) if self.config.use_last_turn else None
-        budget = self.config.memory_tokens
-        min_score = self.min_score_for(text)
         try:
-            found = await self.store.search(
+            found = await memory_policy.retrieve(
+                self.store,
+                self.retrieval_policy,
                 user.id,
                 text,
-                top_k=MAX_BUDGETED_MEMORIES if budget else self.config.top_k,
-                min_score=0.0 if budget else min_score,
-                extra_context=context,
+                previous_message(pending, user.id),
                 origin_chat=self.memory_origin(chat),
-                floor=min_score,
             )
         except Exception:
             log.exception("memory retrieval failed for user %s; answering without it", user.id)
             return [], 0
-        hits = self.used_in_reply(text, found.hits)
+        hits = found.hits
         return [f"- {h.memory.text}" for h in hits], found.embedding_tokens
 
     async def _profile_lines(self, user: UserRef, *, teaching_only: bool = False) -> list[str]:

@@ -129,3 +129,42 @@ class OpenAIEmbedder:
 
     async def aclose(self) -> None:
         await self._client.close()
+
+
+RECENT_QUERIES = 256  # query vectors kept in memory (see StoreEmbeddings.queries)
+
+
+class StoreEmbeddings:
+    """The memory store's embedding calls: memories as passages, messages as queries (the
+    recent ones from memory: a turn's extraction looks up the very message its reply searched
+    with a moment before). Tokens count only what was embedded now."""
+
+    def __init__(self, embedder: Embedder) -> None:
+        self.embedder = embedder
+        self.recent: OrderedDict[str, Vectors] = OrderedDict()
+
+    async def passages(self, texts: list[str]) -> tuple[Vectors, int]:
+        emb = await self.embedder.embed([embedding_text(t) for t in texts], kind="passage")
+        return np.asarray(emb.vectors, dtype=np.float32), int(emb.tokens)
+
+    async def queries(self, texts: list[str]) -> tuple[Vectors, int]:
+        known = {t: self.recent[t] for t in texts if t in self.recent}
+        missing = [t for t in dict.fromkeys(texts) if t not in known]
+        tokens = 0
+        if missing:
+            emb = await self.embedder.embed(missing, kind="query")
+            known.update(zip(missing, np.asarray(emb.vectors, dtype=np.float32), strict=True))
+            tokens = int(emb.tokens)
+        for text in texts:
+            self.recent[text] = known[text]
+            self.recent.move_to_end(text)
+        while len(self.recent) > RECENT_QUERIES:
+            self.recent.popitem(last=False)
+        return np.stack([known[t] for t in texts]), tokens
+
+
+def embedding_text(text: str) -> str:
+    """The text a memory is embedded as: without a final full stop, which moves USE's cosine
+    by up to .06 ("The user's English level is B1." / "My level is B1": .551 with it, .614
+    without)."""
+    return text.rstrip(" .。!！;；…") or text
