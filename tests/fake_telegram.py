@@ -22,11 +22,12 @@ With ``limits=True`` it answers 429 (``retry_after``) as Telegram does past its 
 about 30 messages a second for the bot, one a second in a private chat and 20 a minute in a
 group, each with a short burst (sends and edits count; chat actions do not). Drafts are not
 messages; Telegram documents no limit for them, and the fake assumes 4 a second in a chat.
-HTML ``parse_mode`` becomes plain text + entities, so
-``sent_messages()`` shows what the learner sees. Failures are injected with ``fail_next``
-(500, any status, or 429 flood control); ``hold`` keeps a method's calls waiting (recorded, not
-answered) until ``release``, to make senders overlap; every request but ``getUpdates`` is in
-``calls``, every non-OK answer in ``errors``.
+A getUpdates that arrives while another waits ends the older one with 409 Conflict, as
+Telegram does with two bot instances on one token. HTML ``parse_mode`` becomes plain text +
+entities, so ``sent_messages()`` shows what the learner sees. Failures are injected with
+``fail_next`` (500, any status, or 429 flood control); ``hold`` keeps a method's calls waiting
+(recorded, not answered) until ``release``, to make senders overlap; every request but
+``getUpdates`` is in ``calls``, every non-OK answer in ``errors``.
 
 To grow it: a Bot API method is one ``_m_<methodName>(self, params, files)`` (found by name);
 a kind of user input is one ``user_*`` helper that builds the update and calls ``push_update``.
@@ -410,6 +411,7 @@ class FakeTelegram:
         self._bot_messages: list[tuple[int, int]] = []
         self._deleted: set[tuple[int, int]] = set()
         self._drafts: dict[int, tuple[int, str, float]] = {}  # chat → (draft_id, text, when)
+        self._poll_generation = 0  # bumped by each getUpdates: older waiting ones get 409
         self._calls: list[tuple[str, JSON]] = []
         self._call_times: list[tuple[str, float, Any]] = []  # (method, monotonic, chat_id)
         self._cpu = 0.0  # CPU seconds spent answering requests (see cpu_seconds)
@@ -515,6 +517,14 @@ class FakeTelegram:
             self._webhook_url = str(p.get("url", ""))
         return True
 
+    def _m_getWebhookInfo(self, p: JSON, f: Files) -> JSON:
+        with self._cond:
+            return {
+                "url": self._webhook_url,
+                "has_custom_certificate": False,
+                "pending_update_count": len(self._updates),
+            }
+
     def _m_deleteWebhook(self, p: JSON, f: Files) -> bool:
         with self._cond:
             self._webhook_url = ""
@@ -528,9 +538,23 @@ class FakeTelegram:
         deadline = time.monotonic() + float(p.get("timeout") or 0)
         with self._cond:
             if self._webhook_url:
-                raise ApiError(409, "Conflict: can't use getUpdates method while webhook is active")
+                raise ApiError(
+                    409,
+                    "Conflict: can't use getUpdates method while webhook is active; use "
+                    "deleteWebhook to delete the webhook first",
+                )
+            # As Telegram: a newer getUpdates ends one still waiting (a second bot instance)
+            self._poll_generation += 1
+            mine = self._poll_generation
+            self._cond.notify_all()
             self._updates = [u for u in self._updates if u["update_id"] >= offset]
             while not self._updates and not self._stopping:
+                if self._poll_generation != mine:
+                    raise ApiError(
+                        409,
+                        "Conflict: terminated by other getUpdates request; make sure that "
+                        "only one bot instance is running",
+                    )
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     break

@@ -10,12 +10,14 @@ import re
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from bot.telegram.handlers import NEWCOMER_SECONDS
 from memora.prompts import MEMORY_BLOCK
 from tests.fake_openai import FakeOpenAI
 from tests.fake_telegram import FakeTelegram
@@ -305,3 +307,27 @@ def test_a_streamed_reply_is_drafts_in_private_and_edits_in_a_group(tmp_path: Pa
     assert not [e for e in tg.errors if e[2] == 429]  # within Telegram's limits
     assert all(request.stream for request in llm.requests_of("reply"))
     assert "Traceback" not in process.output(), process.output()
+
+
+def test_a_second_instance_on_the_same_token_is_told_in_one_line(tmp_path: Path) -> None:
+    with FakeTelegram() as tg, FakeOpenAI() as llm:
+        first = BotProcess(tg, llm, tmp_path / "a", tmp_path / "a.log")
+        second = BotProcess(tg, llm, tmp_path / "b", tmp_path / "b.log")
+        first.start()
+        assert ask(tg, "Hello?") == "Echo: Hello?"
+        time.sleep(NEWCOMER_SECONDS)  # the first one has polled a while
+        second.start()
+        try:
+            tg.wait_for(lambda: first.exited() or second.exited(), WAIT, "one instance to stop")
+            stopped = first if first.exited() else second
+            assert stopped is second  # the newcomer stops; the first goes on
+            assert stopped.proc is not None and stopped.proc.wait() == 3
+            said = [line for line in stopped.output().splitlines() if "409 Conflict" in line]
+            assert len(said) == 1 and "another bot instance is polling" in said[0]
+            assert "Traceback" not in stopped.output()
+            stopped.proc = None
+            assert ask(tg, "Still there?") == "Echo: Still there?"  # the other one goes on
+        finally:
+            for bot in (first, second):
+                if bot.proc is not None:
+                    bot.stop()

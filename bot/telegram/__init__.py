@@ -10,6 +10,7 @@ import asyncio
 import importlib.util
 import logging
 import re
+import time
 from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
 from typing import Any, TypeAlias
@@ -115,6 +116,9 @@ async def _post_init(app: App) -> None:
     if isinstance(limiter, ReplyFirstRateLimiter):  # Telegram's budget is the bot's, not ours
         limiter.share = lambda: replicas.live
     state.deliverer.start()
+    state.started = time.monotonic()  # polling (or the webhook) starts now
+    if state.telegram.mode == "webhook":
+        await _say_whose_webhook(app, state.telegram.webhook_url)
     try:
         await app.bot.set_my_commands(
             [BotCommand(c.name, c.description[:256]) for c in COMMANDS.values()]
@@ -122,6 +126,24 @@ async def _post_init(app: App) -> None:
     except TelegramError as exc:  # the menu is a convenience; the bot works without it
         log.warning("could not set the command menu: %s", exc)
     log.info("bot @%s ready (replica %s)", app.bot.username, replicas.id)
+
+
+async def _say_whose_webhook(app: App, ours: str) -> None:
+    """A webhook start replaces whatever URL the token had: if it was another one, say what
+    that means (Telegram sends one token's updates to one URL)."""
+    try:
+        info = await app.bot.get_webhook_info()
+    except TelegramError as exc:
+        log.warning("could not read the current webhook: %s", exc)
+        return
+    if info.url and info.url != ours:
+        log.warning(
+            "this bot token's webhook pointed at %s and now points here (%s): if another "
+            "instance served that URL it gets no more updates; stop it, or put the replicas "
+            "behind one URL",
+            info.url,
+            ours,
+        )
 
 
 def _notices_to(deliverer: Deliverer) -> Callable[[ChatRef, UserRef, str], Awaitable[None]]:
@@ -220,6 +242,8 @@ def run_bot(settings: Settings) -> int:
     logging.getLogger("telegram.ext.AIORateLimiter").addFilter(_NoTracebackFor(RetryAfter))
     try:
         _run(app, settings)
+        if app.bot_data.conflict:  # said in one line by the error handler
+            return 3
     except InvalidToken:
         raise ConfigError(
             "the Bot API rejected 'telegram.token' (Unauthorized): check the token from @BotFather"

@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import re
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager, nullcontext
 from typing import Any, TypeAlias
 
 from telegram import Chat, Message, MessageEntity, Update
 from telegram.constants import ChatAction, ChatMemberStatus, ChatType
-from telegram.error import BadRequest, Forbidden, TelegramError
+from telegram.error import BadRequest, Conflict, Forbidden, TelegramError
 from telegram.ext import (
     Application,
     ApplicationHandlerStop,
@@ -71,6 +73,9 @@ class BotState:
         self.exit_stack: AsyncExitStack | None = None  # owns an engine opened in post_init
         self.reminder_jobs: Any = None  # bot.telegram.reminders.ReminderJobs after post_init
         self.deliverer: Deliverer | None = None  # the outbox's sender, from post_init
+        self.conflict = False  # stopped: another instance was polling with this token first
+        self.started = time.monotonic()  # reset when polling starts (post_init)
+        self._conflict_said = -math.inf
 
     @property
     def telegram(self) -> TelegramConfig:
@@ -85,6 +90,21 @@ class BotState:
         if self.deliverer is None:
             raise RuntimeError("the outbox is not open (post_init has not run)")
         return self.deliverer
+
+    def conflicted(self, app: Application[Any, Any, Any, Any, Any, Any]) -> None:
+        """Telegram answered a getUpdates with 409 Conflict: a newcomer stops, in one line."""
+        now = time.monotonic()
+        if now - self.started < NEWCOMER_SECONDS:
+            if not self.conflict:
+                self.conflict = True
+                log.error(ANOTHER_INSTANCE)
+                app.stop_running()
+        elif now - self._conflict_said > 60:
+            self._conflict_said = now
+            log.warning(
+                "another bot instance polls with this token (409 Conflict); this one started "
+                "first and goes on: stop the other"
+            )
 
     async def answer(self, update: Update, answer: Answer, edit: Message | None = None) -> None:
         """Deliver an update's answer through the outbox (kept until Telegram has it)."""
@@ -355,9 +375,22 @@ def _stale_tap(error: object) -> bool:
     return isinstance(error, BadRequest) and "query is too old" in str(error).lower()
 
 
+ANOTHER_INSTANCE = (
+    "another bot instance is polling with this token (Telegram answered 409 Conflict): this "
+    "one stops. Run one `memora run` per bot token (several replicas: webhook mode behind one URL)."
+)
+# Telegram ends the older of two waiting getUpdates with 409, so both instances see conflicts.
+# The one that started polling within this many seconds is the newcomer and stops; one that
+# has polled for longer goes on (and says so, at most once a minute).
+NEWCOMER_SECONDS = 10.0
+
+
 async def on_error(update: object, context: Context) -> None:
     """Log first (the logging filter keeps secrets out), then tell the user something short."""
     error = context.error
+    if isinstance(error, Conflict) and update is None:  # from getUpdates: a second instance
+        context.bot_data.conflicted(context.application)
+        return
     update_id = update.update_id if isinstance(update, Update) else None
     if _stale_tap(error):
         log.info("update %s: a button tap Telegram no longer takes an answer for", update_id)
