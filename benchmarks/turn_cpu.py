@@ -104,8 +104,14 @@ def thread_names(pid: int) -> dict[int, str]:
             continue
         tid = int(head.group(1), 0)
         frames = re.findall(r"^\s+(\S+) \(([^)]*)\)$", block, re.MULTILINE)
-        job = next((f"{fn} ({where.rsplit('/', 1)[-1]})" for fn, where in frames[:6]
-                    if "threading.py" not in where and "thread.py" not in where), "")
+        job = next(
+            (
+                f"{fn} ({where.rsplit('/', 1)[-1]})"
+                for fn, where in frames[:6]
+                if "threading.py" not in where and "thread.py" not in where
+            ),
+            "",
+        )
         names[tid] = f"{head.group(2)} {job}".strip()
     return names
 
@@ -127,7 +133,9 @@ class Run:
     threads: list[tuple[str, float]]  # (thread, CPU seconds in the burst), most first
 
 
-def start_bot(tg: FakeTelegram, llm_url: str, data: Path, log: Path) -> subprocess.Popen[bytes]:
+def start_bot(
+    tg: FakeTelegram, llm_url: str, data: Path, log: Path, tree: Path = ROOT
+) -> subprocess.Popen[bytes]:
     env = {
         **{k: v for k, v in os.environ.items() if not k.startswith(("MEMORA_", "OPENAI_"))},
         "MEMORA_TELEGRAM__TOKEN": tg.token,
@@ -141,7 +149,7 @@ def start_bot(tg: FakeTelegram, llm_url: str, data: Path, log: Path) -> subproce
     }
     with log.open("ab") as out:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "bot.cli", "run"], cwd=ROOT, env=env, stdout=out, stderr=out
+            [sys.executable, "-m", "bot.cli", "run"], cwd=tree, env=env, stdout=out, stderr=out
         )
     tg.wait_for(lambda: tg.calls_to("deleteWebhook") or proc.poll() is not None, 120, "start")
     if proc.poll() is not None:
@@ -161,7 +169,9 @@ def wait_idle(pid: int, quiet: float = 0.02, every: float = 0.5, limit: float = 
         last = now
 
 
-def one_run(chats: int, messages: int, latency: float, profile: bool, tmp: Path) -> Run:
+def one_run(
+    chats: int, messages: int, latency: float, profile: bool, tmp: Path, tree: Path = ROOT
+) -> Run:
     parent, child = multiprocessing.get_context("spawn").Pipe()
     server = multiprocessing.get_context("spawn").Process(
         target=serve_openai, args=(child, latency), daemon=True
@@ -169,7 +179,7 @@ def one_run(chats: int, messages: int, latency: float, profile: bool, tmp: Path)
     server.start()
     llm_url = parent.recv()
     with FakeTelegram() as tg:
-        bot = start_bot(tg, llm_url, tmp / "data", tmp / "bot.log")
+        bot = start_bot(tg, llm_url, tmp / "data", tmp / "bot.log", tree)
         try:
             first = tg.user_sends("Hello! I'm a nurse in Taipei.", user_id=1)
             tg.wait_messages(count=1, after=first, timeout=120)
@@ -178,10 +188,22 @@ def one_run(chats: int, messages: int, latency: float, profile: bool, tmp: Path)
             out = tmp / "profile.txt"
             if profile:
                 spy = subprocess.Popen(
-                    [shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy"),
-                     "record", "--pid", str(bot.pid), "--rate", "250", "--format", "raw",
-                     "--output", str(out), "--nonblocking", "--threads"],
-                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                    [
+                        shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy"),
+                        "record",
+                        "--pid",
+                        str(bot.pid),
+                        "--rate",
+                        "250",
+                        "--format",
+                        "raw",
+                        "--output",
+                        str(out),
+                        "--nonblocking",
+                        "--threads",
+                    ],
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL,
                 )
                 time.sleep(1.0)  # py-spy attaches
             users = list(range(1000, 1000 + chats))
@@ -215,7 +237,12 @@ def one_run(chats: int, messages: int, latency: float, profile: bool, tmp: Path)
         key=lambda tc: -tc[1],
     )
     return Run(
-        wall, turns / TELEGRAM_RATE, cpu_reply, cpu_total, turns, out if profile else None,
+        wall,
+        turns / TELEGRAM_RATE,
+        cpu_reply,
+        cpu_total,
+        turns,
+        out if profile else None,
         by_thread,
     )
 
@@ -270,6 +297,15 @@ def _package(frame: str) -> str:
     return path
 
 
+def _line(run: Run) -> str:
+    return (
+        f"{run.turns} turns, wall {run.wall:.1f} s vs floor {run.floor:.1f} s "
+        f"({run.wall / run.floor:.2f}×); bot CPU {1000 * run.cpu_reply / run.turns:.1f} "
+        f"ms/turn to the last reply, {1000 * run.cpu_total / run.turns:.1f} ms/turn "
+        "with the after-reply work"
+    )
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--chats", type=int, default=100)
@@ -278,25 +314,45 @@ def main() -> None:
     p.add_argument("--runs", type=int, default=1)
     p.add_argument("--profile", action="store_true", help="sample the bot with py-spy")
     p.add_argument("--keep-profile", type=Path, help="copy py-spy's raw stacks here")
+    p.add_argument(
+        "--baseline",
+        type=Path,
+        help="another checkout (e.g. a git worktree of an older commit): its bot runs the same "
+        "burst, alternating with this one, and the table compares them",
+    )
     args = p.parse_args()
-    runs = []
+    runs, base_runs = [], []
     for i in range(args.runs):
+        if args.baseline is not None:
+            with tempfile.TemporaryDirectory() as tmp:
+                base = one_run(
+                    args.chats,
+                    args.messages,
+                    args.latency,
+                    False,
+                    Path(tmp),
+                    args.baseline.resolve(),
+                )
+                base_runs.append(base)
+                print(f"baseline run {i + 1}: {_line(base)}", flush=True)
         with tempfile.TemporaryDirectory() as tmp:
             run = one_run(args.chats, args.messages, args.latency, args.profile, Path(tmp))
             runs.append(run)
-            print(
-                f"run {i + 1}: {run.turns} turns, wall {run.wall:.1f} s vs floor {run.floor:.1f} s "
-                f"({run.wall / run.floor:.2f}×); bot CPU {1000 * run.cpu_reply / run.turns:.1f} "
-                f"ms/turn to the last reply, {1000 * run.cpu_total / run.turns:.1f} ms/turn "
-                "with the after-reply work",
-                flush=True,
-            )
+            print(f"run {i + 1}: {_line(run)}", flush=True)
             for name, seconds in run.threads[:8]:
                 print(f"  {1000 * seconds / run.turns:6.1f} ms/turn  {name}", flush=True)
             if run.profile is not None and run.profile.exists():
                 print(summarize_profile(run.profile), flush=True)
                 if args.keep_profile:
                     shutil.copy(run.profile, args.keep_profile)
+    if base_runs:
+        now = statistics.median(1000 * r.cpu_total / r.turns for r in runs)
+        then = statistics.median(1000 * r.cpu_total / r.turns for r in base_runs)
+        walls = [statistics.median(r.wall / r.floor for r in rs) for rs in (base_runs, runs)]
+        print(
+            f"median CPU a turn: baseline {then:.1f} ms, this tree {now:.1f} ms "
+            f"({now / then:.2f}× the baseline); wall {walls[0]:.2f}× → {walls[1]:.2f}× the floor"
+        )
     if len(runs) > 1:
         per_turn = [1000 * r.cpu_total / r.turns for r in runs]
         ratios = [r.wall / r.floor for r in runs]
