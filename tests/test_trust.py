@@ -119,6 +119,18 @@ async def test_a_memory_the_profile_took_is_not_stored_twice(
     assert log is not None and "kept in the learner profile instead" in log.detail
 
 
+def listen(engine: Engine, *, with_chat: bool = False) -> list[Any]:
+    """The notices the engine sends after replies, as the adapter would get them (with the
+    chat's id when `with_chat`)."""
+    notices: list[Any] = []
+
+    async def notify(chat: ChatRef, user: UserRef, text: str) -> None:
+        notices.append((chat.id, text) if with_chat else text)
+
+    engine.notify = notify
+    return notices
+
+
 # -- "forget that…" in words --------------------------------------------------------------------
 async def remembered(engine: Engine, llm: FakeLLM, *facts: str) -> None:
     llm.parsed.append(learner_answer([(f, "personal") for f in facts]))
@@ -135,12 +147,7 @@ def listed(messages: list[Any]) -> list[str]:
 async def test_forget_in_words_deletes_the_named_memory_and_says_so(
     mem_engine: Engine, llm: FakeLLM, store: MemoryStore
 ) -> None:
-    notices: list[tuple[int, str]] = []
-
-    async def notify(chat: ChatRef, user: UserRef, text: str) -> None:
-        notices.append((chat.id, text))
-
-    mem_engine.notify = notify
+    notices = listen(mem_engine, with_chat=True)
     await remembered(mem_engine, llm, "Lives in Taipei.", "Works as a nurse.")
 
     original = llm.parse
@@ -168,12 +175,7 @@ async def test_forget_in_words_deletes_the_named_memory_and_says_so(
 async def test_a_wrong_number_deletes_nothing_and_says_so(
     mem_engine: Engine, llm: FakeLLM, store: MemoryStore
 ) -> None:
-    notices: list[str] = []
-
-    async def notify(chat: ChatRef, user: UserRef, text: str) -> None:
-        notices.append(text)
-
-    mem_engine.notify = notify
+    notices = listen(mem_engine)
     await remembered(mem_engine, llm, "Lives in Taipei.")
     llm.parsed.append(learner_answer([("Asked to forget their city.", "other")], forget=[7]))
     await turn(mem_engine, "Please forget that I live in Taipei.")
@@ -185,12 +187,7 @@ async def test_a_wrong_number_deletes_nothing_and_says_so(
 async def test_a_model_that_names_none_deletes_nothing(
     mem_engine: Engine, llm: FakeLLM, store: MemoryStore
 ) -> None:
-    notices: list[str] = []
-
-    async def notify(chat: ChatRef, user: UserRef, text: str) -> None:
-        notices.append(text)
-
-    mem_engine.notify = notify
+    notices = listen(mem_engine)
     await remembered(mem_engine, llm, "Lives in Taipei.")
     llm.parsed.append(learner_answer([]))
     await turn(mem_engine, "别记得我住在台北")
@@ -201,12 +198,7 @@ async def test_a_model_that_names_none_deletes_nothing(
 async def test_in_a_group_the_notice_does_not_repeat_the_memory(
     mem_engine: Engine, llm: FakeLLM, store: MemoryStore
 ) -> None:
-    notices: list[str] = []
-
-    async def notify(chat: ChatRef, user: UserRef, text: str) -> None:
-        notices.append(text)
-
-    mem_engine.notify = notify
+    notices = listen(mem_engine)
     await remembered(mem_engine, llm, "Has a private medical condition.")
     llm.parsed.append(learner_answer([], forget=[1]))
     await turn(mem_engine, "@bot forget my medical condition", chat=GROUP)

@@ -42,7 +42,6 @@ from memora.longterm.records import (
     MemoryNotFound,
     NewMemory,
     SearchWords,
-    Source,
     check_user,
     clean_terms,
     clean_text,
@@ -140,21 +139,6 @@ class MemoryWriter:
         vectors, _ = await self.embeddings.passages([indexed(memory)])
         new_entry = Entry(memory, entry.seq, vectors[0])
         await self.users.write(user_id, [new_entry], data.with_entry(new_entry))
-
-    async def add(
-        self,
-        user_id: int,
-        text: str,
-        *,
-        source: Source,
-        category: str = "other",
-        chat_id: int | None = None,
-        message_id: int | None = None,
-        now: datetime | None = None,
-    ) -> AddResult:
-        """Store one memory unless the user already has it (see :meth:`add_many`)."""
-        item = NewMemory(text, source, category, chat_id, message_id)
-        return (await self.add_many(user_id, [item], now=now))[0]
 
     async def add_many(
         self, user_id: int, items: Sequence[NewMemory], *, now: datetime | None = None
