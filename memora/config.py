@@ -146,6 +146,26 @@ class LearnerConfig(_Section):
     enabled: bool = True
 
 
+class LimitsConfig(_Section):
+    """Per learner, per UTC day and month (0 = no cap; admins are exempt)."""
+
+    daily_tokens: int = Field(0, ge=0)
+    monthly_tokens: int = Field(0, ge=0)
+    daily_voice_seconds: int = Field(0, ge=0)
+    monthly_voice_seconds: int = Field(0, ge=0)
+
+
+class ModelPrice(_Section):
+    input: float = Field(0.0, ge=0)  # per 1M input tokens
+    output: float = Field(0.0, ge=0)  # per 1M output tokens
+    audio_minute: float = Field(0.0, ge=0)  # per minute of audio transcribed
+
+
+class PricingConfig(_Section):
+    currency: str = "USD"
+    models: dict[str, ModelPrice] = Field(default_factory=dict)
+
+
 class StorageConfig(_Section):
     data_dir: Path = Field(default_factory=default_data_dir)
     database_url: str = ""
@@ -205,6 +225,8 @@ class Settings(BaseSettings):
     extraction: ExtractionConfig = ExtractionConfig()
     voice: VoiceConfig = VoiceConfig()
     learner: LearnerConfig = LearnerConfig()
+    limits: LimitsConfig = LimitsConfig()
+    pricing: PricingConfig = PricingConfig()
     storage: StorageConfig = Field(default_factory=StorageConfig)  # data_dir: per user, now
     longterm: LongtermConfig = LongtermConfig()
     logging: LoggingConfig = LoggingConfig()
