@@ -3,8 +3,9 @@
 `looks_secret` screens memories (a tutor never needs to remember a password); `mask_secrets`
 hides what it finds inside a message before the message is written anywhere (the Telegram
 inbox and outbox, history, last context, summaries, the extraction call, logs); `secret_spans`
-says where, for adapters that must move formatting with the mask. Hand-written: no maintained library covers passwords written in prose
-("my password is …", "密碼是 …") next to key formats, card and ID numbers.
+says where, for adapters that must move formatting with the mask. Hand-written: no maintained
+library covers passwords written in prose ("my password is …", "密碼是 …") next to key
+formats, card and ID numbers.
 """
 
 from __future__ import annotations

@@ -130,7 +130,8 @@ def screen_learner(
 
 
 # Memory categories a profile field already holds: with a profile update of that field in the
-# same answer, the memory would be the same fact stored twice (docs/learner-model.md: "Profile or memory?").
+# same answer, the memory would be the same fact stored twice (docs/learner-model.md, "Profile
+# or memory?").
 _PROFILE_HOLDS = {"level": {"level", "scores"}, "goal": {"goal", "goal_date"}}
 
 
