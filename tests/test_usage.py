@@ -3,12 +3,13 @@ stores, then the real bot refusing a learner over the limit before any model req
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
 from memora.config import LimitsConfig, ModelPrice, PricingConfig
-from memora.usage import Call, Spent, cost, over_limit, unpriced
+from memora.storage import Database
+from memora.usage import Call, Spent, UsageLedger, cost, over_limit, unpriced
 
 NOW = datetime(2026, 12, 5, 14, 30, tzinfo=UTC)
 
@@ -46,3 +47,33 @@ def test_cost_is_the_configured_prices_and_names_unpriced_models() -> None:
     assert cost(pricing, calls) == pytest.approx(0.5 + 1.0 + 0.012)
     unknown = [*calls, Call("extraction", "local-llama", 10, 5)]
     assert cost(pricing, unknown) is None and unpriced(pricing, unknown) == ["local-llama"]
+
+
+async def test_the_ledger_adds_up_per_learner_and_day_on_both_stores(db: Database) -> None:
+    ledger = UsageLedger(db)
+    await ledger.record(
+        1,
+        [Call("reply", "m", 100, 20), Call("transcription", "w", audio_seconds=12.5)],
+        NOW,
+        turns=1,
+    )
+    await ledger.record(1, [Call("extraction", "m", 300, 40)], NOW)
+    await ledger.record(1, [Call("reply", "m", 10, 2)], NOW - timedelta(days=40), turns=1)
+    await ledger.record(2, [Call("reply", "m", 5, 5)], NOW, turns=1)
+    assert await ledger.spent(1, NOW) == Spent(460, 12.5)
+    assert await ledger.spent(1, NOW - timedelta(days=60)) == Spent(472, 12.5)
+    (alice, bob) = await ledger.report(NOW)
+    assert (alice.user_id, alice.turns, alice.total_tokens, alice.voice_seconds) == (
+        1,
+        1,
+        460,
+        12.5,
+    )
+    assert alice.tokens == {"reply": 120, "extraction": 340}
+    assert (bob.user_id, bob.total_tokens) == (2, 10)
+    limits = LimitsConfig(daily_tokens=460)
+    assert await ledger.over_limit(limits, 1, NOW) is not None
+    assert await ledger.over_limit(limits, 2, NOW) is None
+    assert len(await ledger.export(1)) == 4
+    assert await ledger.delete_user(1) == 4
+    assert await ledger.spent(1, NOW - timedelta(days=60)) == Spent()
