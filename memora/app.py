@@ -201,6 +201,7 @@ async def open_engine(
                 group_memories=settings.retrieval.group_memories,
                 extraction_enabled=settings.extraction.enabled,
                 learner_enabled=settings.learner.enabled,
+                weekly_by_default=settings.reminders.weekly,
             ),
             transcriber=audio,
             speaker=audio if settings.voice.spoken_replies else None,

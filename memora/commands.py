@@ -450,7 +450,8 @@ async def _forgetme(engine: Engine, ctx: CommandContext) -> Reply:
         "Deleted everything I stored about you: "
         f"{counts['memories']} long-term memories, {counts['private_messages']} messages of our "
         f"private chat, {counts['group_messages']} of your messages in groups (with my replies "
-        "to them, and those groups' summaries), your extraction log, your practice reminder, and "
+        "to them, and those groups' summaries), your extraction log, your practice reminder and "
+        "weekly report, and "
         "your learner profile, mistakes, vocabulary and review cards."
     )
 
@@ -482,8 +483,9 @@ async def _export(engine: Engine, ctx: CommandContext) -> Reply:
 
 @command(
     "remind",
-    "a daily practice reminder in our private chat; /remind off; /remind shows it",
-    arg="[HH:MM [days]]",
+    "a daily practice reminder in our private chat; /remind weekly for a weekly report; "
+    "/remind off; /remind shows both",
+    arg="[HH:MM [days] | weekly [day|off|now] | off]",
 )
 async def _remind(engine: Engine, ctx: CommandContext) -> Reply:
     """Set, stop or show the caller's practice reminder (sent in their private chat only)."""
@@ -494,6 +496,8 @@ async def _remind(engine: Engine, ctx: CommandContext) -> Reply:
     store = engine.reminders
     now = store.clock()
     arg = ctx.arg.strip()
+    if arg.lower().split(" ")[0] == "weekly":
+        return await engine.weekly.command(ctx.user.id, ctx.chat.id, arg[len("weekly") :])
     if arg.lower() in {"off", "stop", "none", "no"}:
         stopped = await store.off(ctx.user.id)
         if stopped is None:
@@ -505,7 +509,9 @@ async def _remind(engine: Engine, ctx: CommandContext) -> Reply:
         except rm.ReminderError as exc:
             return Reply(f"{exc}\n{rm.USAGE}", ok=False)
         await store.set(ctx.user.id, ctx.chat.id, at, days)
-    return Reply(await _reminder_setting(engine, ctx.user.id, now, just_set=bool(arg)))
+        await engine.weekly.reminder_set(ctx.user.id, ctx.chat.id)  # [reminders] weekly
+    daily = await _reminder_setting(engine, ctx.user.id, now, just_set=bool(arg))
+    return Reply(daily + "\n" + await engine.weekly.describe(ctx.user.id, now))
 
 
 async def _reminder_setting(engine: Engine, user_id: int, now: datetime, just_set: bool) -> str:

@@ -146,6 +146,12 @@ class LearnerConfig(_Section):
     enabled: bool = True
 
 
+class RemindersConfig(_Section):
+    """Reminders and the weekly report (memora/reminders.py, memora/weekly.py)."""
+
+    weekly: bool = False  # a learner who sets a daily reminder gets the weekly report too
+
+
 class LimitsConfig(_Section):
     """Per learner, per UTC day and month (0 = no cap; admins are exempt)."""
 
@@ -226,6 +232,7 @@ class Settings(BaseSettings):
     voice: VoiceConfig = VoiceConfig()
     learner: LearnerConfig = LearnerConfig()
     limits: LimitsConfig = LimitsConfig()
+    reminders: RemindersConfig = RemindersConfig()
     pricing: PricingConfig = PricingConfig()
     storage: StorageConfig = Field(default_factory=StorageConfig)  # data_dir: per user, now
     longterm: LongtermConfig = LongtermConfig()

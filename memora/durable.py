@@ -91,6 +91,7 @@ class Replicas:
 
 ANSWER = "answer"  # an update's answer, rendered by the platform adapter
 REMINDER = "reminder"  # {"text"}: a practice reminder; refused for good → reminders off
+WEEKLY = "weekly"  # {"text", "photo"}: the weekly report and its chart; refused → reports off
 MESSAGE = "message"  # {"text", "buttons"}: a plain message to the chat
 EDIT = "edit"  # {"message_id", "text", "buttons"}: a message already sent, shown anew
 VOICE = "voice"  # a spoken answer (audio), after the written one

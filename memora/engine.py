@@ -32,6 +32,7 @@ from memora.storage import (
 )
 from memora.tokens import TokenCounter
 from memora.views import Reply, Status, TurnStats
+from memora.weekly import WeeklyReports
 
 if TYPE_CHECKING:
     from memora.longterm import AddResult, Memory, MemoryStore, SearchHit, SearchResult
@@ -110,6 +111,7 @@ class EngineConfig:
     group_memories: Literal["group", "all"] = "group"
     extraction_enabled: bool = True
     learner_enabled: bool = True
+    weekly_by_default: bool = False  # [reminders] weekly: /remind HH:MM turns the report on too
     instructions: str = TUTOR_INSTRUCTIONS
 
 
@@ -210,6 +212,7 @@ class Engine:
         # forgotten); None: nobody listens (benchmarks, imports)
         self.notify: Notify | None = None
         self.reminders = Reminders(db, learner=self.learner, clock=clock)
+        self.weekly = WeeklyReports(db, self.reminders, by_default=self.config.weekly_by_default)
         # Weak values: a chat's lock lives while some turn holds or awaits it, then goes away.
         self._locks: weakref.WeakValueDictionary[int, asyncio.Lock] = weakref.WeakValueDictionary()
         # After-reply work in two lanes. Folding the window is per chat, and the chat's next
@@ -312,6 +315,7 @@ class Engine:
         self._terms_unanswered.pop(user_id, None)
         counts = await self.db.forget_user(user_id)
         counts["reminders"] = await self.reminders.delete_user(user_id)
+        counts["weekly_reports"] = await self.weekly.delete_user(user_id)
         counts["memories"] = await self.store.delete_user(user_id) if self.store else 0
         self._forget_recent_vectors()
         return counts
@@ -441,6 +445,7 @@ class Engine:
             if origin is None:  # a learner's model and reminder span their chats: not a group's
                 entry["learner"] = await self.learner.store.export(uid, self.clock())
                 entry["reminder"] = await self.reminders.export(uid)  # None without one
+                entry["weekly_report"] = await self.weekly.export(uid)  # setting, weeks sent
         return {
             "exported_at": utcnow(self.clock()),
             "chat": {"id": chat_id, "kind": row.kind, "title": row.title},

@@ -359,3 +359,29 @@ async def m009_usage(db: aiosqlite.Connection) -> None:
         CREATE INDEX usage_by_day ON usage(day)
         """,
     )
+
+
+@migration
+async def m010_weekly_reports(db: aiosqlite.Connection) -> None:
+    """The weekly report (memora/weekly.py): who wants it and on which weekday, and each week
+    (ISO year-week of the learner's local send day) claimed, so no week is sent twice."""
+    await script(
+        db,
+        """
+        CREATE TABLE weekly_reports (
+            user_id INTEGER PRIMARY KEY,
+            chat_id INTEGER NOT NULL,
+            weekday INTEGER NOT NULL,
+            enabled INTEGER NOT NULL DEFAULT 1,
+            updated_at TEXT NOT NULL,
+            off_reason TEXT NOT NULL DEFAULT ''
+        );
+        CREATE INDEX weekly_reports_enabled ON weekly_reports(enabled);
+        CREATE TABLE weekly_sent (
+            user_id INTEGER NOT NULL,
+            week TEXT NOT NULL,
+            claimed_at TEXT NOT NULL,
+            PRIMARY KEY (user_id, week)
+        )
+        """,
+    )

@@ -37,6 +37,7 @@ from .handlers import CONTEXT_TYPES, BotState, install
 from .limits import ReplyFirstRateLimiter
 from .processor import PerChatUpdateProcessor
 from .reminders import ReminderJobs
+from .weekly import WeeklyJobs
 
 __all__ = [
     "ALLOWED_UPDATES",
@@ -112,6 +113,8 @@ async def _post_init(app: App) -> None:
     state.need_engine().notify = _notices_to(state.deliverer)
     state.reminder_jobs = ReminderJobs(app, state.need_engine().reminders, state.deliverer)
     await state.reminder_jobs.restore()
+    state.weekly_jobs = WeeklyJobs(app, state.need_engine().weekly, state.deliverer)
+    await state.weekly_jobs.restore()
     limiter = app.bot.rate_limiter
     if isinstance(limiter, ReplyFirstRateLimiter):  # Telegram's budget is the bot's, not ours
         limiter.share = lambda: replicas.live
@@ -162,6 +165,9 @@ async def _post_shutdown(app: App) -> None:
     if state.reminder_jobs is not None:
         state.reminder_jobs.close()
         state.reminder_jobs = None
+    if state.weekly_jobs is not None:
+        state.weekly_jobs.close()
+        state.weekly_jobs = None
     if state.deliverer is not None:
         await state.deliverer.stop()
     if isinstance(app.update_queue, DurableQueue):

@@ -14,9 +14,9 @@ one Telegram refuses for good (blocked by the user, chat gone) is dropped and lo
 row's kind decides who else hears of it (`on_refused`: a refused reminder switches the learner's
 reminders off). Rows other than answers (whose body is an `Answer`: text, a file or a photo
 under the learner's message): a reminder or a plain message (text and inline buttons: the next
-review card, a group greeting), an edit of a message already sent (a button tap's result) and a
-spoken answer (a voice note); one past its `expires` (a reminder whose day is over) is dropped
-unsent and recorded.
+review card, a group greeting), the weekly report (a photo, its text the caption), an edit
+of a message already sent (a button tap's result) and a spoken answer (a voice note); one
+past its `expires` (a reminder whose day is over) is dropped unsent and recorded.
 
 Replicas share the outbox (PostgreSQL): a chat's answers are sent by whoever holds its lease in
 the store (`Outbox.lease`), never by two senders at once, so each answer goes out once and in
@@ -43,7 +43,7 @@ from typing import Any
 from telegram import Bot, InlineKeyboardButton, InlineKeyboardMarkup, Message, Update
 from telegram.error import BadRequest, Forbidden, RetryAfter, TelegramError
 
-from memora.durable import ANSWER, EDIT, VOICE, Inbox, Kept, Outbox, Outgoing, Replicas
+from memora.durable import ANSWER, EDIT, VOICE, WEEKLY, Inbox, Kept, Outbox, Outgoing, Replicas
 from memora.secretfilter import mask_secrets
 from memora.views import Document, Reply
 
@@ -464,6 +464,10 @@ class Deliverer:
             await message.reply_voice(
                 speech, filename="answer.ogg", **quoting(message, bool(data["quote"]))
             )
+            return
+        if item.kind == WEEKLY and data.get("photo"):  # the chart, the report as its caption
+            photo = base64.b64decode(data["photo"])
+            await self.bot.send_photo(item.chat_id, photo, caption=data["text"], parse_mode=None)
             return
         markup = markup_of(data.get("buttons") or [])
         if item.kind == EDIT:

@@ -72,6 +72,7 @@ class BotState:
         self.engine: Engine | None = None
         self.exit_stack: AsyncExitStack | None = None  # owns an engine opened in post_init
         self.reminder_jobs: Any = None  # bot.telegram.reminders.ReminderJobs after post_init
+        self.weekly_jobs: Any = None  # bot.telegram.weekly.WeeklyJobs after post_init
         self.deliverer: Deliverer | None = None  # the outbox's sender, from post_init
         self.conflict = False  # stopped: another instance was polling with this token first
         self.started = time.monotonic()  # reset when polling starts (post_init)

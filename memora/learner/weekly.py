@@ -1,0 +1,192 @@
+"""The weekly report's text, written from the learner model in plain words (no LLM call).
+
+A report covers the seven local days before the day it goes out ("this week") and compares
+them with the seven before ("last week"): messages and study days, mistakes by category with
+the trend, new words, then the standing figures /progress computes (vocabulary and its predicted
+retention, review cards due, the level history, the goal countdown). The chart sent with it is
+/progress's own (memora.learner.progress.chart).
+
+A week without any activity still gets a report, a short encouraging one: the learner asked
+for it, silence would read as a broken bot, and a quiet week is exactly when a nudge helps. It
+says so plainly and keeps only what still matters (cards due, the goal countdown).
+
+The text fits a Telegram photo caption (1024 characters), so the report is one message with
+its chart: one send, retried whole by the outbox, never a chart without its words.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import date, datetime, timedelta
+
+from memora.learner import progress
+from memora.learner.model import MISTAKE_CATEGORIES
+from memora.learner.service import Learner
+
+CAPTION_LIMIT = 1024  # Telegram's photo caption
+SHOWN_CATEGORIES = 4
+
+
+@dataclass(frozen=True)
+class Week:
+    """One learner's week, this one and the one before, with the standing /progress figures."""
+
+    first: date  # the first day of "this week" (local)
+    last: date  # its last day: the day before the report
+    messages: tuple[int, int]  # (this week, last week)
+    study_days: tuple[int, int]
+    mistakes: dict[str, tuple[int, int]]  # category → (this week, last week), seen categories
+    new_words: tuple[int, int]
+    progress: progress.Progress
+
+    @property
+    def active(self) -> bool:
+        return bool(self.messages[0] or self.study_days[0] or self.new_words[0]) or any(
+            now for now, _ in self.mistakes.values()
+        )
+
+
+def windows(today: date) -> tuple[tuple[date, date], tuple[date, date]]:
+    """(this week, last week) as inclusive (first, last) local dates: the 7 days before today
+    and the 7 before those."""
+    this = (today - timedelta(days=7), today - timedelta(days=1))
+    before = (today - timedelta(days=14), today - timedelta(days=8))
+    return this, before
+
+
+def _which(day: date, this: tuple[date, date], before: tuple[date, date]) -> int | None:
+    if this[0] <= day <= this[1]:
+        return 0
+    if before[0] <= day <= before[1]:
+        return 1
+    return None
+
+
+def summarise(
+    p: progress.Progress,
+    *,
+    days: list[tuple[str, int, int]],
+    mistakes: list[tuple[str, str]],
+    word_dates: list[str],
+    local_date: Callable[[str], date],
+) -> Week:
+    """Count this week and last from the learner's raw rows. `local_date` turns a stored UTC
+    ISO time into the learner's local date (their zone)."""
+    this, before = windows(p.today)
+    messages, studied, words = [0, 0], [0, 0], [0, 0]
+    for day, n_messages, n_reviews in days:
+        i = _which(date.fromisoformat(day), this, before)
+        if i is not None:
+            messages[i] += n_messages
+            studied[i] += 1 if n_messages or n_reviews else 0
+    by_cat: dict[int, Counter[str]] = {0: Counter(), 1: Counter()}
+    for at, category in mistakes:
+        i = _which(local_date(at), this, before)
+        if i is not None:
+            by_cat[i][category] += 1
+    for at in word_dates:
+        i = _which(local_date(at), this, before)
+        if i is not None:
+            words[i] += 1
+    seen = [c for c in MISTAKE_CATEGORIES if by_cat[0][c] or by_cat[1][c]]
+    seen += sorted(c for c in {*by_cat[0], *by_cat[1]} if c not in seen)  # unknown ones last
+    return Week(
+        first=this[0],
+        last=this[1],
+        messages=(messages[0], messages[1]),
+        study_days=(studied[0], studied[1]),
+        mistakes={c: (by_cat[0][c], by_cat[1][c]) for c in seen},
+        new_words=(words[0], words[1]),
+        progress=p,
+    )
+
+
+async def gather(learner: Learner, user_id: int, now: datetime) -> Week:
+    """The learner's week as of `now`, read from their own rows only."""
+    p = await learner.progress(user_id, now)
+    profile = await learner.profile(user_id, now)
+    zone = profile.zone()
+    words = await learner.store.words(user_id)
+    return summarise(
+        p,
+        days=await learner.store.days(user_id),
+        mistakes=await learner.store.mistake_dates(user_id),
+        word_dates=[str(w["at"]) for w in words],
+        local_date=lambda at: datetime.fromisoformat(at).astimezone(zone).date(),
+    )
+
+
+def _versus(now: int, before: int) -> str:
+    if now == before:
+        return f"same as last week ({before})"
+    sign = "↑" if now > before else "↓"
+    return f"last week {before}, {sign}{abs(now - before)}"
+
+
+def _mistake_trend(now: int, before: int) -> str:
+    if now == before:
+        return "steady"
+    return "fewer ↓" if now < before else "more ↑"
+
+
+def _span(first: date, last: date) -> str:
+    if first.month == last.month:
+        return f"{first.day}–{last.day} {last:%b}"
+    return f"{first.day} {first:%b} – {last.day} {last:%b}"
+
+
+def compose(week: Week, name: str = "") -> str:
+    """The report, in plain words; only the figures that are there. At most CAPTION_LIMIT."""
+    p = week.progress
+    hello = f", {name}" if name else ""
+    lines = [f"📅 Your week in English{hello} ({_span(week.first, week.last)})"]
+    if not week.active:
+        lines.append(
+            "A quiet week: no practice logged. That's fine — one message today is a fresh start."
+            " Send me a sentence about your weekend, or a voice note."
+        )
+    else:
+        messages, days = week.messages, week.study_days
+        lines.append(f"• Messages: {messages[0]} ({_versus(*messages)})")
+        lines.append(f"• Study days: {days[0]} of 7 (last week {days[1]})")
+        counts = week.mistakes.values()
+        total = (sum(n for n, _ in counts), sum(b for _, b in counts))
+        if total == (0, 0):
+            lines.append("• Mistakes: none logged")
+        else:
+            lines.append(f"• Mistakes: {total[0]} (last week {total[1]}, {_mistake_trend(*total)})")
+            shown = sorted(week.mistakes.items(), key=lambda kv: (-kv[1][0], -kv[1][1]))
+            lines += [
+                f"    {cat}: {n} (was {b}, {_mistake_trend(n, b)})"
+                for cat, (n, b) in shown[:SHOWN_CATEGORIES]
+            ]
+        lines.append(f"• New words: {week.new_words[0]} (last week {week.new_words[1]})")
+    if p.vocabulary and p.retained >= 0.5:  # FSRS: a word never reviewed counts 0
+        share = p.retained / p.vocabulary
+        lines.append(
+            f"• Vocabulary: {p.vocabulary} words, ≈{p.retained:.0f} ({share:.0%}) likely "
+            "remembered now"
+        )
+    elif p.vocabulary:
+        lines.append(f"• Vocabulary: {p.vocabulary} words; review them so they stay — /review")
+    if p.due_now:
+        lines.append(f"• Review cards due: {p.due_now} — /review")
+    if p.level_history:
+        levels = p.level_history[-4:]  # the latest changes
+        lines.append("• Level: " + " → ".join(f"{lvl} ({d[:10]})" for d, lvl in levels))
+    if p.countdown:
+        lines.append(f"• Goal: {p.countdown}")
+    if week.active and p.streak >= 2:
+        lines.append(f"🔥 {p.streak}-day streak — keep it going!")
+    lines.append("(/remind weekly off to stop these reports.)")
+    return _fit("\n".join(lines))
+
+
+def _fit(text: str) -> str:
+    """Within a photo caption: drop middle lines (never the head or the way to stop)."""
+    lines = text.splitlines()
+    while len("\n".join(lines)) > CAPTION_LIMIT and len(lines) > 2:
+        del lines[-2]
+    return "\n".join(lines)[:CAPTION_LIMIT]

@@ -1,0 +1,301 @@
+"""The weekly report: who wants it and which weekday, the once-a-week claim, `/remind weekly`.
+
+Platform-neutral, and built like the daily reminder (memora.reminders) whose pieces it reuses:
+the learner's time zone (their profile), their reminder time (the daily reminder's, or
+DEFAULT_AT until they set one), the outbox row kept in the same transaction as the claim, and
+its expiry when the learner's local day ends. The text is memora.learner.weekly's, from the
+learner model without an LLM call; the chart is /progress's.
+
+- Opt-in: `/remind weekly [day]` (Monday unless a day is given) or, when the deployment sets
+  `[reminders] weekly = true`, setting a daily reminder turns it on too (once: `/remind weekly
+  off` is remembered). `/remind weekly off` stops it; `/remind weekly now` shows this week's
+  report at once (a preview: nothing is claimed or sent later because of it).
+- Once a week: `weekly_sent` holds one row per learner and ISO week of their local send day,
+  inserted with the outbox row in one transaction. A restart, a start-up catch-up, a second
+  replica or a changed weekday never send a week twice; a crash after the claim still delivers
+  (the outbox keeps the row).
+- A learner Telegram refuses for good (they blocked the bot) has it switched off (`blocked`).
+
+Time is passed in (`now`): tests never wait a week.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, time, timedelta
+from typing import Any
+from zoneinfo import ZoneInfo
+
+from memora.durable import WEEKLY, Kept, keep
+from memora.learner import progress
+from memora.learner import weekly as report
+from memora.reminders import DAY_NAMES, ReminderError, Reminders, expires_at
+from memora.storage import Database
+from memora.views import Reply
+
+log = logging.getLogger(__name__)
+
+DEFAULT_AT = time(19, 0)  # the report's time for a learner without a daily reminder
+WEEKLY_USAGE = (
+    "Weekly report: /remind weekly (Mondays) or /remind weekly fri, /remind weekly off, "
+    "/remind weekly now to see this week's report now. It comes at your reminder time."
+)
+
+
+@dataclass(frozen=True)
+class WeeklySetting:
+    """One learner's weekly report setting as stored."""
+
+    user_id: int
+    chat_id: int
+    weekday: int = 0  # Monday = 0
+    enabled: bool = True
+    updated_at: str = ""  # UTC ISO: turned on after this week's time, it starts next week
+    off_reason: str = ""  # "you" | "blocked" when enabled is False
+
+
+@dataclass(frozen=True)
+class Report:
+    text: str
+    chart: bytes | None  # /progress's chart (PNG), None if it could not be drawn
+
+
+def week_key(day: date) -> str:
+    """The ISO week of the learner's local send day: '2026-W49'."""
+    year, week, _ = day.isocalendar()
+    return f"{year}-W{week:02d}"
+
+
+def parse_weekday(text: str) -> int:
+    key = text.strip().lower()[:3]
+    if len(text.strip()) < 3 or key not in DAY_NAMES:
+        raise ReminderError(f"'{text}' is not a day I know: use mon, tue, wed, thu, fri, sat, sun.")
+    return DAY_NAMES.index(key)
+
+
+Listener = Callable[[WeeklySetting], None]
+_COLUMNS = "user_id, chat_id, weekday, enabled, updated_at, off_reason"
+
+
+class WeeklyReports:
+    """The stored settings, the weekly claim, and the report, for every user."""
+
+    def __init__(self, db: Database, reminders: Reminders, *, by_default: bool = False) -> None:
+        self.db = db
+        self.reminders = reminders  # the reminder time, the time zone, the learner model
+        self.by_default = by_default  # [reminders] weekly: a daily reminder brings it along
+        self.listeners: list[Listener] = []  # the adapter's scheduler
+
+    @property
+    def clock(self) -> Callable[[], datetime]:
+        return self.reminders.clock
+
+    # -- the setting ----------------------------------------------------------------------------
+    async def get(self, user_id: int) -> WeeklySetting | None:
+        async with self.db.db.execute(
+            f"SELECT {_COLUMNS} FROM weekly_reports WHERE user_id=?", (user_id,)
+        ) as cur:
+            row = await cur.fetchone()
+        return _row(row) if row else None
+
+    async def enabled(self) -> list[WeeklySetting]:
+        async with self.db.db.execute(
+            f"SELECT {_COLUMNS} FROM weekly_reports WHERE enabled=1 ORDER BY user_id"
+        ) as cur:
+            return [_row(r) for r in await cur.fetchall()]
+
+    async def set(self, user_id: int, chat_id: int, weekday: int = 0) -> WeeklySetting:
+        now = self.clock().astimezone(UTC).isoformat(timespec="seconds")
+        async with self.db.transaction() as db:
+            await db.execute(
+                "INSERT INTO weekly_reports(user_id, chat_id, weekday, enabled, updated_at) "
+                "VALUES (?,?,?,1,?) ON CONFLICT(user_id) DO UPDATE SET "
+                "chat_id=excluded.chat_id, weekday=excluded.weekday, enabled=1, "
+                "updated_at=excluded.updated_at, off_reason=''",
+                (user_id, chat_id, weekday, now),
+            )
+        return await self._changed(user_id)
+
+    async def reminder_set(self, user_id: int, chat_id: int) -> WeeklySetting | None:
+        """A daily reminder was set: under `[reminders] weekly = true` the report comes along,
+        unless the learner has a setting of their own already (say, turned it off)."""
+        if not self.by_default or await self.get(user_id) is not None:
+            return None
+        return await self.set(user_id, chat_id)
+
+    async def off(self, user_id: int, reason: str = "you") -> WeeklySetting | None:
+        async with self.db.transaction() as db:
+            await db.execute(
+                "UPDATE weekly_reports SET enabled=0, off_reason=? WHERE user_id=?",
+                (reason, user_id),
+            )
+        return await self._changed(user_id) if await self.get(user_id) else None
+
+    async def delete_user(self, user_id: int) -> int:
+        """/forgetme: the setting and every week claimed."""
+        async with self.db.transaction() as db:
+            cur = await db.execute("DELETE FROM weekly_reports WHERE user_id=?", (user_id,))
+            n = cur.rowcount or 0
+            cur = await db.execute("DELETE FROM weekly_sent WHERE user_id=?", (user_id,))
+            n += cur.rowcount or 0
+        for listener in self.listeners:
+            listener(WeeklySetting(user_id, user_id, enabled=False, off_reason="deleted"))
+        return n
+
+    async def weeks(self, user_id: int) -> list[tuple[str, str]]:
+        """The weeks claimed for the user, oldest first: (ISO week, when claimed)."""
+        async with self.db.db.execute(
+            "SELECT week, claimed_at FROM weekly_sent WHERE user_id=? ORDER BY week",
+            (user_id,),
+        ) as cur:
+            return [(str(r[0]), str(r[1])) for r in await cur.fetchall()]
+
+    async def export(self, user_id: int) -> dict[str, Any] | None:
+        """The setting and the weeks sent, as /export shows them (None without either)."""
+        setting, weeks = await self.get(user_id), await self.weeks(user_id)
+        if setting is None and not weeks:
+            return None
+        return {
+            "weekday": DAY_NAMES[setting.weekday] if setting else None,
+            "enabled": setting.enabled if setting else False,
+            "off_reason": setting.off_reason if setting else "",
+            "updated_at": setting.updated_at if setting else "",
+            "weeks_sent": [{"week": w, "claimed_at": at} for w, at in weeks],
+        }
+
+    async def _changed(self, user_id: int) -> WeeklySetting:
+        setting = await self.get(user_id)
+        assert setting is not None
+        for listener in self.listeners:
+            listener(setting)
+        return setting
+
+    # -- when -----------------------------------------------------------------------------------
+    async def at(self, user_id: int) -> time:
+        """The learner's reminder time (DEFAULT_AT until they set a daily reminder)."""
+        reminder = await self.reminders.get(user_id)
+        return reminder.at if reminder is not None else DEFAULT_AT
+
+    async def claimed(self, user_id: int, day: date) -> bool:
+        async with self.db.db.execute(
+            "SELECT 1 FROM weekly_sent WHERE user_id=? AND week=?", (user_id, week_key(day))
+        ) as cur:
+            return await cur.fetchone() is not None
+
+    async def due(self, setting: WeeklySetting, now: datetime) -> date | None:
+        """The learner's local date if the report should go out now: enabled, it is their
+        weekday, their time has come, it was turned on before that time, and this week has not
+        been claimed. Used by the weekly job and the start-up catch-up alike."""
+        if not setting.enabled:
+            return None
+        zone = await self.reminders.timezone(setting.user_id, now)
+        local = now.astimezone(ZoneInfo(zone))
+        today = local.date()
+        if today.weekday() != setting.weekday:
+            return None
+        due = datetime.combine(today, await self.at(setting.user_id), tzinfo=ZoneInfo(zone))
+        if local < due or (setting.updated_at and datetime.fromisoformat(setting.updated_at) > due):
+            return None
+        return None if await self.claimed(setting.user_id, today) else today
+
+    async def next_time(self, setting: WeeklySetting, now: datetime) -> datetime | None:
+        """When it goes out next, in the learner's zone (for /remind's answer)."""
+        if not setting.enabled:
+            return None
+        zone = ZoneInfo(await self.reminders.timezone(setting.user_id, now))
+        at, local = await self.at(setting.user_id), now.astimezone(zone)
+        for ahead in range(15):
+            day = local.date() + timedelta(days=ahead)
+            when = datetime.combine(day, at, tzinfo=zone)
+            if day.weekday() == setting.weekday and when > local:
+                if not await self.claimed(setting.user_id, day):
+                    return when
+        return None
+
+    # -- what and the claim ---------------------------------------------------------------------
+    async def report(self, user_id: int, now: datetime, name: str = "") -> Report:
+        """This week's report from the learner model (no LLM call), with /progress's chart."""
+        week = await report.gather(self.reminders.learner, user_id, now)
+        try:
+            chart: bytes | None = progress.chart(week.progress)
+        except Exception:
+            log.exception("the weekly chart of user %s could not be drawn; text only", user_id)
+            chart = None
+        return Report(report.compose(week, name), chart)
+
+    async def queue(self, setting: WeeklySetting, day: date, rep: Report, zone: str) -> bool:
+        """Claim the week and keep the report in the outbox, in one transaction: False (and
+        nothing kept) if the week was claimed already or the report is off. It expires when
+        the learner's local send day ends."""
+        photo = base64.b64encode(rep.chart).decode() if rep.chart else None
+        row = Kept(
+            json.dumps({"text": rep.text, "photo": photo}),
+            WEEKLY,
+            expires_at(day, zone).timestamp(),
+        )
+        now = self.clock().astimezone(UTC).isoformat(timespec="seconds")
+        async with self.db.transaction() as db:
+            cur = await db.execute(
+                "SELECT enabled FROM weekly_reports WHERE user_id=?", (setting.user_id,)
+            )
+            on = await cur.fetchone()
+            if not on or not on[0]:
+                return False
+            cur = await db.execute(
+                "INSERT OR IGNORE INTO weekly_sent(user_id, week, claimed_at) VALUES (?,?,?)",
+                (setting.user_id, week_key(day), now),
+            )
+            if not cur.rowcount:
+                return False
+            return await keep(db, self.db.dialect, setting.chat_id, setting.user_id, [row])
+
+    # -- /remind weekly -------------------------------------------------------------------------
+    async def command(self, user_id: int, chat_id: int, arg: str) -> Reply:
+        """`/remind weekly [day|off|now]` (arg: what follows "weekly")."""
+        now = self.clock()
+        word = arg.strip().lower()
+        if word in {"off", "stop", "no", "none"}:
+            if await self.off(user_id) is None:
+                return Reply("You have no weekly report to stop. /remind weekly turns it on.")
+            return Reply("Weekly report off. /remind weekly to turn it on again.")
+        if word in {"now", "preview", "show"}:
+            rep = await self.report(user_id, now)
+            return Reply(rep.text, photo=rep.chart)
+        try:
+            weekday = parse_weekday(word) if word else 0
+        except ReminderError as exc:
+            return Reply(f"{exc}\n{WEEKLY_USAGE}", ok=False)
+        await self.set(user_id, chat_id, weekday)
+        return Reply("📅 " + await self.describe(user_id, now))
+
+    async def describe(self, user_id: int, now: datetime) -> str:
+        """One line on the learner's weekly report, for /remind."""
+        setting = await self.get(user_id)
+        if setting is None:
+            return "Weekly report: off (/remind weekly turns it on)."
+        if not setting.enabled:
+            why = " because Telegram said you blocked me" if setting.off_reason == "blocked" else ""
+            return f"Weekly report: off{why} (/remind weekly turns it on)."
+        at = await self.at(user_id)
+        nxt = await self.next_time(setting, now)
+        when = f"; next: {nxt:%a %d %b %H:%M}" if nxt else ""
+        day = DAY_NAMES[setting.weekday].capitalize()
+        return (
+            f"Weekly report: on, {day}s at {at:%H:%M} (your reminder time){when}. "
+            "/remind weekly off to stop it; /remind weekly now to see it now."
+        )
+
+
+def _row(row: Any) -> WeeklySetting:
+    return WeeklySetting(
+        user_id=int(row[0]),
+        chat_id=int(row[1]),
+        weekday=int(row[2]),
+        enabled=bool(row[3]),
+        updated_at=str(row[4]),
+        off_reason=str(row[5]),
+    )

@@ -1,0 +1,260 @@
+"""The weekly report: its text from a learner's real rows (this week against last), the
+once-a-week claim on both stores, `/remind weekly` and the `[reminders]` default, /export and
+/forgetme, and the real PTB JobQueue sending the report with its chart as a photo through the
+outbox to the fake Bot API (time passed in: never a wait for Monday)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from datetime import UTC, date, datetime, time, timedelta
+
+import pytest
+
+from memora.commands import CommandContext, run_command
+from memora.config import Settings
+from memora.durable import Outbox
+from memora.engine import ChatRef, Engine, EngineConfig, UserRef
+from memora.learner import weekly as report
+from memora.learner.model import ExtractedMistake, ExtractedWord
+from memora.reminders import EVERY_DAY, Reminders
+from memora.storage import Database
+from memora.tokens import LocalTokenCounter
+from memora.views import Reply
+from memora.weekly import WeeklyReports, week_key
+from tests.fakes import FakeLLM
+
+ALICE, BOB = 1001, 1002
+# Monday 7 December 2026, 12:05 UTC = 20:05 in Taipei. "This week" is 30 Nov – 6 Dec.
+MONDAY = datetime(2026, 12, 7, 12, 5, tzinfo=UTC)
+
+
+class Clock:
+    def __init__(self, now: datetime) -> None:
+        self.now = now
+
+    def __call__(self) -> datetime:
+        return self.now
+
+
+def at(day: str, hour: int = 3) -> datetime:
+    """A UTC time on that date (03:00 UTC is 11:00 the same day in Taipei)."""
+    return datetime.fromisoformat(day).replace(hour=hour, tzinfo=UTC)
+
+
+def mistake(original: str, category: str) -> ExtractedMistake:
+    return ExtractedMistake.model_validate(
+        {"original": original, "corrected": original + "!", "category": category, "reason": "r"}
+    )
+
+
+def word(term: str) -> ExtractedWord:
+    return ExtractedWord(term=term, meaning="意思", example=f"I {term} today.")
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock(MONDAY)
+
+
+@pytest.fixture
+async def engine(db: Database, clock: Clock) -> AsyncIterator[Engine]:
+    eng = Engine(
+        db=db,
+        llm=FakeLLM(),
+        counter=LocalTokenCounter(),
+        config=EngineConfig(max_input_tokens=1000),
+        clock=clock,
+    )
+    yield eng
+    await eng.drain()
+
+
+async def a_fortnight(engine: Engine, user: int = ALICE) -> None:
+    """Two weeks of a Taipei learner: more messages and study days this week, the same number
+    of mistakes (tense falling, article new), more words, a level change and a goal."""
+    s = engine.learner.store
+    for field, value, when in (
+        ("timezone", "Asia/Taipei", at("2026-11-01")),
+        ("level", "B1", at("2026-11-01")),
+        ("level", "B2", at("2026-12-03")),
+        ("goal", "TOEIC 900", at("2026-11-01")),
+        ("goal_date", "2027-01-10", at("2026-11-01")),
+    ):
+        await s.set_field(user, field, value, source="you", now=when)
+    for day, messages, reviews in (
+        ("2026-11-25", 4, 0),  # last week
+        ("2026-12-01", 3, 0),  # this week
+        ("2026-12-02", 2, 0),
+        ("2026-12-05", 0, 1),  # a review-only day is a study day
+        ("2026-12-07", 1, 0),  # today: next week's
+    ):
+        await s.note_day(user, day, messages=messages, reviews=reviews)
+    await s.add_mistakes(
+        user, [mistake(f"I go {i}", "tense") for i in range(3)], now=at("2026-11-24")
+    )
+    await s.add_mistakes(
+        user, [mistake(f"I goed {i}", "tense") for i in range(2)], now=at("2026-12-02")
+    )
+    await s.add_mistakes(user, [mistake("a apple", "article")], now=at("2026-12-06"))
+    await s.add_words(user, [word("ubiquitous")], now=at("2026-11-26"))
+    await s.add_words(user, [word("commute"), word("deadline")], now=at("2026-12-03"))
+
+
+# -- the text -----------------------------------------------------------------------------------
+async def test_the_report_compares_this_week_with_last_from_the_learner_model(
+    engine: Engine,
+) -> None:
+    await a_fortnight(engine)
+    week = await report.gather(engine.learner, ALICE, MONDAY)
+    assert (week.first, week.last) == (date(2026, 11, 30), date(2026, 12, 6))
+    assert week.messages == (5, 4) and week.study_days == (3, 1) and week.new_words == (2, 1)
+    assert week.mistakes == {"tense": (2, 3), "article": (1, 0)}
+    due = await engine.learner.store.due_count(ALICE, MONDAY)
+    assert report.compose(week, "Alice").splitlines() == [
+        "📅 Your week in English, Alice (30 Nov – 6 Dec)",
+        "• Messages: 5 (last week 4, ↑1)",
+        "• Study days: 3 of 7 (last week 1)",
+        "• Mistakes: 3 (last week 3, steady)",
+        "    tense: 2 (was 3, fewer ↓)",
+        "    article: 1 (was 0, more ↑)",
+        "• New words: 2 (last week 1)",
+        "• Vocabulary: 3 words; review them so they stay — /review",
+        f"• Review cards due: {due} — /review",
+        "• Level: B1 (2026-11-01) → B2 (2026-12-03)",
+        "• Goal: TOEIC 900 in 34 days (2027-01-10)",
+        "(/remind weekly off to stop these reports.)",
+    ]
+    assert due == 9  # six mistakes and three words, each a new card
+
+
+async def test_a_quiet_week_gets_a_short_encouraging_report(engine: Engine) -> None:
+    await engine.learner.store.set_field(ALICE, "goal_date", "2027-01-10", source="you", now=MONDAY)
+    text = report.compose(await report.gather(engine.learner, ALICE, MONDAY))
+    assert "A quiet week: no practice logged." in text and "fresh start" in text
+    assert "Messages:" not in text and "Mistakes" not in text
+    assert "• Goal: Your goal in 34 days (2027-01-10)" in text  # what still matters stays
+
+
+def test_a_long_report_still_fits_a_photo_caption() -> None:
+    long = "\n".join(["📅 head", *(f"• line {i} " + "x" * 80 for i in range(30)), "(stop)"])
+    fitted = report._fit(long)
+    assert len(fitted) <= report.CAPTION_LIMIT
+    assert fitted.startswith("📅 head") and fitted.endswith("(stop)")
+
+
+# -- the claim, on SQLite and PostgreSQL -------------------------------------------------------
+async def test_a_week_is_claimed_once_by_any_number_of_processes(
+    engine: Engine, db: Database, clock: Clock
+) -> None:
+    weekly = engine.weekly
+    await engine.reminders.learner.store.set_field(
+        ALICE, "timezone", "Asia/Taipei", source="you", now=MONDAY
+    )
+    clock.now = MONDAY - timedelta(days=3)
+    await engine.reminders.set(ALICE, ALICE, time(20, 0), EVERY_DAY)
+    setting = await weekly.set(ALICE, ALICE, 0)  # Mondays
+    clock.now = MONDAY - timedelta(minutes=10)  # 19:55 in Taipei: not yet
+    assert await weekly.due(setting, clock.now) is None
+    clock.now = MONDAY
+    day = await weekly.due(setting, MONDAY)
+    assert day == date(2026, 12, 7) and week_key(day) == "2026-W50"
+    rep = await weekly.report(ALICE, MONDAY)
+    assert rep.chart is not None and rep.chart.startswith(b"\x89PNG")
+    other = WeeklyReports(db, Reminders(db, clock=clock))  # a second replica, or a restart
+    assert await weekly.queue(setting, day, rep, "Asia/Taipei") is True
+    assert await other.queue(setting, day, rep, "Asia/Taipei") is False
+    assert await weekly.due(setting, MONDAY) is None and await other.due(setting, MONDAY) is None
+    (row,) = await Outbox(db).pending(ALICE)
+    body = json.loads(row.body)
+    assert row.kind == "weekly" and row.user_id == ALICE and body["text"] == rep.text
+    assert body["photo"] and row.expires == datetime(2026, 12, 7, 16, 0, tzinfo=UTC).timestamp()
+    # A changed weekday does not bring the same week back; the next week is due again.
+    moved = await weekly.set(ALICE, ALICE, 3)
+    thursday = MONDAY + timedelta(days=3)
+    assert await weekly.due(moved, thursday) is None
+    assert await weekly.due(moved, thursday + timedelta(days=7)) == date(2026, 12, 17)
+    back = await weekly.set(ALICE, ALICE, 0)
+    assert await weekly.due(back, MONDAY + timedelta(days=7)) == date(2026, 12, 14)
+    await weekly.off(ALICE)
+    off = await weekly.get(ALICE)
+    assert off is not None and not off.enabled
+    next_monday = day + timedelta(days=7)
+    assert await weekly.queue(off, next_monday, rep, "Asia/Taipei") is False  # off: never
+    assert await weekly.weeks(ALICE) == [("2026-W50", "2026-12-07T12:05:00+00:00")]
+
+
+# -- the commands -------------------------------------------------------------------------------
+async def remind(engine: Engine, arg: str, user: int = ALICE) -> Reply:
+    chat = ChatRef(user, "private", "Alice")
+    return await run_command(engine, "remind", CommandContext(chat, UserRef(user, "Alice"), arg))
+
+
+async def test_remind_weekly_turns_it_on_moves_previews_and_stops_it(engine: Engine) -> None:
+    shown = (await remind(engine, "")).text
+    assert "Weekly report: off (/remind weekly turns it on)." in shown.splitlines()
+    on = (await remind(engine, "weekly")).text
+    assert on.startswith(
+        "📅 Weekly report: on, Mons at 19:00 (your reminder time); next: Mon 07 Dec 19:00."
+    )
+    await remind(engine, "20:00 mon-fri")  # the daily reminder's time is the report's too
+    shown = (await remind(engine, "")).text
+    assert shown.splitlines()[0].startswith("Your practice reminder: 20:00 Mon–Fri")
+    assert shown.splitlines()[1].startswith("Weekly report: on, Mons at 20:00")
+    assert (await remind(engine, "weekly fri")).text.startswith(
+        "📅 Weekly report: on, Fris at 20:00"
+    )
+    bad = await remind(engine, "weekly funday")
+    assert not bad.ok and "not a day I know" in bad.text and "/remind weekly now" in bad.text
+    await engine.handle_turn(ChatRef(ALICE, "private"), UserRef(ALICE, "Alice"), "Hello there")
+    preview = await remind(engine, "weekly now")
+    assert preview.text.startswith("📅 Your week in English")
+    assert preview.photo is not None and preview.photo.startswith(b"\x89PNG")
+    assert await engine.weekly.weeks(ALICE) == []  # a preview claims nothing
+    assert (await remind(engine, "weekly off")).text.startswith("Weekly report off.")
+    assert "Weekly report: off (/remind weekly turns it on)." in (await remind(engine, "")).text
+    group = await run_command(
+        engine, "remind", CommandContext(ChatRef(-5, "group", "G"), UserRef(ALICE, "A"), "weekly")
+    )
+    assert not group.ok and "private chat" in group.text
+
+
+async def test_the_reminders_default_brings_the_report_with_a_daily_reminder(
+    db: Database, clock: Clock
+) -> None:
+    engine = Engine(
+        db=db,
+        llm=FakeLLM(),
+        counter=LocalTokenCounter(),
+        config=EngineConfig(max_input_tokens=1000, weekly_by_default=True),
+        clock=clock,
+    )
+    assert "Weekly report: on, Mons at 20:00" in (await remind(engine, "20:00")).text
+    await remind(engine, "weekly off")
+    assert "Weekly report: off" in (await remind(engine, "21:00")).text  # their word stands
+    assert Settings(reminders={"weekly": True}).reminders.weekly is True  # type: ignore[arg-type]
+
+
+async def test_export_shows_the_setting_and_the_weeks_and_forgetme_deletes_them(
+    engine: Engine,
+) -> None:
+    await engine.handle_turn(ChatRef(ALICE, "private"), UserRef(ALICE, "Alice"), "hi")
+    await remind(engine, "weekly sun")
+    await remind(engine, "weekly sun", user=BOB)
+    setting = await engine.weekly.get(ALICE)
+    assert setting is not None
+    rep = await engine.weekly.report(ALICE, MONDAY)
+    assert await engine.weekly.queue(setting, date(2026, 12, 13), rep, "UTC")
+    data = await engine.export_chat(ALICE)
+    assert data is not None
+    assert data["participants"][str(ALICE)]["weekly_report"] == {
+        "weekday": "sun",
+        "enabled": True,
+        "off_reason": "",
+        "updated_at": "2026-12-07T12:05:00+00:00",
+        "weeks_sent": [{"week": "2026-W50", "claimed_at": "2026-12-07T12:05:00+00:00"}],
+    }
+    counts = await engine.forget_user(ALICE)
+    assert counts["weekly_reports"] == 2  # the setting and the one week
+    assert await engine.weekly.get(ALICE) is None and await engine.weekly.weeks(ALICE) == []
+    assert await engine.weekly.get(BOB) is not None  # only the user's own rows
