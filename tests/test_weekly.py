@@ -5,14 +5,18 @@ outbox to the fake Bot API (time passed in: never a wait for Monday)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from datetime import UTC, date, datetime, time, timedelta
+from typing import Any
 
 import pytest
 
+from bot.telegram import build_application
+from bot.telegram.weekly import WeeklyJobs
 from memora.commands import CommandContext, run_command
-from memora.config import Settings
+from memora.config import Settings, TelegramConfig
 from memora.durable import Outbox
 from memora.engine import ChatRef, Engine, EngineConfig, UserRef
 from memora.learner import weekly as report
@@ -22,6 +26,7 @@ from memora.storage import Database
 from memora.tokens import LocalTokenCounter
 from memora.views import Reply
 from memora.weekly import WeeklyReports, week_key
+from tests.fake_telegram import FakeTelegram
 from tests.fakes import FakeLLM
 
 ALICE, BOB = 1001, 1002
@@ -258,3 +263,192 @@ async def test_export_shows_the_setting_and_the_weeks_and_forgetme_deletes_them(
     assert counts["weekly_reports"] == 2  # the setting and the one week
     assert await engine.weekly.get(ALICE) is None and await engine.weekly.weeks(ALICE) == []
     assert await engine.weekly.get(BOB) is not None  # only the user's own rows
+
+
+# -- Telegram: the real JobQueue and Bot over HTTP to the fake Bot API --------------------------
+@pytest.fixture
+def tg() -> Iterator[FakeTelegram]:
+    with FakeTelegram() as server:
+        yield server
+
+
+def build(tg: FakeTelegram, engine: Engine) -> Any:
+    cfg = {"token": tg.token, "base_url": tg.base_url, "base_file_url": tg.base_file_url}
+    return build_application(Settings(telegram=TelegramConfig(**cfg)), engine)
+
+
+async def start(app: Any, *, poll: bool = False) -> WeeklyJobs:
+    await app.initialize()
+    await app.post_init(app)
+    await app.start()
+    if poll:
+        await app.updater.start_polling(timeout=1, poll_interval=0)
+    jobs = app.bot_data.weekly_jobs
+    assert isinstance(jobs, WeeklyJobs)
+    return jobs
+
+
+async def stop(app: Any) -> None:
+    if app.updater.running:
+        await app.updater.stop()
+    if app.running:
+        await app.stop()
+    await app.shutdown()
+    await app.post_shutdown(app)
+
+
+@pytest.fixture
+async def live(tg: FakeTelegram, db: Database) -> AsyncIterator[tuple[Engine, Clock]]:
+    """An engine whose clock says now, with Alice's report due today since 00:00 UTC: both
+    turned on yesterday, the weekly one for today's weekday (so it is due, missed, now)."""
+    if datetime.now(UTC).time() >= time(23, 58):
+        pytest.skip("too close to midnight UTC, when a report's day ends")
+    clock = Clock(datetime.now(UTC) - timedelta(days=1))
+    engine = Engine(db=db, llm=FakeLLM(), counter=LocalTokenCounter(), clock=clock)
+    await engine.reminders.set(ALICE, ALICE, time(0, 0), EVERY_DAY)
+    await engine.reminders.off(ALICE)  # the daily reminder off: its time is the report's
+    await engine.weekly.set(ALICE, ALICE, datetime.now(UTC).weekday())
+    clock.now = datetime.now(UTC)
+    yield engine, clock
+    await engine.drain()
+
+
+def photo_caption(tg: FakeTelegram, chat_id: int) -> str:
+    (photo,) = tg.photos(chat_id)
+    content = photo["content"]
+    assert bytes(content).startswith(b"\x89PNG")  # the /progress chart
+    return str(photo["caption"])
+
+
+async def test_the_report_goes_out_once_as_the_chart_with_its_text_across_a_restart(
+    tg: FakeTelegram, live: tuple[Engine, Clock]
+) -> None:
+    engine, _ = live
+    await engine.learner.note_message(ALICE, datetime.now(UTC) - timedelta(days=2))
+    app = build(tg, engine)
+    jobs = await start(app)  # the start-up catch-up: due since 00:00, not yet sent
+    await tg.await_for(lambda: tg.photos(ALICE), 10, "the weekly report")
+    caption = photo_caption(tg, ALICE)
+    assert caption.startswith("📅 Your week in English") and "• Messages: 1" in caption
+    assert caption.endswith("(/remind weekly off to stop these reports.)")
+    assert await jobs.deliver(ALICE) is False  # claimed: not twice
+    (job,) = app.job_queue.get_jobs_by_name(f"weekly:{ALICE}")
+    fields = {f.name: str(f) for f in job.job.trigger.fields}
+    weekday = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")[datetime.now(UTC).weekday()]
+    assert (fields["hour"], fields["minute"], fields["day_of_week"]) == ("0", "0", weekday)
+    await stop(app)
+    again = build(tg, engine)  # a restart: its catch-up finds the week claimed
+    jobs = await start(again)
+    assert await jobs.deliver(ALICE) is False
+    await asyncio.sleep(0.3)
+    await stop(again)
+    assert len(tg.calls_to("sendPhoto")) == 1
+    assert [w for w, _ in await engine.weekly.weeks(ALICE)] == [week_key(datetime.now(UTC).date())]
+
+
+async def test_a_learner_who_blocked_the_bot_is_switched_off_not_retried(
+    tg: FakeTelegram, live: tuple[Engine, Clock]
+) -> None:
+    engine, _ = live
+    await engine.reminders.set(BOB, BOB, time(23, 59), EVERY_DAY)  # Bob's reminder: on
+    await engine.weekly.set(BOB, BOB, (datetime.now(UTC).weekday() + 1) % 7)
+    tg.fail_next("sendPhoto", status=403)
+    app = build(tg, engine)
+    jobs = await start(app)
+    try:
+        await tg.await_for(lambda: tg.errors, timeout=10, what="the refused report")
+        await asyncio.sleep(0.2)
+        setting = await engine.weekly.get(ALICE)
+        assert setting is not None and not setting.enabled and setting.off_reason == "blocked"
+        assert ALICE not in jobs.weekly and BOB in jobs.weekly
+        shown = (await remind(engine, "")).text
+        assert "Weekly report: off because Telegram said you blocked me" in shown
+        # Blocked on a daily reminder: the report goes off too (it could not arrive either).
+        await engine.reminders.off(BOB, reason="blocked")
+        for _ in range(50):
+            if not (await engine.weekly.get(BOB)).enabled:  # type: ignore[union-attr]
+                break
+            await asyncio.sleep(0.02)
+        bob = await engine.weekly.get(BOB)
+        assert bob is not None and bob.off_reason == "blocked" and BOB not in jobs.weekly
+    finally:
+        await stop(app)
+    assert len(tg.calls_to("sendPhoto")) == 1  # refused once, never retried
+
+
+async def said(tg: FakeTelegram, start: str) -> str:
+    """The bot's first message to Alice that starts so, once it is there."""
+
+    def found() -> list[str]:
+        return [t for t in tg.texts(ALICE) if t.startswith(start)]
+
+    return str((await tg.await_for(found, 10, f"a message starting {start!r}"))[0])
+
+
+async def test_remind_weekly_in_telegram_schedules_it_and_previews_the_chart(
+    tg: FakeTelegram, db: Database
+) -> None:
+    engine = Engine(db=db, llm=FakeLLM(), counter=LocalTokenCounter())
+    app = build(tg, engine)
+    jobs = await start(app, poll=True)
+    try:
+        tg.user_sends("/remind weekly fri", user_id=ALICE)
+        answer = await said(tg, "📅 Weekly report:")
+        assert answer.startswith("📅 Weekly report: on, Fris at 19:00")
+        for _ in range(50):
+            if ALICE in jobs.weekly:
+                break
+            await asyncio.sleep(0.02)
+        fields = {f.name: str(f) for f in jobs.weekly[ALICE].job.trigger.fields}
+        assert (fields["hour"], fields["minute"], fields["day_of_week"]) == ("19", "0", "fri")
+        tg.user_sends("/remind weekly now", user_id=ALICE)
+        await tg.await_for(lambda: tg.photos(ALICE), 10, "the preview")
+        assert photo_caption(tg, ALICE).startswith("📅 Your week in English")
+        tg.user_sends("/remind weekly off", user_id=ALICE)
+        assert (await said(tg, "Weekly report off")).startswith("Weekly report off.")
+        for _ in range(50):
+            if ALICE not in jobs.weekly:
+                break
+            await asyncio.sleep(0.02)
+        assert ALICE not in jobs.weekly
+        assert await engine.weekly.weeks(ALICE) == []  # the preview claimed nothing
+    finally:
+        await stop(app)
+    await engine.drain()
+
+
+async def test_two_replicas_due_at_once_send_the_week_once(
+    tg: FakeTelegram, postgres_url: str
+) -> None:
+    """Two processes on one PostgreSQL, each with its JobQueue, outbox sender and catch-up: the
+    first claims the week and is in the middle of sending the photo; the second claims nothing
+    and leaves the kept row to the lease holder. One report arrives."""
+    if datetime.now(UTC).time() >= time(23, 58):
+        pytest.skip("too close to midnight UTC, when a report's day ends")
+    apps, dbs = [], []
+    yesterday = datetime.now(UTC) - timedelta(days=1)
+    for _ in range(2):
+        db = Database(url=postgres_url)
+        await db.open()
+        dbs.append(db)
+        apps.append(build(tg, Engine(db=db, llm=FakeLLM(), counter=LocalTokenCounter())))
+    earlier = Reminders(dbs[0], clock=lambda: yesterday)
+    await earlier.set(ALICE, ALICE, time(0, 0), EVERY_DAY)
+    await WeeklyReports(dbs[0], earlier).set(ALICE, ALICE, datetime.now(UTC).weekday())
+    tg.hold("sendPhoto")
+    try:
+        first = await start(apps[0])  # its catch-up claims the week and starts sending
+        await tg.await_calls("sendPhoto", 1, timeout=10)
+        second = await start(apps[1])  # its catch-up finds the week claimed
+        assert await second.deliver(ALICE) is False and await first.deliver(ALICE) is False
+        await apps[1].bot_data.deliverer.flush(ALICE)  # the row is held by the first's lease
+        tg.release("sendPhoto")
+        await tg.await_for(lambda: tg.photos(ALICE), 10, "the weekly report")
+        await asyncio.sleep(0.5)
+        assert len(tg.calls_to("sendPhoto")) == 1 and len(tg.photos(ALICE)) == 1
+    finally:
+        tg.release()
+        for app in apps:
+            await stop(app)
+        for db in dbs:
+            await db.close()
