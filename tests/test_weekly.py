@@ -9,6 +9,7 @@ import asyncio
 import json
 from collections.abc import AsyncIterator, Iterator
 from datetime import UTC, date, datetime, time, timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -26,8 +27,10 @@ from memora.storage import Database
 from memora.tokens import LocalTokenCounter
 from memora.views import Reply
 from memora.weekly import WeeklyReports, week_key
+from tests.fake_openai import FakeOpenAI
 from tests.fake_telegram import FakeTelegram
 from tests.fakes import FakeLLM
+from tests.test_terminal import chat, memora_env
 
 ALICE, BOB = 1001, 1002
 # Monday 7 December 2026, 12:05 UTC = 20:05 in Taipei. "This week" is 30 Nov – 6 Dec.
@@ -452,3 +455,17 @@ async def test_two_replicas_due_at_once_send_the_week_once(
             await stop(app)
         for db in dbs:
             await db.close()
+
+
+@pytest.mark.slow
+def test_the_terminal_turns_it_on_and_previews_the_report_as_text(tmp_path: Path) -> None:
+    """`memora chat` as a process: `/remind weekly` and `/remind weekly now` (text only)."""
+    with FakeOpenAI() as server:
+        out = chat(
+            memora_env(server, tmp_path / "data"),
+            ["Hello, I practise every day.", "/remind weekly sun", "/remind", "/remind weekly now"],
+            "--quiet",
+        )
+    assert "📅 Weekly report: on, Suns at 19:00 (your reminder time)" in out
+    assert "You have no practice reminder." in out and "Weekly report: on, Suns" in out
+    assert "📅 Your week in English" in out and "/remind weekly off to stop" in out
