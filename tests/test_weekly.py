@@ -404,6 +404,16 @@ async def test_remind_weekly_in_telegram_schedules_it_and_previews_the_chart(
             await asyncio.sleep(0.02)
         fields = {f.name: str(f) for f in jobs.weekly[ALICE].job.trigger.fields}
         assert (fields["hour"], fields["minute"], fields["day_of_week"]) == ("19", "0", "fri")
+        tg.user_sends("/remind 07:30", user_id=ALICE)  # a reminder time: the report's too
+        await said(tg, "⏰ Reminder set")
+
+        def report_at() -> tuple[str, str] | None:
+            job = jobs.weekly.get(ALICE)
+            fields = {f.name: str(f) for f in job.job.trigger.fields} if job else {}
+            when = (fields.get("hour", ""), fields.get("minute", ""))
+            return when if when == ("7", "30") else None
+
+        assert await tg.await_for(report_at, 10, "the report moved to 07:30") == ("7", "30")
         tg.user_sends("/remind weekly now", user_id=ALICE)
         await tg.await_for(lambda: tg.photos(ALICE), 10, "the preview")
         assert photo_caption(tg, ALICE).startswith("📅 Your week in English")
