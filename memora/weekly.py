@@ -71,8 +71,15 @@ def week_key(day: date) -> str:
 
 
 def parse_weekday(text: str) -> int:
-    key = text.strip().lower()[:3]
-    if len(text.strip()) < 3 or key not in DAY_NAMES:
+    """'fri', 'Friday' or 'fridays' → 4; anything else (two days, a time) is refused."""
+    word = text.strip().lower()
+    key = word[:3]
+    full = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+    if key not in DAY_NAMES or word not in {
+        key,
+        full[DAY_NAMES.index(key)],
+        full[DAY_NAMES.index(key)] + "s",
+    }:
         raise ReminderError(f"'{text}' is not a day I know: use mon, tue, wed, thu, fri, sat, sun.")
     return DAY_NAMES.index(key)
 

@@ -214,6 +214,9 @@ async def test_remind_weekly_turns_it_on_moves_previews_and_stops_it(engine: Eng
     )
     bad = await remind(engine, "weekly funday")
     assert not bad.ok and "not a day I know" in bad.text and "/remind weekly now" in bad.text
+    assert not (await remind(engine, "weekly fri 08:00")).ok  # the time is the reminder's
+    assert (await remind(engine, "weekly Sundays")).text.startswith("📅 Weekly report: on, Suns")
+    assert (await remind(engine, "weekly friday")).text.startswith("📅 Weekly report: on, Fris")
     await engine.handle_turn(ChatRef(ALICE, "private"), UserRef(ALICE, "Alice"), "Hello there")
     preview = await remind(engine, "weekly now")
     assert preview.text.startswith("📅 Your week in English")
