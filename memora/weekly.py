@@ -70,18 +70,16 @@ def week_key(day: date) -> str:
     return f"{year}-W{week:02d}"
 
 
+_FULL_DAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+
+
 def parse_weekday(text: str) -> int:
     """'fri', 'Friday' or 'fridays' → 4; anything else (two days, a time) is refused."""
     word = text.strip().lower()
-    key = word[:3]
-    full = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
-    if key not in DAY_NAMES or word not in {
-        key,
-        full[DAY_NAMES.index(key)],
-        full[DAY_NAMES.index(key)] + "s",
-    }:
-        raise ReminderError(f"'{text}' is not a day I know: use mon, tue, wed, thu, fri, sat, sun.")
-    return DAY_NAMES.index(key)
+    for i, (short, full) in enumerate(zip(DAY_NAMES, _FULL_DAYS, strict=True)):
+        if word in {short, full, full + "s"}:
+            return i
+    raise ReminderError(f"'{text}' is not a day I know: use mon, tue, wed, thu, fri, sat, sun.")
 
 
 Listener = Callable[[WeeklySetting], None]
