@@ -30,6 +30,7 @@ from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
+from memora.blocking import background, run_blocking
 from memora.durable import WEEKLY, Kept, keep
 from memora.learner import progress
 from memora.learner import weekly as report
@@ -226,7 +227,8 @@ class WeeklyReports:
         """This week's report from the learner model (no LLM call), with /progress's chart."""
         week = await report.gather(self.reminders.learner, user_id, now)
         try:
-            chart: bytes | None = progress.chart(week.progress)
+            with background():  # one report's chart at a time, in a thread: replies go first
+                chart: bytes | None = await run_blocking(progress.chart, week.progress)
         except Exception:
             log.exception("the weekly chart of user %s could not be drawn; text only", user_id)
             chart = None
