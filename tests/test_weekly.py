@@ -482,3 +482,38 @@ def test_the_terminal_turns_it_on_and_previews_the_report_as_text(tmp_path: Path
     assert "📅 Weekly report: on, Suns at 19:00 (your reminder time)" in out
     assert "You have no practice reminder." in out and "Weekly report: on, Suns" in out
     assert "📅 Your week in English" in out and "/remind weekly off to stop" in out
+
+
+async def test_learners_sharing_one_report_time_each_get_theirs_once_from_the_job_queue(
+    tg: FakeTelegram, db: Database
+) -> None:
+    """Several learners' weekly jobs fire in the same second (the real JobQueue, not the
+    start-up catch-up): each report goes out once through the outbox, none again that week."""
+    now = datetime.now(UTC).replace(microsecond=0)
+    if now.time() >= time(23, 55):
+        pytest.skip("too close to midnight UTC, when a report's day ends")
+    clock = Clock(now - timedelta(minutes=1))
+    engine = Engine(db=db, llm=FakeLLM(), counter=LocalTokenCounter(), clock=clock)
+    stored = (now + timedelta(minutes=2)).time().replace(second=0)
+    learners = range(2001, 2005)
+    for user in learners:
+        await engine.reminders.set(user, user, stored, EVERY_DAY)
+        await engine.reminders.off(user)  # only the weekly report: at the reminder's time
+        await engine.weekly.set(user, user, now.weekday())
+    clock.now = now
+    app = build(tg, engine)
+    jobs = await start(app)  # not due at start-up: nothing sent yet
+    try:
+        await asyncio.sleep(0.2)
+        assert tg.photos() == []
+        soon = (datetime.now(UTC) + timedelta(seconds=2)).replace(microsecond=0)
+        for setting in await engine.weekly.enabled():
+            jobs.schedule(setting, "UTC", soon.time())
+        clock.now = now + timedelta(minutes=3)
+        await tg.await_for(lambda: len(tg.photos()) >= len(learners), 15, "every report")
+        assert [await jobs.deliver(user) for user in learners] == [False] * len(learners)
+        await asyncio.sleep(0.3)
+        assert sorted(p["chat_id"] for p in tg.photos()) == list(learners)
+    finally:
+        await stop(app)
+    await engine.drain()
