@@ -552,6 +552,7 @@ async def _timezone(engine: Engine, ctx: CommandContext) -> Reply:
     except ProfileError as exc:
         return Reply(str(exc), ok=False)
     reminder = await store.set_timezone(ctx.user.id, zone, now)
+    await engine.weekly.moved(ctx.user.id)  # the weekly report is rescheduled in it too
     local = now.astimezone(ZoneInfo(zone))
     text = f"Time zone set: {zone} (it is {local:%H:%M} there now)."
     if reminder is not None and reminder.enabled:

@@ -173,6 +173,12 @@ class WeeklyReports:
             "weeks_sent": [{"week": w, "claimed_at": at} for w, at in weeks],
         }
 
+    async def moved(self, user_id: int) -> None:
+        """The learner's time zone changed: their scheduler hears of it (a report set for
+        Monday 19:00 in UTC is Tuesday 03:00 in Taipei)."""
+        if await self.get(user_id) is not None:
+            await self._changed(user_id)
+
     async def _changed(self, user_id: int) -> WeeklySetting:
         setting = await self.get(user_id)
         assert setting is not None

@@ -26,7 +26,7 @@ from memora.reminders import EVERY_DAY, Reminders
 from memora.storage import Database
 from memora.tokens import LocalTokenCounter
 from memora.views import Reply
-from memora.weekly import WeeklyReports, week_key
+from memora.weekly import WeeklyReports, WeeklySetting, week_key
 from tests.fake_openai import FakeOpenAI
 from tests.fake_telegram import FakeTelegram
 from tests.fakes import FakeLLM
@@ -202,6 +202,11 @@ async def test_remind_weekly_turns_it_on_moves_previews_and_stops_it(engine: Eng
     shown = (await remind(engine, "")).text
     assert "Weekly report: off (/remind weekly turns it on)." in shown.splitlines()
     on = (await remind(engine, "weekly")).text
+    heard: list[WeeklySetting] = []
+    engine.weekly.listeners.append(heard.append)
+    chat = ChatRef(ALICE, "private", "Alice")
+    await run_command(engine, "timezone", CommandContext(chat, UserRef(ALICE, "A"), "UTC"))
+    assert [h.user_id for h in heard] == [ALICE]  # no daily reminder: the report follows anyway
     assert on.startswith(
         "📅 Weekly report: on, Mons at 19:00 (your reminder time); next: Mon 07 Dec 19:00."
     )
@@ -417,6 +422,14 @@ async def test_remind_weekly_in_telegram_schedules_it_and_previews_the_chart(
             return when if when == ("7", "30") else None
 
         assert await tg.await_for(report_at, 10, "the report moved to 07:30") == ("7", "30")
+        tg.user_sends("/timezone Asia/Taipei", user_id=ALICE)
+
+        def report_zone() -> str | None:
+            job = jobs.weekly.get(ALICE)
+            zone = str(job.job.trigger.timezone) if job else ""
+            return zone if zone == "Asia/Taipei" else None
+
+        assert await tg.await_for(report_zone, 10, "the report in Taipei") == "Asia/Taipei"
         tg.user_sends("/remind weekly now", user_id=ALICE)
         await tg.await_for(lambda: tg.photos(ALICE), 10, "the preview")
         assert photo_caption(tg, ALICE).startswith("📅 Your week in English")
