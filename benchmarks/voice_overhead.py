@@ -39,10 +39,9 @@ from openai import AsyncOpenAI
 from bot.telegram import build_application
 from memora.config import Settings, TelegramConfig
 from memora.engine import Engine, EngineConfig
-from memora.llm import ResponsesLLM
+from memora.llm import OpenAIAudio, ResponsesLLM
 from memora.storage import Database
 from memora.tokens import LocalTokenCounter
-from memora.voice import OpenAIAudio
 from tests.fake_openai import VOICE_FIXTURE, FakeOpenAI
 from tests.fake_telegram import FakeTelegram
 

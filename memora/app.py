@@ -12,14 +12,13 @@ from openai import AsyncOpenAI
 from memora.blocking import run_blocking
 from memora.config import ConfigError, Settings, require_llm
 from memora.engine import Engine, EngineConfig
-from memora.llm import LLM, ChatMessage, OpenAILLM
+from memora.llm import LLM, ChatMessage, OpenAIAudio, OpenAILLM
 from memora.longterm.embeddings import Embedder, LocalUSE, OpenAIEmbedder
 from memora.prompts import TUTOR_INSTRUCTIONS
 from memora.secretfilter import mask_secrets
 from memora.startup import StartupError, check_stores
 from memora.storage import Database
 from memora.tokens import LocalTokenCounter, ProviderTokenCounter, TokenCounter
-from memora.voice import OpenAIAudio
 
 log = logging.getLogger(__name__)
 

@@ -21,16 +21,14 @@ from pydantic_settings import (
 )
 from pydantic_settings.exceptions import SettingsError
 
+from memora.errors import ConfigError as ConfigError  # re-exported
+
 # The usual names some deployments already have in their environment.
 USUAL_ENV = {
     "OPENAI_API_KEY": ("llm", "api_key"),
     "OPENAI_BASE_URL": ("llm", "base_url"),
     "TELEGRAM_BOT_TOKEN": ("telegram", "token"),
 }
-
-
-class ConfigError(Exception):
-    """A configuration problem, phrased as one line that names the key."""
 
 
 class _Section(BaseModel):

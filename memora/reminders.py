@@ -28,6 +28,7 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from memora.durable import REMINDER, Kept, keep
+from memora.errors import ReminderError as ReminderError  # re-exported
 from memora.learner.service import Learner, ReminderFacts
 from memora.storage import Database
 
@@ -49,10 +50,6 @@ USAGE = (
     "/remind off; /remind alone shows your setting. Times are in your time zone (/timezone)."
 )
 PRIVATE_ONLY = "Reminders come to our private chat: send me /remind there."
-
-
-class ReminderError(ValueError):
-    """A /remind or /timezone argument that does not parse; the message says how to write it."""
 
 
 @dataclass(frozen=True)

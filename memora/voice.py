@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING
 
-from openai import AsyncOpenAI
-
-from memora.llm import LLMError, guard
+from memora.errors import LLMError
+from memora.llm.audio import Speaker as Speaker  # re-exported until the engine owns the voice turn
+from memora.llm.audio import Transcriber as Transcriber
+from memora.llm.audio import Transcript as Transcript
 from memora.views import Reply
 
 if TYPE_CHECKING:
@@ -46,16 +47,6 @@ NOTHING_HEARD = (
 
 
 @dataclass(frozen=True)
-class Transcript:
-    """What was heard, with what the provider billed for it: tokens (gpt-4o-*-transcribe) or
-    seconds of audio (whisper-style models); either may be zero."""
-
-    text: str
-    tokens: int = 0
-    seconds: float = 0.0
-
-
-@dataclass(frozen=True)
 class VoiceLimits:
     """Refused before downloading: Telegram tells both figures in the message itself."""
 
@@ -69,62 +60,6 @@ class VoiceLimits:
         if size is not None and size > self.max_bytes:
             return TOO_BIG.format(mb=size / 1e6, limit=self.max_bytes / 1e6)
         return None
-
-
-class Transcriber(Protocol):
-    """What the core needs to hear a learner."""
-
-    async def transcribe(self, audio: bytes, filename: str) -> Transcript: ...
-
-
-class Speaker(Protocol):
-    """What the core needs to answer aloud (Opus bytes)."""
-
-    async def speak(self, text: str) -> bytes: ...
-
-
-class OpenAIAudio:
-    """Transcription and speech through any server that speaks OpenAI's audio endpoints."""
-
-    def __init__(
-        self,
-        client: AsyncOpenAI,
-        *,
-        transcription_model: str,
-        speech_model: str = "",
-        speech_voice: str = "alloy",
-    ) -> None:
-        self._client = client
-        self.transcription_model = transcription_model
-        self.speech_model = speech_model
-        self.speech_voice = speech_voice
-
-    async def transcribe(self, audio: bytes, filename: str) -> Transcript:
-        resp: Any = await guard(
-            self._client.audio.transcriptions.create(
-                model=self.transcription_model, file=(filename, audio)
-            ),
-            "the transcription service",
-        )
-        usage = getattr(resp, "usage", None)
-        tokens = int(getattr(usage, "total_tokens", 0) or 0)
-        seconds = float(getattr(usage, "seconds", 0.0) or 0.0)
-        return Transcript(text=str(resp.text or ""), tokens=tokens, seconds=seconds)
-
-    async def speak(self, text: str) -> bytes:
-        resp: Any = await guard(
-            self._client.audio.speech.create(
-                model=self.speech_model,
-                voice=self.speech_voice,
-                input=text,
-                response_format="opus",
-            ),
-            "the speech service",
-        )
-        return bytes(resp.content)
-
-    async def aclose(self) -> None:
-        await self._client.close()
 
 
 async def voice_turn(

@@ -20,6 +20,7 @@ from bot.telegram import build_application
 from memora.commands import CommandContext, run_command
 from memora.config import Settings, TelegramConfig, VoiceConfig
 from memora.engine import ChatRef, Engine, EngineConfig, UserRef
+from memora.llm import OpenAIAudio, Transcript
 from memora.storage import Database
 from memora.tokens import LocalTokenCounter
 from memora.voice import (
@@ -27,8 +28,6 @@ from memora.voice import (
     HEARD,
     NOTHING_HEARD,
     VOICE_OFF,
-    OpenAIAudio,
-    Transcript,
     VoiceLimits,
     voice_turn,
 )

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from datetime import date, datetime, tzinfo
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 
+from memora.errors import ProfileError as ProfileError  # re-exported
 from memora.learner.model import CEFR_LEVELS, FIELD_HELP, PROFILE_FIELDS
 
 MAX_VALUE_CHARS = 120
@@ -20,10 +21,6 @@ RECURRING_MIN = 3  # mistakes of one category ...
 RECURRING_DAYS = 14  # ... within this many days make it a recurring difficulty (issue 9)
 
 _LEVEL = re.compile(r"^\s*(?:CEFR\s*)?([ABC][12])\s*[+-]?\s*$", re.IGNORECASE)
-
-
-class ProfileError(ValueError):
-    """A value the learner (or the model) gave does not fit the field; the message says why."""
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,9 @@ from typing import Any
 
 import aiosqlite
 
+from memora.errors import AlreadyGraded as AlreadyGraded  # re-exported, like the two below
+from memora.errors import CardGone as CardGone
+from memora.errors import NotYourCard as NotYourCard
 from memora.learner import review
 from memora.learner.model import ExtractedMistake, ExtractedWord
 from memora.learner.profile import (
@@ -62,18 +65,6 @@ class Graded:
     card: ReviewCard
     grade: str
     due: datetime
-
-
-class CardGone(LookupError):
-    """No such card (deleted, or forgotten with /forgetme)."""
-
-
-class NotYourCard(PermissionError):
-    """The card belongs to another user."""
-
-
-class AlreadyGraded(RuntimeError):
-    """The card was graded since it was shown (a second tap, an old message)."""
 
 
 async def _insert_card(
