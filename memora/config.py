@@ -50,6 +50,12 @@ class TelegramConfig(_Section):
     poll_timeout: int = Field(30, ge=0, le=120)
     stream_replies: bool = False
 
+    def allows(self, user_id: int) -> bool:
+        """Whether `user_id` may use the bot: everyone when allowed_user_ids is empty, else
+        those listed, and the admins always."""
+        ids = self.allowed_user_ids
+        return not ids or user_id in ids or user_id in self.admin_ids
+
 
 class LLMConfig(_Section):
     base_url: str | None = None

@@ -15,7 +15,7 @@ import pytest
 from openai import AsyncOpenAI
 from telegram import Audio, Chat, Message, Update, User, Voice
 
-import bot.telegram.voice as tg_voice
+import bot.telegram.handlers.voice as tg_voice
 from bot.telegram import build_application
 from memora.commands import CommandContext, run_command
 from memora.config import Settings, TelegramConfig, VoiceConfig

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib.util
 import logging
+import os
 import re
 from contextlib import AsyncExitStack
 from typing import Any, TypeAlias
@@ -29,8 +30,9 @@ from memora.config import ConfigError, Settings, require_llm, require_telegram
 from memora.durable import Inbox, Outbox, Replicas
 from memora.engine import Engine
 
+from .context import CONTEXT_TYPES, BotState
 from .durable import Deliverer, DurableQueue, handled
-from .handlers import CONTEXT_TYPES, BotState, install
+from .handlers import install
 from .limits import ReplyFirstRateLimiter
 from .processor import PerChatUpdateProcessor
 from .reminders import ReminderJobs
@@ -152,6 +154,10 @@ def build_application(
     post_init from `settings` and closed in post_shutdown. `request` replaces the HTTP layer
     (tests); `update_processor` the per-chat one (the benchmark compares others)."""
     check_config(settings, need_llm=engine is None)
+    # python-telegram-bot 22 warns on every duration it reads as an int (RetryAfter, voice
+    # durations) until this opt-in to the timedelta values that become its default; it reads
+    # the variable each time, so setting it before the bot runs is enough.
+    os.environ.setdefault("PTB_TIMEDELTA", "1")
     cfg = settings.telegram
     builder = (
         Application.builder()

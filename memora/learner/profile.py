@@ -15,6 +15,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 
 from memora.errors import ProfileError as ProfileError  # re-exported
 from memora.learner.model import CEFR_LEVELS, FIELD_HELP, PROFILE_FIELDS
+from memora.secretfilter import looks_secret
 
 MAX_VALUE_CHARS = 120
 RECURRING_MIN = 3  # mistakes of one category ...
@@ -96,8 +97,6 @@ def _timezone(value: str) -> str:
 
 def clean_value(name: str, value: str) -> str:
     """The value as stored, or ProfileError with a clear reason."""
-    from memora.longterm.extraction import looks_secret
-
     text = " ".join(value.split())
     if not text:
         raise ProfileError(f"Give a value: /profile set {name} <{FIELD_HELP[name]}>.")

@@ -15,8 +15,9 @@ from memora.engine import Engine
 from memora.views import Reply
 from memora.voice import VOICE_OFF, VoiceLimits, spoken, voice_turn
 
-from .durable import Answer, Deliverer, voice_body
-from .handlers import Context, addressed_text, refs, typing
+from ..context import Context
+from ..durable import Answer, Deliverer, voice_body
+from ..messages import addressed_text, refs, typing
 
 log = logging.getLogger(__name__)
 
