@@ -13,7 +13,10 @@ from memora.blocking import run_blocking
 from memora.config import ConfigError, Settings, require_llm
 from memora.engine import Engine, EngineConfig
 from memora.llm import LLM, ChatMessage, OpenAIAudio, OpenAILLM
+from memora.longterm import MemoryStore
+from memora.longterm.bridge import warm_in_background
 from memora.longterm.embeddings import Embedder, LocalUSE, OpenAIEmbedder
+from memora.longterm.ranking import DEFAULT_MIN_SCORE
 from memora.prompts import TUTOR_INSTRUCTIONS
 from memora.secretfilter import mask_secrets
 from memora.startup import StartupError, check_stores
@@ -113,8 +116,6 @@ def make_embedder(settings: Settings) -> Embedder:
 def default_min_score(settings: Settings) -> float:
     if settings.retrieval.min_score is not None:
         return settings.retrieval.min_score
-    from memora.longterm.ranking import DEFAULT_MIN_SCORE
-
     return DEFAULT_MIN_SCORE
 
 
@@ -167,9 +168,6 @@ async def open_engine(
             counter = ProviderTokenCounter(main_llm, settings.memory.safety_margin)
         else:
             counter = LocalTokenCounter(settings.memory.safety_margin)
-
-        from memora.longterm import MemoryStore
-        from memora.longterm.bridge import warm_in_background
 
         warm_in_background()  # the CC-CEDICT tables (~3 s CPU) while the rest opens
         embedder = make_embedder(settings)

@@ -71,6 +71,8 @@ import struct
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
+
 # Chroma's HNSW settings for writes (Chroma's default), and during a deletion: the log holds no
 # more than the last write (see above).
 CHROMA_HNSW = {"sync_threshold": 1000}
@@ -140,8 +142,6 @@ def erase_deleted_vectors(chroma_dir: Path) -> int:
     slot, vector included, until an insertion reuses it (Chroma's index replaces deleted
     elements); a search still walks through the slot. Refuses a layout it does not know.
     """
-    import numpy as np
-
     zeroed = 0
     for folder in hnsw_indexes(chroma_dir):
         layout = _hnsw_layout(folder)

@@ -249,7 +249,7 @@ class PgPool:
         """At most `max_size` + `max_locks` connections per process: PostgreSQL's
         max_connections must cover that times the replicas (deploy/ sets 300 for 3)."""
         try:
-            import asyncpg
+            import asyncpg  # imported lazily: the optional `postgres` extra
         except ImportError:  # pragma: no cover - depends on the install
             raise RuntimeError(
                 'storage.database_url is a PostgreSQL URL: pip install "memora[postgres]"'
