@@ -27,10 +27,10 @@ from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from memora.durable import REMINDER, Kept, keep
 from memora.errors import ReminderError as ReminderError  # re-exported
 from memora.learner.service import Learner, ReminderFacts
 from memora.storage import Database
+from memora.storage.durable import REMINDER, Kept, keep
 
 log = logging.getLogger(__name__)
 

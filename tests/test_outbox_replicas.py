@@ -18,8 +18,8 @@ import pytest
 from telegram import Bot, Message
 
 from bot.telegram.durable import Answer, Deliverer
-from memora.durable import Outbox
 from memora.storage import Database
+from memora.storage.durable import Outbox
 from memora.views import Reply
 from tests.fake_telegram import FakeTelegram
 

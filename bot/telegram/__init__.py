@@ -27,8 +27,8 @@ from telegram.request import BaseRequest
 from memora.app import open_engine
 from memora.commands import COMMANDS
 from memora.config import ConfigError, Settings, require_llm, require_telegram
-from memora.durable import Inbox, Outbox, Replicas
 from memora.engine import Engine
+from memora.storage.durable import Inbox, Outbox, Replicas
 
 from .context import CONTEXT_TYPES, BotState
 from .durable import Deliverer, DurableQueue, handled

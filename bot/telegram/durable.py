@@ -43,7 +43,7 @@ from typing import Any
 from telegram import Bot, InlineKeyboardButton, InlineKeyboardMarkup, Message, Update
 from telegram.error import BadRequest, Forbidden, RetryAfter, TelegramError
 
-from memora.durable import ANSWER, EDIT, VOICE, Inbox, Kept, Outbox, Outgoing, Replicas
+from memora.storage.durable import ANSWER, EDIT, VOICE, Inbox, Kept, Outbox, Outgoing, Replicas
 from memora.views import Document, Reply
 
 from .processor import chat_key

@@ -13,7 +13,7 @@ import logging
 from telegram import InlineKeyboardMarkup, Message, Update
 from telegram.error import BadRequest, Forbidden
 
-from memora.durable import MESSAGE, Kept
+from memora.storage.durable import MESSAGE, Kept
 from memora.views import Reply
 
 from .context import Context

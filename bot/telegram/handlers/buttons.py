@@ -6,8 +6,8 @@ from __future__ import annotations
 from telegram import Message, Update
 
 from memora.commands import press_button
-from memora.durable import EDIT, Kept
 from memora.engine import UserRef
+from memora.storage.durable import EDIT, Kept
 
 from ..context import Context
 from ..durable import message_body

@@ -5,7 +5,7 @@ from __future__ import annotations
 from telegram import Update
 from telegram.constants import ChatMemberStatus
 
-from memora.durable import MESSAGE, Kept
+from memora.storage.durable import MESSAGE, Kept
 
 from ..context import Context
 from ..durable import message_body

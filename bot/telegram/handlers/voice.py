@@ -10,8 +10,8 @@ from telegram import Audio, Message, Update, Voice
 from telegram.constants import ChatAction
 from telegram.error import TelegramError
 
-from memora.durable import VOICE, Kept
 from memora.engine import Engine
+from memora.storage.durable import VOICE, Kept
 from memora.views import Reply
 from memora.voice import VOICE_OFF, VoiceLimits, spoken, voice_turn
 

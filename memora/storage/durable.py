@@ -36,7 +36,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from memora.clock import utcnow
-from memora.storage import Database
+from memora.storage.database import Database
 from memora.storage.postgres import OUTBOX_LOCK_CLASS, chat_lock_key
 
 
