@@ -6,8 +6,13 @@ loads of heavy optional dependencies, each marked with a comment."""
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
+
+import memora
+from memora import errors
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("memora", "bot")
@@ -172,3 +177,28 @@ def test_the_packages_have_no_import_cycles_between_them() -> None:
     for node in collapsed:
         collapsed[node].discard(node)
     assert cycles(collapsed) == []
+
+
+def test_the_public_surface_is_small_and_every_error_is_a_memora_error() -> None:
+    assert sorted(memora.__all__) == sorted(
+        [
+            "ChatRef",
+            "Engine",
+            "MemoraError",
+            "Reply",
+            "Settings",
+            "UserRef",
+            "__version__",
+            "load_settings",
+            "open_engine",
+        ]
+    )
+    for name in errors.__all__:
+        assert issubclass(getattr(errors, name), memora.MemoraError), name
+    # importing the adapters changes nothing in the environment
+    probe = (
+        "import os; os.environ.pop('PTB_TIMEDELTA', None); e = dict(os.environ); "
+        "import bot.cli, bot.telegram; print(e == os.environ)"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "True"
