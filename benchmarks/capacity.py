@@ -9,7 +9,7 @@
 - RAM per cached user: tracemalloc's growth when a user with K memories is loaded into the
   per-process cache and searched once (vectors, texts, records, the BM25 index).
 
-    .venv/bin/python benchmarks/capacity.py [--turns 500] [--memories 1000] [--per-user 100]
+    .venv/bin/python -m benchmarks.capacity [--turns 500] [--memories 1000] [--per-user 100]
 """
 
 from __future__ import annotations
@@ -22,14 +22,13 @@ import tracemalloc
 import warnings
 from pathlib import Path
 
-from core_turns import REPLY, TOPICS, ZeroLatencyLLM
-from retrieval_overhead import learner_facts, words_for
-
+from benchmarks.core_turns import REPLY, TOPICS, ZeroLatencyLLM
+from benchmarks.retrieval_overhead import learner_facts, words_for
 from memora.engine import ChatRef, Engine, EngineConfig, UserRef
 from memora.longterm import MemoryStore, NewMemory
-from memora.longterm.bridge import warm as warm_bridge
 from memora.longterm.embeddings import LocalUSE
 from memora.storage import Database
+from memora.text import warm as warm_text
 from memora.tokens import LocalTokenCounter
 
 
@@ -112,9 +111,9 @@ async def ram_per_cached_user(tmp: Path, embedder: LocalUSE, per_user: int) -> t
         kept = await store.count(7)
         store._cache.clear()  # measure a cold load, as after a restart
         await store.search(8, "warm up", top_k=3, min_score=0.0)  # another user: loads nothing
-        # Once per process, not per user: the CC-CEDICT tables and the stemmer's dictionary
-        # (~33 MB traced), which the engine builds at start (app.open_engine, bridge.warm).
-        warm_bridge()
+        # Once per process, not per user: the stemmer's dictionary, which the engine loads at
+        # start (app.open_engine, text.warm_in_background).
+        warm_text()
         tracemalloc.start()
         base = tracemalloc.get_traced_memory()[0]
         await store.search(7, "what exam is the learner preparing for?", top_k=3, min_score=0.0)
@@ -139,7 +138,7 @@ async def main() -> None:
         if not url:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                import pgserver
+                import pgserver  # lazily: the dev extra's PostgreSQL wheel; its import warns
 
                 server = pgserver.get_server(tmp / "pg", cleanup_mode="delete")
             url = server.get_uri()

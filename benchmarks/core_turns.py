@@ -3,17 +3,17 @@
 Prints input tokens sent per turn against a full-history baseline (same tokenizer, same system
 prompt), LLM calls per turn on the reply path, and the engine's own overhead per turn.
 
-    .venv/bin/python benchmarks/core_turns.py [--turns 300] [--recent 3] [--budget 1500]
+    .venv/bin/python -m benchmarks.core_turns [--turns 300] [--recent 3] [--budget 1500]
         [--reply-tokens N] [--memories benchmarks/data/heavy_learners_dev.json]
         [--memory-tokens 500] [--grid]
 
 (``--budget`` and ``--memory-tokens`` default to the product's ``max_input_tokens`` and
 ``memory_tokens``.) ``--reply-tokens``: the fake tutor's reply is about N o200k tokens (default:
 its short stock reply, ~74). ``--memories``: the learner has the memories of the first learner
-in that file (``benchmarks/heavy_learners.py``: 120 memories with terms and situations) in a real
-``MemoryStore`` (embedded Chroma, LocalUSE), so every turn carries the memory block the product
+in that file (120 memories with terms; situations from the ``*_situations.json`` beside it) in a
+real ``MemoryStore`` (embedded Chroma, LocalUSE), so every turn carries the memory block the product
 sends a learner with a year of memories (``memory_tokens`` past the budget), and the mean
-memory block is printed. ``--grid`` prints the table the README quotes ("The input budget
+memory block is printed. ``--grid`` prints the table of docs/benchmarks.md ("The input budget
 holds the memory budget"): reply-path calls per turn over reply lengths × (no memories, or
 those memories with a memory budget) × input budgets. The fake model reports o200k input usage,
 as an OpenAI model does, so the budget's calibration stays at 1.
@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import random
 import statistics
 import tempfile
@@ -35,7 +36,7 @@ from pydantic import BaseModel
 from memora.config import DEFAULT_MAX_INPUT_TOKENS, DEFAULT_MEMORY_TOKENS
 from memora.engine import ChatRef, Engine, EngineConfig, UserRef
 from memora.llm import ChatMessage, Completion, OnDelta, Parsed, Usage
-from memora.longterm import MemoryStore
+from memora.longterm import MemoryStore, NewMemory
 from memora.longterm.embeddings import LocalUSE
 from memora.prompts import MEMORY_BLOCK
 from memora.storage import Database
@@ -113,13 +114,29 @@ def reply_of(tokens: int) -> str:
     return str(enc.decode(ids))
 
 
+HEAVY_LEARNERS = Path(__file__).parent / "data" / "heavy_learners_dev.json"
+
+
+def first_learner(path: Path) -> list[NewMemory]:
+    """The first learner of a heavy-learners file, as the extraction call hands memories to the
+    store (situations from the ``*_situations.json`` beside the file, when there is one)."""
+    side = path.with_name(path.stem + "_situations.json")
+    situations = json.loads(side.read_text("utf-8")) if side.exists() else {}
+    return [
+        NewMemory(
+            m["text"],
+            category=m.get("category", "other"),
+            terms=tuple(m.get("terms") or ()),
+            situations=tuple(situations.get(m["id"]) or ()),
+        )
+        for m in json.loads(path.read_text("utf-8"))["users"][0]["memories"]
+    ]
+
+
 async def heavy_store(path: Path, folder: Path) -> MemoryStore:
     """A real store holding the first learner of a heavy-learners file as user 1."""
-    from heavy_learners import new_memories, read
-
-    data, sits = read(path)
     store = await MemoryStore.create(folder, LocalUSE())
-    await store.add_many(1, new_memories(data["users"][0], sits))
+    await store.add_many(1, first_learner(path))
     return store
 
 
@@ -279,7 +296,7 @@ if __name__ == "__main__":
     ap.add_argument("--grid", action="store_true")
     a = ap.parse_args()
     if a.grid:
-        heavy = a.memories or Path(__file__).parent / "data" / "heavy_learners_dev.json"
+        heavy = a.memories or HEAVY_LEARNERS
         asyncio.run(grid(a.turns, a.recent, heavy))
     else:
         asyncio.run(

@@ -1,6 +1,6 @@
 """A scripted learner conversation through the real engine against any OpenAI-compatible server.
 
-    .venv/bin/python benchmarks/local_server.py --base-url http://127.0.0.1:8011/v1 \\
+    .venv/bin/python -m benchmarks.local_server --base-url http://127.0.0.1:8011/v1 \\
         --model smollm2 [--api chat_completions|responses] [--stream] [--config memora.toml] \\
         [--embeddings local|openai] [--json out.json]
 
@@ -32,8 +32,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from memory_eval import engine_settings
-
+from benchmarks.memory_eval import engine_settings
 from memora.app import open_engine
 from memora.engine import ChatRef, Engine, UserRef
 

@@ -1,6 +1,6 @@
 """LoCoMo question answering end to end through the real engine, on any OpenAI-compatible model.
 
-    .venv/bin/python benchmarks/memory_eval.py --base-url https://api.openai.com/v1 \\
+    .venv/bin/python -m benchmarks.memory_eval --base-url https://api.openai.com/v1 \\
         --model gpt-4.1-mini [--api responses|chat_completions] [--api-key KEY | $OPENAI_API_KEY] \\
         [--conversations 26,30] [--sessions N] [--limit N] [--judge-model M] [--json out.json]
 

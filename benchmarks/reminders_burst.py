@@ -2,7 +2,7 @@
 
 Run from the repository root::
 
-    .venv/bin/python benchmarks/reminders_burst.py [--learners 1000]
+    .venv/bin/python -m benchmarks.reminders_burst [--learners 1000]
 
 Prints figures, passes or fails nothing. The real Application built by
 ``bot.telegram.build_application`` runs against the fake Bot API (tests/fake_telegram.py) with
@@ -23,14 +23,11 @@ import argparse
 import asyncio
 import logging
 import statistics
-import sys
 import tempfile
 import time as clock
 from datetime import UTC, datetime, time, timedelta
 from pathlib import Path
 from typing import Any
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bot.telegram import build_application
 from bot.telegram.reminders import ReminderJobs

@@ -6,7 +6,7 @@ update goes to the next replica round-robin (what the load balancer in deploy/ d
 wall time against the ideal: the larger of the model-bound time (messages × latency, every chat
 in parallel) and Telegram's send limit (all replies at 30 messages a second).
 
-    .venv/bin/python benchmarks/replicas.py [--chats 100] [--messages 5] [--latency 0.5]
+    .venv/bin/python -m benchmarks.replicas [--chats 100] [--messages 5] [--latency 0.5]
 
 PostgreSQL (pgserver wheel) and the Chroma server (chroma run) are started here, as in the tests.
 Each replica's rate limiter spends 29/N sends a second, N = the replicas alive by their
@@ -24,8 +24,6 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tests.engines import (
     engine_root,

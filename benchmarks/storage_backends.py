@@ -5,7 +5,7 @@ summary) against a zero-latency fake model, so what is timed is the engine and i
 go round-robin over several chats. Prints median and p95 per turn for each backend and the
 PostgreSQL / SQLite ratio, measured in the same run.
 
-    .venv/bin/python benchmarks/storage_backends.py [--turns 300] [--chats 10] [--database-url URL]
+    .venv/bin/python -m benchmarks.storage_backends [--turns 300] [--chats 10] [--database-url URL]
 
 Without --database-url a PostgreSQL 16 server is started from the pgserver wheel (dev extra),
 on a Unix socket, with its default (durable) settings.
@@ -22,8 +22,7 @@ import time
 import warnings
 from pathlib import Path
 
-from core_turns import TOPICS, ZeroLatencyLLM, pct
-
+from benchmarks.core_turns import TOPICS, ZeroLatencyLLM, pct
 from memora.engine import ChatRef, Engine, EngineConfig, UserRef
 from memora.storage import Database
 from memora.tokens import LocalTokenCounter
@@ -59,7 +58,7 @@ async def main() -> None:
         if not url:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                import pgserver
+                import pgserver  # lazily: the dev extra's PostgreSQL wheel; its import warns
 
                 server = pgserver.get_server(Path(tmp) / "pg", cleanup_mode="delete")
             url = server.get_uri()

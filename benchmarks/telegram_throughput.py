@@ -2,12 +2,12 @@
 
 Run from the repository root::
 
-    .venv/bin/python benchmarks/telegram_throughput.py [--chats 4] [--messages 5] [--latency 0.2]
+    .venv/bin/python -m benchmarks.telegram_throughput [--chats 4] [--messages 5] [--latency 0.2]
 
 Issue 7 item 9's load (fact-bearing messages: each is retrieved against, extracted into a memory,
 embedded and stored by the real local model and Chroma), with the baseline in the same run::
 
-    .venv/bin/python benchmarks/telegram_throughput.py --chats 100 --messages 5 \
+    .venv/bin/python -m benchmarks.telegram_throughput --chats 100 --messages 5 \
         --latency 0.5 --facts --before [--sqlite-synchronous NORMAL]
 
 With N × M replies the floor is N × M / 30 s (Telegram's ~30 messages a second): the table gives
@@ -40,7 +40,6 @@ import argparse
 import asyncio
 import cProfile
 import logging
-import sys
 import tempfile
 import threading
 import time
@@ -48,15 +47,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from telegram.ext import AIORateLimiter, BaseRateLimiter, BaseUpdateProcessor
+from telegram.ext import (
+    AIORateLimiter,
+    BaseRateLimiter,
+    BaseUpdateProcessor,
+    SimpleUpdateProcessor,
+)
 
 from bot.telegram import build_application
 from memora.blocking import BACKGROUND_THREAD
 from memora.config import Settings, TelegramConfig
 from memora.engine import Engine, EngineConfig
 from memora.llm import ChatMessage, Completion, OnDelta, Parsed, Usage
+from memora.longterm import MemoryStore
+from memora.longterm.embeddings import LocalUSE
 from memora.storage import Database
 from memora.tokens import LocalTokenCounter
 from tests.fake_telegram import FakeTelegram
@@ -131,9 +135,6 @@ async def burst(
         sqlite = SqliteBusy(db)
         store = None
         if facts:
-            from memora.longterm import MemoryStore
-            from memora.longterm.embeddings import LocalUSE
-
             embedder = LocalUSE()
             embedder.warm_up()  # loading the weights is start-up, not a turn
             store = await MemoryStore.create(folder / "chroma", embedder)
@@ -322,8 +323,6 @@ async def main() -> None:
     )
     args = p.parse_args()
     logging.basicConfig(level=logging.WARNING)
-    from telegram.ext import SimpleUpdateProcessor
-
     n, m, lat = args.chats, args.messages, args.latency
     ideal, serial = m * lat, n * m * lat
     with tempfile.TemporaryDirectory() as tmp:

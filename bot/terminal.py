@@ -53,6 +53,11 @@ async def chat_loop(
     """Read lines, answer them, print a memory status line per turn; stop on exit or EOF."""
     inp, out = stdin or sys.stdin, stdout or sys.stdout
     chat, user = ChatRef(chat_id, "private", "terminal"), UserRef(user_id, user_name)
+
+    async def notify(_chat: ChatRef, _user: UserRef, text: str) -> None:
+        print(f"\nMemora: {text}", file=out, flush=True)
+
+    engine.notify = notify
     count = await engine.message_count(chat_id)
     print(banner(), file=out)
     if count:

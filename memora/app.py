@@ -14,13 +14,12 @@ from memora.config import ConfigError, Settings, require_llm
 from memora.engine import Engine, EngineConfig
 from memora.llm import LLM, ChatMessage, OpenAIAudio, OpenAILLM
 from memora.longterm import MemoryStore
-from memora.longterm.bridge import warm_in_background
 from memora.longterm.embeddings import Embedder, LocalUSE, OpenAIEmbedder
-from memora.longterm.ranking import DEFAULT_MIN_SCORE
 from memora.prompts import TUTOR_INSTRUCTIONS
 from memora.secretfilter import mask_secrets
 from memora.startup import StartupError, check_stores
 from memora.storage import Database
+from memora.text import warm_in_background
 from memora.tokens import LocalTokenCounter, ProviderTokenCounter, TokenCounter
 
 log = logging.getLogger(__name__)
@@ -113,12 +112,6 @@ def make_embedder(settings: Settings) -> Embedder:
     return LocalUSE()
 
 
-def default_min_score(settings: Settings) -> float:
-    if settings.retrieval.min_score is not None:
-        return settings.retrieval.min_score
-    return DEFAULT_MIN_SCORE
-
-
 def check_budget(settings: Settings, instructions: str = TUTOR_INSTRUCTIONS) -> None:
     """The budget must leave room for a message beside the system prompt, which is never cut."""
     floor = LocalTokenCounter(settings.memory.safety_margin).count_sync(
@@ -169,7 +162,7 @@ async def open_engine(
         else:
             counter = LocalTokenCounter(settings.memory.safety_margin)
 
-        warm_in_background()  # the CC-CEDICT tables (~3 s CPU) while the rest opens
+        warm_in_background()  # the stemmer's dictionary while the rest opens
         embedder = make_embedder(settings)
         store = MemoryStore(settings.chroma_path, embedder, url=settings.longterm.chroma_url)
         try:
@@ -200,7 +193,7 @@ async def open_engine(
                 max_recent_turns=settings.memory.max_recent_turns,
                 max_message_chars=settings.memory.max_message_chars,
                 top_k=settings.retrieval.top_k,
-                min_score=default_min_score(settings),
+                min_score=settings.retrieval.min_score,
                 use_last_turn=settings.retrieval.use_last_turn,
                 memory_tokens=settings.retrieval.memory_tokens,
                 group_memories=settings.retrieval.group_memories,

@@ -23,7 +23,10 @@ from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo
 
 from memora.engine import MAX_BUDGETED_MEMORIES, ChatRef, Engine, UserRef
+from memora.learner.model import PROFILE_FIELDS
+from memora.learner.profile import TEACHING_FIELDS
 from memora.llm import ChatMessage
+from memora.longterm.policy import describe as describe_policy
 from memora.prompts import MEMORY_BLOCK, PROFILE_BLOCK
 from memora.views import ButtonAnswer, Document, Reply, render_history, render_messages
 
@@ -36,8 +39,8 @@ I'm Memora, your English tutor. I remember:
 • you — facts worth keeping across days (your level, goals, preferences, difficulties),
   which I pick up from what you say or you save with /remember.
 Passwords, keys, codes, card and ID numbers that I recognise are hidden before anything is
-stored or logged: I read them only in the message that carries them. I can miss one, so
-please don't send secrets.
+stored or logged (in Telegram, before I read them). I can miss one, so please don't send
+secrets. Ask me in words to forget something, or use /forget.
 You can always see and change what I remember:
 """
 
@@ -190,19 +193,49 @@ async def _status(engine: Engine, ctx: CommandContext) -> Reply:
 async def _memories(engine: Engine, ctx: CommandContext) -> Reply:
     items = await _visible(engine, ctx)
     scoped = engine.memory_origin(ctx.chat) is not None
-    if not items:
+    profile = await _profile_facts(engine, ctx)
+    if not items and not profile:
         if scoped:
             return Reply(f"I don't remember anything you said in this group yet. {PRIVATE_STAY}")
         return Reply(
             "I don't remember anything about you yet. Tell me about yourself, or /remember"
         )
-    lines = []
-    for i, m in enumerate(items, 1):
-        was = f"  (was: {m.history[-1].text}; /undo {i})" if m.history else ""
-        lines.append(f"{i}. {m.text} [{m.category}, {m.source}]{was}")
     who = f" for {ctx.user.name}" if ctx.chat.is_group and ctx.user.name else ""
-    note = f"\n({PRIVATE_STAY})" if scoped else ""
-    return Reply(f"Memories{who} ({len(items)}):\n" + "\n".join(lines) + note)
+    parts = []
+    if items:
+        lines = []
+        for i, m in enumerate(items, 1):
+            was = f"  (was: {m.history[-1].text}; /undo {i})" if m.history else ""
+            lines.append(f"{i}. {m.text} [{m.category}, {m.source}]{was}")
+        parts.append(f"Memories{who} ({len(items)}):\n" + "\n".join(lines))
+    else:
+        parts.append(f"No other memories{who} yet: tell me about yourself, or /remember.")
+    if profile:
+        parts.append(PROFILE_FACTS + "\n" + "\n".join(profile))
+    if scoped:
+        parts.append(f"({PRIVATE_STAY})")
+    return Reply("\n\n".join(parts))
+
+
+PROFILE_FACTS = (
+    "In your learner profile (always in my context; change with /profile set <field> <value> "
+    "or /profile clear <field>):"
+)
+
+
+async def _profile_facts(engine: Engine, ctx: CommandContext) -> list[str]:
+    """The caller's profile fields as /memories lists them (in a group under the default scope,
+    only those a group reply uses: the rest stays in their private chats)."""
+    if not engine.config.learner_enabled:
+        return []
+    profile = await engine.learner.profile(ctx.user.id, engine.clock())
+    names = TEACHING_FIELDS if engine.memory_origin(ctx.chat) is not None else PROFILE_FIELDS
+    return [
+        f"• {name}: {profile.fields[name].value} ({profile.fields[name].source}, "
+        f"{profile.fields[name].updated_at[:10]})"
+        for name in names
+        if name in profile.fields
+    ]
 
 
 PRIVATE_STAY = "Memories from your other chats stay private: see them in a private chat with me."
@@ -258,23 +291,23 @@ async def _search(engine: Engine, ctx: CommandContext) -> Reply:
         origin_chat=engine.memory_origin(ctx.chat),
     )
     if not found.hits:
+        profile = await _profile_facts(engine, ctx)
+        if profile:
+            return Reply(
+                "No memories to search yet.\n\n" + PROFILE_FACTS + "\n" + "\n".join(profile)
+            )
         return Reply("No memories to search yet.")
-    used = {h.memory.id for h in engine.used_in_reply(query, found.hits)}
-    budget = engine.config.memory_tokens
-    if budget:
-        floor = engine.budget_floor(query)
-        cut = f" at or above {floor:.2f} (as for a question about a word)" if floor else ""
-        rule = f"every memory while they fit {budget} tokens, else the best-ranked{cut} until"
-        rule += " they are spent"
-    else:
-        floor = engine.min_score_for(query)
-        why = "" if floor == engine.config.min_score else ", as for a question about a word"
-        rule = f"the best {engine.config.top_k} at or above min_score {floor:.2f}{why}"
+    used = {h.memory.id for h in engine.used_in_reply(found.hits)}
+    rule = describe_policy(engine.retrieval_policy)
     lines = [
         f"{i}. {h.score:.2f} {'✓' if h.memory.id in used else ' '} {h.memory.text}"
         for i, h in enumerate(found.hits[:SEARCH_SHOWN], 1)
     ]
-    return Reply(f"Search: {query}\n(✓ = would be used in a reply: {rule})\n" + "\n".join(lines))
+    text = f"Search: {query}\n(✓ = would be used in a reply: {rule})\n" + "\n".join(lines)
+    profile = await _profile_facts(engine, ctx)
+    if profile:  # not ranked: the profile goes into every reply's context whole
+        text += "\n\n" + PROFILE_FACTS + "\n" + "\n".join(profile)
+    return Reply(text)
 
 
 @command("extraction", "the last raw memory-extraction output for you", bare_word=True, fresh=True)

@@ -49,6 +49,7 @@ class TelegramConfig(_Section):
     webhook_secret: str = ""
     poll_timeout: int = Field(30, ge=0, le=120)
     stream_replies: bool = False
+    stream_drafts: bool = True  # private chats stream through message drafts (Bot API 9)
 
     def allows(self, user_id: int) -> bool:
         """Whether `user_id` may use the bot: everyone when allowed_user_ids is empty, else
@@ -95,7 +96,7 @@ class MemoryConfig(_Section):
 
 # The memory token budget: every memory of the learner goes into the context while they fit in
 # this many tokens (best first); past it, the best-ranked until it is spent (by rank alone,
-# min_score does not cut; a question about a word still needs 0.6). `benchmarks/retrieval.py
+# min_score does not cut; memora.longterm.policy). `benchmarks/retrieval.py
 # --quick`, section (f), learner set with search terms and situations (8 memories a user, ~100
 # tokens in all), tuning / held-out users: top_k 3 + min_score puts the relevant memory in the
 # context for 0.79 / 0.81 of answerable messages at 13 / 16 memory tokens a turn; with a
@@ -147,6 +148,26 @@ def default_data_dir() -> Path:
 
 class LearnerConfig(_Section):
     enabled: bool = True
+
+
+class LimitsConfig(_Section):
+    """Per learner, per UTC day and month (0 = no cap; admins are exempt)."""
+
+    daily_tokens: int = Field(0, ge=0)
+    monthly_tokens: int = Field(0, ge=0)
+    daily_voice_seconds: int = Field(0, ge=0)
+    monthly_voice_seconds: int = Field(0, ge=0)
+
+
+class ModelPrice(_Section):
+    input: float = Field(0.0, ge=0)  # per 1M input tokens
+    output: float = Field(0.0, ge=0)  # per 1M output tokens
+    audio_minute: float = Field(0.0, ge=0)  # per minute of audio transcribed
+
+
+class PricingConfig(_Section):
+    currency: str = "USD"
+    models: dict[str, ModelPrice] = Field(default_factory=dict)
 
 
 class StorageConfig(_Section):
@@ -208,6 +229,8 @@ class Settings(BaseSettings):
     extraction: ExtractionConfig = ExtractionConfig()
     voice: VoiceConfig = VoiceConfig()
     learner: LearnerConfig = LearnerConfig()
+    limits: LimitsConfig = LimitsConfig()
+    pricing: PricingConfig = PricingConfig()
     storage: StorageConfig = Field(default_factory=StorageConfig)  # data_dir: per user, now
     longterm: LongtermConfig = LongtermConfig()
     logging: LoggingConfig = LoggingConfig()

@@ -7,7 +7,7 @@ import logging
 import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -16,8 +16,7 @@ from memora.clock import as_utc, utcnow
 from memora.config import DEFAULT_MAX_INPUT_TOKENS, DEFAULT_MEMORY_TOKENS
 from memora.learner.service import Learner
 from memora.llm import LLM, ChatMessage, Completion, LLMError, OnDelta
-from memora.longterm.phatic import min_score_for
-from memora.longterm.ranking import DEFAULT_MIN_SCORE
+from memora.longterm import policy as memory_policy
 from memora.prompts import TUTOR_INSTRUCTIONS
 from memora.reminders import Reminders
 from memora.secretfilter import mask_secrets
@@ -31,7 +30,7 @@ from memora.storage import (
     StoredMessage,
     TurnUsage,
 )
-from memora.tokens import TokenCounter, o200k
+from memora.tokens import TokenCounter
 from memora.views import Reply, Status, TurnStats
 
 if TYPE_CHECKING:
@@ -105,8 +104,8 @@ class EngineConfig:
     max_recent_turns: int = 3
     max_message_chars: int = 4000
     top_k: int = 3
-    min_score: float = DEFAULT_MIN_SCORE
-    use_last_turn: bool = True  # the previous message, for follow-ups only
+    min_score: float | None = None  # None: the embedder profile's (memora.longterm.profile)
+    use_last_turn: bool = True  # the previous message, ranked after what the message finds
     memory_tokens: int = DEFAULT_MEMORY_TOKENS  # 0: top_k and min_score alone decide
     group_memories: Literal["group", "all"] = "group"
     extraction_enabled: bool = True
@@ -114,7 +113,7 @@ class EngineConfig:
     instructions: str = TUTOR_INSTRUCTIONS
 
 
-MAX_BUDGETED_MEMORIES = 50
+MAX_BUDGETED_MEMORIES = memory_policy.MAX_BUDGETED_MEMORIES
 
 
 def previous_message(pending: list[StoredMessage], user_id: int) -> str | None:
@@ -127,28 +126,23 @@ def previous_message(pending: list[StoredMessage], user_id: int) -> str | None:
     return None
 
 
-def within_memory_budget(hits: list[SearchHit], budget: int, min_score: float) -> list[SearchHit]:
-    """The memories that go into the context under a memory token budget (best first).
+Notify = Callable[["ChatRef", "UserRef", str], Awaitable[None]]
 
-    A learner with a few dozen short memories can afford to send them all: an inference hop
-    ("plan my weekend" needs "has a daughter") does not depend on a score then. When they do
-    not fit, the ranking decides which do: the hits at or above `min_score`, best first, until
-    the budget is spent. The engine gives 0 here (by rank alone) but for a question about a
-    word (Engine.budget_floor): a cut at the reply's min_score left out the relevant memory
-    of many inference hops that ranked just below it (benchmarks/data/README.md, "Past the
-    memory budget").
-    """
-    cost = [len(o200k().encode(h.memory.text, disallowed_special=())) + 3 for h in hits]
-    if sum(cost) <= budget:
-        return hits
-    kept: list[SearchHit] = []
-    spent = 0
-    for hit, tokens in zip(hits, cost, strict=True):
-        if hit.score < min_score or spent + tokens > budget:
-            break
-        kept.append(hit)
-        spent += tokens
-    return kept
+
+def forgotten_notice(forgotten: list[Memory], *, group: bool) -> str:
+    """What a learner who asked in words to forget something is told once it is done. In a
+    group the texts are not repeated: a memory from a private chat stays private."""
+    if not forgotten:
+        return (
+            "You asked me to forget something, but I couldn't tell which memory you meant, so "
+            "nothing was deleted. /memories lists them; /forget <n> deletes one."
+        )
+    if group:
+        n = len(forgotten)
+        return f"🗑 Forgotten, as you asked: {n} memor{'y' if n == 1 else 'ies'}."
+    return "🗑 Forgotten, as you asked (deleted for good):\n" + "\n".join(
+        f"• {m.text}" for m in forgotten
+    )
 
 
 LLM_FAILED = (
@@ -212,6 +206,9 @@ class Engine:
         self.clock = clock
         self.transcriber = transcriber  # voice messages (None: turned off)
         self.speaker = speaker  # spoken answers (None: turned off, the default)
+        # How the adapter tells a learner something after the reply (what they asked to be
+        # forgotten); None: nobody listens (benchmarks, imports)
+        self.notify: Notify | None = None
         self.reminders = Reminders(db, learner=self.learner, clock=clock)
         # Weak values: a chat's lock lives while some turn holds or awaits it, then goes away.
         self._locks: weakref.WeakValueDictionary[int, asyncio.Lock] = weakref.WeakValueDictionary()
@@ -316,7 +313,15 @@ class Engine:
         counts = await self.db.forget_user(user_id)
         counts["reminders"] = await self.reminders.delete_user(user_id)
         counts["memories"] = await self.store.delete_user(user_id) if self.store else 0
+        self._forget_recent_vectors()
         return counts
+
+    def _forget_recent_vectors(self) -> None:
+        """A local embedder keeps the vectors of the last texts it embedded: deleted words go
+        from the process's memory too."""
+        forget = getattr(self.store.embedder, "forget_recent", None) if self.store else None
+        if forget is not None:
+            forget()
 
     def _epoch(self, user_id: int) -> int:
         return self._epochs.get(user_id, 0)
@@ -371,28 +376,18 @@ class Engine:
         `origin_chat`, only those that came from that chat (see `memory_origin`)."""
         return await self._memory().memories(user_id, origin_chat=origin_chat)
 
-    def min_score_for(self, message: str) -> float:
-        """The score a memory needs to be used in the reply to `message`: the configured
-        min_score, higher for a question about a word ("「塞車」英文怎麼說？",
-        memora.longterm.phatic.min_score_for)."""
-        return min_score_for(message, self.config.min_score)
+    @property
+    def retrieval_policy(self) -> memory_policy.RetrievalPolicy:
+        """What reaches a reply's context (memora.longterm.policy), from this engine's config."""
+        c = self.config
+        min_score = c.min_score
+        if min_score is None:
+            min_score = self.store.profile.min_score if self.store is not None else 0.0
+        return memory_policy.RetrievalPolicy(c.memory_tokens, c.top_k, min_score, c.use_last_turn)
 
-    def budget_floor(self, message: str) -> float:
-        """The score a memory needs for the context when the learner's memories do not all
-        fit `memory_tokens`: none, the best-ranked fill the budget (as every memory is sent
-        while they fit), but WORD_QUESTION_MIN_SCORE for a question about a word, which no
-        fact about the learner shapes unless it matches well."""
-        return min_score_for(message, 0.0)
-
-    def used_in_reply(self, message: str, hits: list[SearchHit]) -> list[SearchHit]:
-        """Which of `hits` (the user's memories ranked for `message`, best first, scores down to
-        0) a reply to it puts in its context: every one while they fit `memory_tokens`, else
-        the best-ranked (at or above `budget_floor(message)`) until the budget is spent;
-        without a budget, the first `top_k` at or above `min_score_for(message)`."""
-        if self.config.memory_tokens:
-            floor = self.budget_floor(message)
-            return within_memory_budget(hits, self.config.memory_tokens, floor)
-        return [h for h in hits if h.score >= self.min_score_for(message)][: self.config.top_k]
+    def used_in_reply(self, hits: list[SearchHit]) -> list[SearchHit]:
+        """Which of `hits` (ranked for a message, best first) a reply puts in its context."""
+        return memory_policy.used_in_reply(self.retrieval_policy, hits)
 
     async def search_memories(
         self, user_id: int, query: str, top_k: int = 10, *, origin_chat: int | None = None
@@ -417,6 +412,7 @@ class Engine:
         deleted = await self._memory().delete(user_id, memory.id)
         for text in {memory.text, *(r.text for r in memory.history)}:
             await self.db.forget_memory_text(user_id, text)
+        self._forget_recent_vectors()
         return deleted
 
     async def undo_memory(self, user_id: int, memory_id: str) -> Memory | None:
@@ -606,8 +602,12 @@ class Engine:
             transcription_seconds=round(transcript.seconds) if transcript else 0,
         )
         # The model saw any secret once, in this request; nothing stored (and so nothing sent
-        # later: history, summaries, extraction) keeps it.
+        # later: history, summaries, extraction) keeps it. The context's other messages were
+        # masked when they were stored (history, summary) or never take a secret (memories and
+        # profile values are screened): only its last, the message itself, is new.
         kept_text, kept_reply = mask_secrets(turn.text), mask_secrets(answer.text)
+        *earlier, current = built.messages
+        context = [*earlier, ChatMessage(current.role, mask_secrets(current.content))]
         turn_id = await self.db.record_turn(
             NewTurn(
                 chat_id=chat.id,
@@ -615,7 +615,7 @@ class Engine:
                 user_name=turn.user.name,
                 user_text=kept_text,
                 reply_text=kept_reply,
-                context=[ChatMessage(m.role, mask_secrets(m.content)) for m in built.messages],
+                context=context,
                 usage=usage,
                 external_id=turn.message_id,
                 update_id=turn.update_id,
@@ -663,23 +663,19 @@ class Engine:
     ) -> tuple[list[str], int]:
         if self.store is None or self.config.top_k == 0:
             return [], 0
-        context = previous_message(pending, user.id) if self.config.use_last_turn else None
-        budget = self.config.memory_tokens
-        min_score = self.min_score_for(text)
         try:
-            found = await self.store.search(
+            found = await memory_policy.retrieve(
+                self.store,
+                self.retrieval_policy,
                 user.id,
                 text,
-                top_k=MAX_BUDGETED_MEMORIES if budget else self.config.top_k,
-                min_score=0.0 if budget else min_score,
-                extra_context=context,
+                previous_message(pending, user.id),
                 origin_chat=self.memory_origin(chat),
-                floor=min_score,
             )
         except Exception:
             log.exception("memory retrieval failed for user %s; answering without it", user.id)
             return [], 0
-        hits = self.used_in_reply(text, found.hits)
+        hits = found.hits
         return [f"- {h.memory.text}" for h in hits], found.embedding_tokens
 
     async def _profile_lines(self, user: UserRef, *, teaching_only: bool = False) -> list[str]:
@@ -766,7 +762,10 @@ class Engine:
             spent = (turn_id, TurnUsage(extraction_tokens=tokens))
             await self._log_extraction(user, chat, "failed", raw, outcome.error, tokens, spent)
             return
-        learned = await self._apply_learner(done, outcome, now)
+        learned, held = await self._apply_learner(done, outcome, now)
+        kept, moved = extraction.profile_first(outcome.memories, held)
+        outcome = replace(outcome, memories=kept, rejected=[*outcome.rejected, *moved])
+        forgotten = await self._forget_asked(done, outcome, existing)
         try:
             results = await extraction.apply(
                 self.store,
@@ -806,16 +805,44 @@ class Engine:
             )
         if learned:
             detail += "\n" + "\n".join(learned)
+        detail += "".join(f"\nforgotten, as the learner asked: {m.text}" for m in forgotten)
+        if outcome.asks_to_forget and not forgotten:
+            detail += "\nthe learner asked to forget, but no listed memory was named"
         status = f"ok, {len(results)} memories" if results else "ok, nothing worth keeping"
         await self._log_extraction(user, chat, status, raw, detail.strip(), tokens, spent)
 
+    async def _forget_asked(
+        self, done: Answered, outcome: ExtractionOutcome, existing: list[Memory]
+    ) -> list[Memory]:
+        """Delete the memories the learner asked in words to forget (as /forget does: gone, no
+        undo copy) and tell them in a short notice; the memories deleted."""
+        if not outcome.asks_to_forget:
+            return []
+        forgotten: list[Memory] = []
+        for n in outcome.forget:
+            memory = existing[n - 1]
+            if await self.forget_memory(done.user.id, memory):
+                forgotten.append(memory)
+        await self._notify(done, forgotten_notice(forgotten, group=done.chat.is_group))
+        return forgotten
+
+    async def _notify(self, done: Answered, text: str) -> None:
+        """Tell the learner something after the reply, through the adapter (if it listens)."""
+        if self.notify is None:
+            return
+        try:
+            await self.notify(done.chat, done.user, text)
+        except Exception:
+            log.exception("the notice to chat %s could not be delivered", done.chat.id)
+
     async def _apply_learner(
         self, done: Answered, outcome: ExtractionOutcome, now: datetime
-    ) -> list[str]:
-        """Store the extraction's learner part (profile, mistakes, words); lines for the log."""
+    ) -> tuple[list[str], frozenset[str]]:
+        """Store the extraction's learner part (profile, mistakes, words); lines for the log and
+        the profile fields that now hold what it said."""
         found = outcome.learner
         if found is None:
-            return []
+            return [], frozenset()
         try:
             applied = await self.learner.apply(
                 done.user.id,
@@ -829,8 +856,8 @@ class Engine:
             )
         except Exception as exc:
             log.exception("storing the learner part failed for user %s", done.user.id)
-            return [f"learner: failed ({exc})"]
-        return [f"learner {line}" for line in applied.lines()]
+            return [f"learner: failed ({exc})"], frozenset()
+        return [f"learner {line}" for line in applied.lines()], applied.held
 
     async def _log_extraction(
         self,

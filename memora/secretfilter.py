@@ -1,17 +1,18 @@
 """The secret filter: code, not the prompt, decides that a secret is never stored.
 
 `looks_secret` screens memories (a tutor never needs to remember a password); `mask_secrets`
-hides what it finds inside a message before the message is stored (history, last context,
-summaries, the extraction call) or logged, so the model sees a secret once, in the turn it was
-sent, and never again. Hand-written: no maintained library covers passwords written in prose
-("my password is …", "密碼是 …") next to key formats, card and ID numbers.
+hides what it finds inside a message before the message is written anywhere (the Telegram
+inbox and outbox, history, last context, summaries, the extraction call, logs); `secret_spans`
+says where, for adapters that must move formatting with the mask. Hand-written: no maintained
+library covers passwords written in prose ("my password is …", "密碼是 …") next to key
+formats, card and ID numbers.
 """
 
 from __future__ import annotations
 
 import re
 
-__all__ = ["MASK", "looks_secret", "mask_secrets"]
+__all__ = ["MASK", "looks_secret", "mask_secrets", "secret_spans"]
 
 MASK = "[secret hidden]"
 
@@ -104,6 +105,8 @@ def _value_spans(text: str) -> list[tuple[int, int]]:
     manager")."""
     spans = []
     for m in _VALUE.finditer(text):
+        if text.startswith(MASK, m.start("value")):
+            continue  # masked already: masking is idempotent
         value = m.group("value").rstrip(".")
         if not any(c.isalnum() for c in value):
             continue
@@ -128,16 +131,26 @@ def _pattern_spans(text: str) -> list[tuple[int, int]]:
     return spans
 
 
+def secret_spans(text: str) -> list[tuple[int, int]]:
+    """Where the secrets the filter recognises are in `text`: sorted, non-overlapping
+    (start, end) index pairs, each to be replaced by one MASK."""
+    merged: list[tuple[int, int]] = []
+    for start, end in sorted(_value_spans(text) + _pattern_spans(text)):
+        if merged and start < merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(end, merged[-1][1]))
+        else:
+            merged.append((start, end))
+    return merged
+
+
 def mask_secrets(text: str) -> str:
     """The text with every secret the filter recognises replaced by MASK."""
-    spans = sorted(_value_spans(text) + _pattern_spans(text))
+    spans = secret_spans(text)
     if not spans:
         return text
     out, at = [], 0
     for start, end in spans:
-        if end <= at:
-            continue
-        out.append(text[at : max(start, at)])
+        out.append(text[at:start])
         out.append(MASK)
         at = end
     out.append(text[at:])

@@ -15,12 +15,19 @@ long polling (``offset`` confirms older updates, ``timeout`` blocks until one ar
 ``sendMessage``, ``editMessageText``, ``deleteMessage``, ``sendChatAction``, ``sendDocument``
 and ``sendVoice`` and ``sendPhoto`` (uploads), ``getFile`` with the file's download under
 ``base_file_url``, ``answerCallbackQuery`` (inline keyboards: ``user_taps`` presses a button
-of a bot message; ``reply_markup`` is kept on the message) and ``setMyCommands``.
-HTML ``parse_mode`` becomes plain text + entities, so
-``sent_messages()`` shows what the learner sees. Failures are injected with ``fail_next``
-(500, any status, or 429 flood control); ``hold`` keeps a method's calls waiting (recorded, not
-answered) until ``release``, to make senders overlap; every request but ``getUpdates`` is in
-``calls``, every non-OK answer in ``errors``.
+of a bot message; ``reply_markup`` is kept on the message), ``setMyCommands`` and
+``sendMessageDraft`` (Bot API 9: private chats only, a non-zero ``draft_id``; ``draft`` shows
+what the learner sees: the draft until it is 30 s old or the bot's next message replaces it).
+With ``limits=True`` it answers 429 (``retry_after``) as Telegram does past its flood limits:
+about 30 messages a second for the bot, one a second in a private chat and 20 a minute in a
+group, each with a short burst (sends and edits count; chat actions do not). Drafts are not
+messages; Telegram documents no limit for them, and the fake assumes 4 a second in a chat.
+A getUpdates that arrives while another waits ends the older one with 409 Conflict, as
+Telegram does with two bot instances on one token. HTML ``parse_mode`` becomes plain text +
+entities, so ``sent_messages()`` shows what the learner sees. Failures are injected with
+``fail_next`` (500, any status, or 429 flood control); ``hold`` keeps a method's calls waiting
+(recorded, not answered) until ``release``, to make senders overlap; every request but
+``getUpdates`` is in ``calls``, every non-OK answer in ``errors``.
 
 To grow it: a Bot API method is one ``_m_<methodName>(self, params, files)`` (found by name);
 a kind of user input is one ``user_*`` helper that builds the update and calls ``push_update``.
@@ -33,6 +40,7 @@ import asyncio
 import copy
 import html.parser
 import json
+import math
 import re
 import socket
 import threading
@@ -40,6 +48,7 @@ import time
 import urllib.parse
 from collections import deque
 from collections.abc import Callable
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any, TypeVar
@@ -55,6 +64,30 @@ _STRING_PARAMS = frozenset(
     "text caption parse_mode action url secret_token document callback_query_id".split()
 )
 _MAX_TEXT = 4096
+DRAFT_LIFE = 30.0  # seconds a message draft shows after its last update
+# Methods that count against Telegram's message limits (with limits=True)
+_COUNTED = frozenset(
+    {"sendMessage", "editMessageText", "sendDocument", "sendPhoto", "sendVoice", "sendAudio"}
+)
+
+
+@dataclass
+class _Bucket:
+    """A token bucket: `rate` calls a second, `burst` at once."""
+
+    rate: float
+    burst: float
+    tokens: float
+    at: float
+
+    def wait(self, now: float) -> float:
+        """Seconds until one call is allowed (0: now)."""
+        self.tokens = min(self.burst, self.tokens + (now - self.at) * self.rate)
+        self.at = now
+        return 0.0 if self.tokens >= 1 else (1 - self.tokens) / self.rate
+
+    def take(self) -> None:
+        self.tokens -= 1
 
 
 def _u16(s: str) -> int:
@@ -288,7 +321,15 @@ class FakeTelegram:
     DEFAULT_USER_ID = 1001
     DEFAULT_GROUP_ID = -1001234567890
 
-    def __init__(self, token: str = "123:TEST", bot_username: str = "memora_test_bot") -> None:
+    def __init__(
+        self,
+        token: str = "123:TEST",
+        bot_username: str = "memora_test_bot",
+        *,
+        limits: bool = False,
+    ) -> None:
+        self.limits = limits
+        self._buckets: dict[tuple[str, int | None], _Bucket] = {}
         self.token = token
         self.bot_username = bot_username
         self.bot_id = int(token.split(":", 1)[0])
@@ -369,6 +410,8 @@ class FakeTelegram:
         self._messages: dict[tuple[int, int], JSON] = {}  # every message, users' and the bot's
         self._bot_messages: list[tuple[int, int]] = []
         self._deleted: set[tuple[int, int]] = set()
+        self._drafts: dict[int, tuple[int, str, float]] = {}  # chat → (draft_id, text, when)
+        self._poll_generation = 0  # bumped by each getUpdates: older waiting ones get 409
         self._calls: list[tuple[str, JSON]] = []
         self._call_times: list[tuple[str, float, Any]] = []  # (method, monotonic, chat_id)
         self._cpu = 0.0  # CPU seconds spent answering requests (see cpu_seconds)
@@ -449,6 +492,8 @@ class FakeTelegram:
                 raise ApiError(404, "Not Found: method not found")
             if injected is not None:
                 raise injected
+            if self.limits:
+                self._check_limits(method, params.get("chat_id"))
             return 200, {"ok": True, "result": handler(params, files)}
         except ApiError as exc:
             with self._cond:
@@ -472,6 +517,14 @@ class FakeTelegram:
             self._webhook_url = str(p.get("url", ""))
         return True
 
+    def _m_getWebhookInfo(self, p: JSON, f: Files) -> JSON:
+        with self._cond:
+            return {
+                "url": self._webhook_url,
+                "has_custom_certificate": False,
+                "pending_update_count": len(self._updates),
+            }
+
     def _m_deleteWebhook(self, p: JSON, f: Files) -> bool:
         with self._cond:
             self._webhook_url = ""
@@ -485,9 +538,23 @@ class FakeTelegram:
         deadline = time.monotonic() + float(p.get("timeout") or 0)
         with self._cond:
             if self._webhook_url:
-                raise ApiError(409, "Conflict: can't use getUpdates method while webhook is active")
+                raise ApiError(
+                    409,
+                    "Conflict: can't use getUpdates method while webhook is active; use "
+                    "deleteWebhook to delete the webhook first",
+                )
+            # As Telegram: a newer getUpdates ends one still waiting (a second bot instance)
+            self._poll_generation += 1
+            mine = self._poll_generation
+            self._cond.notify_all()
             self._updates = [u for u in self._updates if u["update_id"] >= offset]
             while not self._updates and not self._stopping:
+                if self._poll_generation != mine:
+                    raise ApiError(
+                        409,
+                        "Conflict: terminated by other getUpdates request; make sure that "
+                        "only one bot instance is running",
+                    )
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     break
@@ -518,9 +585,57 @@ class FakeTelegram:
             raise ApiError(400, "Bad Request: message is too long")
         return text, entities
 
+    def _check_limits(self, method: str, chat: Any) -> None:
+        """429 past Telegram's flood limits (see the module docstring)."""
+        chat_id = None if chat is None else int(chat)
+        if method == "sendMessageDraft":
+            buckets = [("draft", chat_id, 4.0, 4.0)]
+        elif method in _COUNTED and chat_id is not None:
+            per_chat = (1.0, 3.0) if chat_id > 0 else (20 / 60, 3.0)
+            buckets = [("all", None, 30.0, 30.0), ("chat", chat_id, *per_chat)]
+        else:
+            return
+        with self._cond:
+            now = time.monotonic()
+            waits = []
+            for kind, key, rate, burst in buckets:
+                bucket = self._buckets.setdefault((kind, key), _Bucket(rate, burst, burst, now))
+                waits.append(bucket.wait(now))
+            if max(waits) > 0:
+                retry = max(1, math.ceil(max(waits)))
+                raise ApiError(
+                    429, f"Too Many Requests: retry after {retry}", {"retry_after": retry}
+                )
+            for kind, key, _, _ in buckets:
+                self._buckets[(kind, key)].take()
+
+    def _m_sendMessageDraft(self, p: JSON, f: Files) -> bool:
+        chat_id = int(p["chat_id"])
+        if chat_id <= 0:
+            raise ApiError(400, "Bad Request: message drafts can be sent to private chats only")
+        draft_id = int(p.get("draft_id") or 0)
+        if draft_id == 0:
+            raise ApiError(400, "Bad Request: draft_id must be non-zero")
+        text = str(p.get("text") or "")
+        if _u16(text) > _MAX_TEXT:
+            raise ApiError(400, "Bad Request: message is too long")
+        with self._cond:
+            self._drafts[chat_id] = (draft_id, text, time.monotonic())
+            self._cond.notify_all()
+        return True
+
+    def draft(self, chat_id: int) -> str | None:
+        """The draft the learner sees in the chat now, if any."""
+        with self._cond:
+            found = self._drafts.get(chat_id)
+            if found is None or time.monotonic() - found[2] > DRAFT_LIFE:
+                return None
+            return found[1]
+
     def _bot_message(self, p: JSON, body: JSON) -> JSON:
         """Record a message the bot sends to p["chat_id"] (quoting a message when asked)."""
         chat_id = int(p["chat_id"])
+        self._drafts.pop(chat_id, None)  # the message takes the draft's place
         chat = {"id": chat_id, "type": "private" if chat_id > 0 else "supergroup"}
         message: JSON = {
             "message_id": self._new_message_id(chat_id),

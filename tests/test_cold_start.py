@@ -1,5 +1,5 @@
 """A user who is not in the cache is answered from Chroma's filtered nearest neighbours while
-the whole user loads in the background (memora.longterm.store.COLD_CANDIDATES), unless the user
+the whole user loads in the background (memora.longterm.search.COLD_CANDIDATES), unless the user
 is small enough to load first (WAIT_FOR_LOAD): then the first search ranks every memory."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from memora.longterm import MemoryStore, NewMemory
-from memora.longterm import store as store_module
+from memora.longterm import search as search_module
 from memora.longterm.cache import UserData
 from memora.longterm.embeddings import LocalUSE
 
@@ -54,7 +54,7 @@ async def test_first_search_after_a_restart_does_not_wait_for_the_load_and_ranks
     tmp_path: Path, embedder: LocalUSE, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     await filled(tmp_path, embedder)
-    monkeypatch.setattr(store_module, "WAIT_FOR_LOAD", 0)  # every user answered from Chroma
+    monkeypatch.setattr(search_module, "WAIT_FOR_LOAD", 0)  # every user answered from Chroma
     async with MemoryStore(tmp_path, embedder) as warm:
         await warm.memories(USER)
         want = {q: await hits(warm, q) for q in QUERIES}
@@ -72,7 +72,7 @@ async def test_first_search_after_a_restart_does_not_wait_for_the_load_and_ranks
         loaded = cold._cache.get(USER)
         assert loaded is not None
         # what a search needs was built by the load, off the event loop, not by the next search
-        assert {"bm25", "dense_weights", "texts"} <= loaded.__dict__.keys()
+        assert {"bm25", "weight_kinds", "texts"} <= loaded.__dict__.keys()
         for q in QUERIES:
             assert await hits(cold, q) == want[q]
     finally:
@@ -84,8 +84,8 @@ async def test_a_large_user_is_first_ranked_among_its_nearest_memories_only(
     tmp_path: Path, embedder: LocalUSE, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     await filled(tmp_path, embedder)
-    monkeypatch.setattr(store_module, "COLD_CANDIDATES", 2)
-    monkeypatch.setattr(store_module, "WAIT_FOR_LOAD", len(FACTS) - 1)  # one memory too many
+    monkeypatch.setattr(search_module, "COLD_CANDIDATES", 2)
+    monkeypatch.setattr(search_module, "WAIT_FOR_LOAD", len(FACTS) - 1)  # one memory too many
     cold = HeldLoad(tmp_path, embedder)
     cold.release = threading.Event()
     await cold.open()
@@ -136,8 +136,8 @@ async def test_a_small_users_first_search_waits_for_the_load_and_ranks_every_mem
         await warm.memories(USER)
         want = {q: await hits(warm, q) for q in QUERIES}
         want_chat = await hits(warm, QUERIES[0], origin_chat=2)
-    monkeypatch.setattr(store_module, "COLD_CANDIDATES", 1)
-    monkeypatch.setattr(store_module, "WAIT_FOR_LOAD", len(FACTS))
+    monkeypatch.setattr(search_module, "COLD_CANDIDATES", 1)
+    monkeypatch.setattr(search_module, "WAIT_FOR_LOAD", len(FACTS))
     for q in QUERIES:
         async with MemoryStore(tmp_path, embedder) as cold:  # each query a first search
             assert await hits(cold, q) == want[q]

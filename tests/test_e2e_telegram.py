@@ -10,12 +10,14 @@ import re
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from bot.telegram.context import NEWCOMER_SECONDS
 from memora.prompts import MEMORY_BLOCK
 from tests.fake_openai import FakeOpenAI
 from tests.fake_telegram import FakeTelegram
@@ -259,24 +261,34 @@ def test_a_rejected_token_is_a_config_error(
     assert "Traceback" not in done.stderr
 
 
-def test_a_streamed_reply_grows_in_one_message_and_ends_formatted(tmp_path: Path) -> None:
+def test_a_streamed_reply_is_drafts_in_private_and_edits_in_a_group(tmp_path: Path) -> None:
     answer = (
         "**Well done!** Your sentence is almost right. Say *I went to school yesterday*, "
         "because the past of *go* is *went*, not *goed*. Irregular verbs like this one "
         "are worth practising a few at a time, out loud, until they feel natural."
     )
-    with FakeTelegram() as tg, FakeOpenAI() as llm:
+    group = FakeTelegram.DEFAULT_GROUP_ID
+    with FakeTelegram(limits=True) as tg, FakeOpenAI() as llm:
         process = BotProcess(tg, llm, tmp_path / "data", tmp_path / "bot.log")
         process.env["MEMORA_TELEGRAM__STREAM_REPLIES"] = "true"
         process.start()
         try:
-            llm.stream_delay = 0.1  # about 4 s of words: room for a few throttled edits
+            llm.stream_delay = 0.1  # about 4 s of words: room for a few drafts and edits
             llm.queue_reply(answer, kind="reply")
             tg.user_sends("Is 'I goed to school yesterday' correct?")
             done = tg.wait_for(
                 lambda: [m for m in tg.sent_messages(ALICE) if m.get("parse_mode") == "HTML"],
                 WAIT,
                 "the streamed reply to be rendered",
+            )
+            llm.queue_reply(answer, kind="reply")
+            tg.user_sends(
+                f"@{tg.bot_username} is 'I goed' correct?", chat_type="group", chat_title="Class"
+            )
+            in_group = tg.wait_for(
+                lambda: [m for m in tg.sent_messages(group) if m.get("parse_mode") == "HTML"],
+                WAIT,
+                "the streamed group reply to be rendered",
             )
         finally:
             llm.stream_delay = 0.0
@@ -285,7 +297,37 @@ def test_a_streamed_reply_grows_in_one_message_and_ends_formatted(tmp_path: Path
     assert done[0]["message_id"] == message["message_id"]
     assert message["text"].startswith("Well done! Your sentence is almost right.")
     assert "**" not in message["text"] and message["entities"][0]["type"] == "bold"
-    assert message["edits"] >= 2  # at least one preview edit, then the formatted text
-    (request,) = llm.requests_of("reply")
-    assert request.stream
+    drafts = tg.calls_to("sendMessageDraft")
+    assert len(drafts) >= 2 and {int(d["chat_id"]) for d in drafts} == {ALICE}
+    assert message["edits"] == 0  # drafts, then one message: nothing edited
+    assert tg.draft(ALICE) is None  # the reply took the draft's place
+    (group_message,) = tg.sent_messages(group)
+    assert in_group[0]["message_id"] == group_message["message_id"]
+    assert group_message["edits"] >= 2  # at least one preview edit, then the formatted text
+    assert not [e for e in tg.errors if e[2] == 429]  # within Telegram's limits
+    assert all(request.stream for request in llm.requests_of("reply"))
     assert "Traceback" not in process.output(), process.output()
+
+
+def test_a_second_instance_on_the_same_token_is_told_in_one_line(tmp_path: Path) -> None:
+    with FakeTelegram() as tg, FakeOpenAI() as llm:
+        first = BotProcess(tg, llm, tmp_path / "a", tmp_path / "a.log")
+        second = BotProcess(tg, llm, tmp_path / "b", tmp_path / "b.log")
+        first.start()
+        assert ask(tg, "Hello?") == "Echo: Hello?"
+        time.sleep(NEWCOMER_SECONDS)  # the first one has polled a while
+        second.start()
+        try:
+            tg.wait_for(lambda: first.exited() or second.exited(), WAIT, "one instance to stop")
+            stopped = first if first.exited() else second
+            assert stopped is second  # the newcomer stops; the first goes on
+            assert stopped.proc is not None and stopped.proc.wait() == 3
+            said = [line for line in stopped.output().splitlines() if "409 Conflict" in line]
+            assert len(said) == 1 and "another bot instance is polling" in said[0]
+            assert "Traceback" not in stopped.output()
+            stopped.proc = None
+            assert ask(tg, "Still there?") == "Echo: Still there?"  # the other one goes on
+        finally:
+            for bot in (first, second):
+                if bot.proc is not None:
+                    bot.stop()

@@ -19,7 +19,8 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
-import memora.longterm.store as store_module
+import memora.longterm.backend as backend_module
+import memora.longterm.search as search_module
 from memora.erase import (
     CHROMA_FILE,
     CHROMA_HNSW,
@@ -256,7 +257,7 @@ async def test_chromas_index_files_hold_no_uninitialised_memory(
     (a collection's first write; the flush of an erasure when the writes had waited in
     Chroma's log); the array comes from malloc, uninitialised. The store zeroes those slots
     after each creation, at either write layout."""
-    monkeypatch.setattr(store_module, "CHROMA_HNSW", {"sync_threshold": threshold})
+    monkeypatch.setattr(backend_module, "CHROMA_HNSW", {"sync_threshold": threshold})
     path = tmp_path / "chroma"
     store = await MemoryStore.create(path, embedder)
     try:
@@ -321,8 +322,8 @@ async def test_a_deleted_memorys_vector_leaves_every_file(
     /forgetme no file holds any piece of a deleted memory's embedding, also after later writes
     reuse or relink the deleted slots and another erasure persists them, and after a restart;
     Chroma's own nearest-neighbour search (a search for an uncached learner) still answers."""
-    monkeypatch.setattr(store_module, "CHROMA_HNSW", {"sync_threshold": threshold})
-    monkeypatch.setattr(store_module, "WAIT_FOR_LOAD", 0)  # an uncached learner asks Chroma
+    monkeypatch.setattr(backend_module, "CHROMA_HNSW", {"sync_threshold": threshold})
+    monkeypatch.setattr(search_module, "WAIT_FOR_LOAD", 0)  # an uncached learner asks Chroma
     path = tmp_path / "chroma"
     store = await MemoryStore.create(path, embedder)
     try:

@@ -3,6 +3,7 @@ the places the product's own tests rely on (long polling, flood control, HTML, e
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 from collections.abc import Iterator
@@ -82,3 +83,35 @@ def test_user_messages_carry_command_and_mention_entities(tg: FakeTelegram) -> N
         {"type": "bot_command", "offset": 0, "length": 22},
         {"type": "mention", "offset": 26, "length": 16},
     ]
+
+
+async def test_drafts_are_for_private_chats_and_live_30_seconds(
+    tg: FakeTelegram, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with bot(tg) as b:
+        assert await b.send_message_draft(USER, draft_id=7, text="Half a")
+        assert tg.draft(USER) == "Half a"
+        with pytest.raises(BadRequest, match="private chats only"):
+            await b.send_message_draft(FakeTelegram.DEFAULT_GROUP_ID, draft_id=7, text="x")
+        with pytest.raises(BadRequest, match="non-zero"):
+            await b.send_message_draft(USER, draft_id=0, text="x")
+        await b.send_message(USER, "Half a reply.")
+        assert tg.draft(USER) is None  # the message took its place
+        await b.send_message_draft(USER, draft_id=8, text="Another")
+        monkeypatch.setattr("tests.fake_telegram.DRAFT_LIFE", 0.0)
+        await asyncio.sleep(0.01)
+        assert tg.draft(USER) is None  # expired
+
+
+async def test_limits_answer_429_past_a_chats_burst_but_not_for_drafts() -> None:
+    with FakeTelegram(limits=True) as tg:
+        async with Bot(tg.token, base_url=tg.base_url) as b:
+            for n in range(3):  # the burst a chat is allowed
+                await b.send_message(USER, f"message {n}")
+            with pytest.raises(RetryAfter):
+                await b.send_message(USER, "one too many")
+            await b.send_message(USER + 1, "another chat is not held up")
+            for n in range(4):
+                await b.send_message_draft(USER, draft_id=1, text=f"draft {n}")
+            with pytest.raises(RetryAfter):
+                await b.send_message_draft(USER, draft_id=1, text="too fast")

@@ -105,14 +105,14 @@ def assert_same_data(got: UserData, want: UserData) -> None:
     assert got.texts == want.texts
     assert got.keys == want.keys
     assert got._shared_keys == want._shared_keys  # what carries the keys through a write
-    assert np.array_equal(got.dense_weights, want.dense_weights)  # (n, 2): per message script
+    assert np.array_equal(got.weight_kinds, want.weight_kinds)  # (n, 2): per message script
     assert_same_index(got.bm25, want.bm25)
 
 
 def test_user_data_carries_texts_keys_and_index_through_writes() -> None:
     rng = random.Random(5)
     data = UserData((), np.zeros((0, 8), dtype=np.float32))
-    data.bm25, data.keys, data.texts, data.dense_weights  # noqa: B018 - the writes carry them
+    data.bm25, data.keys, data.texts, data.weight_kinds  # noqa: B018 - the writes carry them
     snapshots: list[tuple[UserData, UserData]] = []
     for k in range(120):
         op = rng.random()
@@ -125,10 +125,10 @@ def test_user_data_carries_texts_keys_and_index_through_writes() -> None:
             assert "keys" in data.__dict__  # carried, not rebuilt by the next write
         elif data.entries and op < 0.4:
             data = data.without(rng.choice(data.entries).memory.id)
-            data.bm25, data.keys, data.texts, data.dense_weights  # noqa: B018
+            data.bm25, data.keys, data.texts, data.weight_kinds  # noqa: B018
         else:
             data = data.appended(entry(k, rng.choice(TEXTS)))
-        assert {"bm25", "keys", "texts", "dense_weights"} <= data.__dict__.keys()
+        assert {"bm25", "keys", "texts", "weight_kinds"} <= data.__dict__.keys()
         assert_same_data(data, fresh(data))
         snapshots.append((data, fresh(data)))
     for snapshot, copy in snapshots:  # later writes never changed an earlier snapshot
@@ -167,7 +167,7 @@ def rank(data: UserData, query: str) -> list[tuple[int, float]]:
         data.texts,
         5,
         0.0,
-        dense_weight=weights_for_query(data.dense_weights, query),
+        dense_weight=weights_for_query(data.weight_kinds, query),
         index=data.bm25,
     )
     return [(data.entries[h.index].seq, h.score) for h in hits]
@@ -182,7 +182,7 @@ def test_a_groups_view_is_made_once_and_carried_through_writes_as_a_fresh_build(
     for k in range(150):
         views = {c: data.from_chat(c) for c in CHATS if c is not None}
         for view in views.values():
-            view.bm25, view.texts, view.dense_weights  # noqa: B018 - what a search derives
+            view.bm25, view.texts, view.weight_kinds  # noqa: B018 - what a search derives
         op = rng.random()
         touched: set[int | None] = set()
         moved = False  # a memory updated from another chat moves there: both views are remade
@@ -265,7 +265,7 @@ def test_a_loaded_snapshot_has_room_so_its_first_appends_copy_no_matrix() -> Non
     loaded = [entry(k, TEXTS[k % len(TEXTS)]) for k in range(6)]
     matrix = np.stack([e.vector for e in loaded])
     data = UserData.with_room(tuple(loaded), matrix.copy())
-    data.bm25, data.keys, data.texts, data.dense_weights  # noqa: B018 - what the load builds
+    data.bm25, data.keys, data.texts, data.weight_kinds  # noqa: B018 - what the load builds
     first = data
     for k in range(6, 12):
         data = data.appended(entry(k, TEXTS[k % len(TEXTS)]))

@@ -1,6 +1,6 @@
-"""The learner sets that benchmarks/retrieval.py reads are well formed: unique ids, every
-labelled memory exists in its own user, follow-ups carry their previous messages, and the fresh
-blind set (issue 12) holds only held-out users, so no benchmark can tune on it."""
+"""The learner sets that benchmarks/heavy_learners.py reads are well formed: unique ids, every
+labelled memory exists in its own user, follow-ups carry their previous messages, and each blind
+set holds only held-out users, so no benchmark can tune on it."""
 
 from __future__ import annotations
 
@@ -11,17 +11,7 @@ from typing import Any
 import pytest
 
 DATA = Path(__file__).resolve().parents[1] / "benchmarks" / "data"
-SETS = [
-    "learner_set.json",
-    "learner_set_fresh.json",
-    "learner_set_fresh2.json",
-    "learner_set_fresh3.json",
-    "learner_set_fresh4.json",
-    "learner_set_fresh5.json",
-    "learner_set_fresh6.json",
-    "learner_set_fresh7.json",
-    "learner_set_words.json",
-]
+SETS = ["learner_set_fresh5.json", "learner_set_fresh6.json", "learner_set_fresh7.json"]
 
 
 def _load(name: str) -> dict[str, Any]:
@@ -56,16 +46,7 @@ def test_learner_set_is_well_formed(name: str) -> None:
 
 @pytest.mark.parametrize(
     ("name", "prefix"),
-    [
-        ("learner_set_fresh", "f"),
-        ("learner_set_fresh2", "g"),
-        ("learner_set_fresh3", "k"),
-        ("learner_set_fresh4", "m"),
-        ("learner_set_fresh5", "n"),
-        ("learner_set_fresh6", "p"),
-        ("learner_set_fresh7", "q"),
-        ("learner_set_words", "r"),
-    ],
+    [("learner_set_fresh5", "n"), ("learner_set_fresh6", "p"), ("learner_set_fresh7", "q")],
 )
 def test_fresh_set_only_reports(name: str, prefix: str) -> None:
     fresh = _load(f"{name}.json")
@@ -90,24 +71,3 @@ def test_every_memory_has_its_situations(name: str) -> None:
     situations = _load(name.replace(".json", "_situations.json"))
     assert set(situations) == ids
     assert all(v and all(isinstance(p, str) and p.strip() for p in v) for v in situations.values())
-
-
-@pytest.mark.parametrize("name", SETS[:4])  # written for the sets that existed then
-def test_every_memory_has_its_translation(name: str) -> None:
-    """The translations beside a set (benchmarks/data/README.md) cover exactly its memories."""
-    ids = {m["id"] for u in _load(name)["users"] for m in u["memories"]}
-    translations = _load(name.replace(".json", "_translations.json"))
-    assert set(translations) == ids
-    assert all(isinstance(t, str) and t.strip() for t in translations.values())
-
-
-@pytest.mark.parametrize("name", SETS[:1] + SETS[2:4])  # the development sets
-def test_every_memory_has_its_second_situations(name: str) -> None:
-    """The situations by the second instruction (benchmarks/data/README.md) cover exactly its
-    memories; the blind sets have none (the candidate was dropped on development data)."""
-    ids = {m["id"] for u in _load(name)["users"] for m in u["memories"]}
-    situations = _load(name.replace(".json", "_situations2.json"))
-    assert set(situations) == ids
-    assert all(v and all(isinstance(p, str) and p.strip() for p in v) for v in situations.values())
-    for blind in ("learner_set_fresh.json", "learner_set_fresh4.json"):
-        assert not (DATA / blind.replace(".json", "_situations2.json")).exists()

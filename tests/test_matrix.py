@@ -12,7 +12,7 @@ import pytest
 from memora.longterm.lexical import BM25
 from memora.longterm.matrix import CHUNK, Matrix
 from memora.longterm.ranking import hybrid_scores
-from memora.longterm.store import one_blas_thread
+from memora.longterm.search import one_blas_thread
 
 
 def unit_rows(rng: np.random.Generator, n: int, dim: int) -> np.ndarray:

@@ -577,3 +577,33 @@ async def _until(ready: Any, seconds: float = 5.0) -> None:
     while not ready():
         assert asyncio.get_running_loop().time() < deadline, "timed out"
         await asyncio.sleep(0.02)
+
+
+async def test_learners_sharing_one_reminder_time_are_each_reminded_once_through_the_outbox(
+    running: tuple[Any, Engine, Clock], tg: FakeTelegram, db: Database
+) -> None:
+    """Several learners due in the same second (many learners at 20:00): the real JobQueue fires
+    every job, each reminder goes out once through the outbox, none again the same day."""
+    app, engine, clock = running
+    now = datetime.now(UTC).replace(microsecond=0)
+    clock.now = now - timedelta(minutes=1)
+    stored = (now + timedelta(minutes=2)).time().replace(second=0)
+    learners = range(2001, 2006)
+    for user in learners:
+        await engine.reminders.set(user, user, stored, EVERY_DAY)  # not due at start-up
+    clock.now = now
+    jobs = await start(app)
+    soon = (datetime.now(UTC) + timedelta(seconds=2)).replace(microsecond=0)  # the same second
+    for reminder in await engine.reminders.enabled():
+        jobs.schedule(reminder, "UTC", at=soon.time())
+    clock.now = now + timedelta(minutes=3)
+    for user in learners:
+        (sent,) = await sent_to(tg, user)
+        assert sent["text"].startswith("⏰ Time for your English practice.")
+    assert [await jobs.deliver(user) for user in learners] == [False] * len(learners)
+    query = "SELECT state, COUNT(*) FROM outbox WHERE kind='reminder' GROUP BY state"
+    deadline = asyncio.get_running_loop().time() + 10
+    while [tuple(r) for r in await db.rows(query)] != [("sent", len(learners))]:
+        assert asyncio.get_running_loop().time() < deadline, await db.rows(query)
+        await asyncio.sleep(0.05)
+    assert all(len(tg.sent_messages(user)) == 1 for user in learners)

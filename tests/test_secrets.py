@@ -9,7 +9,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from telegram import Update
 
+from bot.telegram.privacy import masked_update
 from memora.commands import help_text
 from memora.secretfilter import MASK, looks_secret, mask_secrets
 from tests.fake_openai import FakeOpenAI
@@ -54,6 +56,51 @@ def test_mask_hides_the_secret_and_keeps_the_sentence(text: str, masked: str) ->
 )
 def test_mask_leaves_ordinary_text_alone(text: str) -> None:
     assert mask_secrets(text) == text
+
+
+@pytest.mark.parametrize(
+    "text", ["my password is hunter2 and I like tea", "密碼是abc123", "card 4111 1111 1111 1111"]
+)
+def test_masking_twice_changes_nothing(text: str) -> None:
+    once = mask_secrets(text)
+    assert mask_secrets(once) == once
+
+
+def test_an_update_is_masked_with_its_formatting_moved() -> None:
+    text = "🙂 My password is hunter2xyz and *bold* /help"
+    bold_at = len("🙂 My password is hunter2xyz and ".encode("utf-16-le")) // 2
+    update = Update.de_json(
+        {
+            "update_id": 1,
+            "message": {
+                "message_id": 5,
+                "date": 0,
+                "chat": {"id": 7, "type": "private"},
+                "text": text,
+                "entities": [
+                    {"type": "bold", "offset": bold_at, "length": 6},
+                    {"type": "italic", "offset": bold_at - 15, "length": 11},  # the secret
+                ],
+                "reply_to_message": {
+                    "message_id": 4,
+                    "date": 0,
+                    "chat": {"id": 7, "type": "private"},
+                    "caption": "密碼是abc123",
+                },
+            },
+        },
+        None,
+    )
+    masked = masked_update(update)
+    message = masked.message
+    assert message is not None and message.text == f"🙂 My password is {MASK} and *bold* /help"
+    (bold,) = message.entities
+    assert message.parse_entity(bold) == "*bold*"
+    assert message.reply_to_message is not None
+    assert message.reply_to_message.caption == f"密碼是{MASK}"
+    plain_message = {"message_id": 6, "date": 0, "chat": {"id": 7, "type": "private"}, "text": "hi"}
+    plain = Update.de_json({"update_id": 2, "message": plain_message}, None)
+    assert masked_update(plain) is plain
 
 
 def test_help_says_what_is_true() -> None:

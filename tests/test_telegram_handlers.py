@@ -9,7 +9,7 @@ import json
 import logging
 import re
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from itertools import pairwise
 from pathlib import Path
@@ -155,6 +155,11 @@ class RecordingRequest(BaseRequest):
                 )
             self.shown[message_id] = (chat_id, *now)
             result = {**self._message(chat_id, text=now[0]), "message_id": message_id}
+        elif name == "sendMessageDraft":  # Bot API 9: private chats, a non-zero draft id
+            if int(params["chat_id"]) <= 0:
+                return self._error("Bad Request: message drafts can be sent to private chats only")
+            if not int(params.get("draft_id") or 0):
+                return self._error("Bad Request: draft_id must be non-zero")
         elif name == "deleteMessage":
             if self.shown.pop(int(params["message_id"]), None) is None:
                 return self._error("Bad Request: message to delete not found")
@@ -886,6 +891,7 @@ async def streamed(
 ) -> tuple[Harness, list[Call]]:
     """One turn with stream_replies on; the harness and the calls it caused."""
     group = kw.pop("group", False)
+    kw.setdefault("stream_drafts", False)  # the edited preview (groups; drafts refused)
     h = await make_harness(llm=FakeLLM(deltas=6, delta_delay=0.02), stream_replies=True, **kw)
     h.llm.replies.append(answer)
     calls = await h.send("How do I ask politely?", group=group)
@@ -981,7 +987,9 @@ async def test_a_failure_before_any_text_is_answered_as_usual(
 async def test_an_unchanged_edit_is_ignored_and_streaming_goes_on(
     make_harness: Callable[..., Awaitable[Harness]],
 ) -> None:
-    h = await make_harness(llm=FakeLLM(deltas=6, delta_delay=0.02), stream_replies=True)
+    h = await make_harness(
+        llm=FakeLLM(deltas=6, delta_delay=0.02), stream_replies=True, stream_drafts=False
+    )
     h.req.fail(
         "editMessageText", "Bad Request: message is not modified: specified new message content"
     )
@@ -996,7 +1004,9 @@ async def test_an_unchanged_edit_is_ignored_and_streaming_goes_on(
 async def test_refused_edits_stop_the_preview_but_never_lose_the_reply(
     make_harness: Callable[..., Awaitable[Harness]],
 ) -> None:
-    h = await make_harness(llm=FakeLLM(deltas=6, delta_delay=0.02), stream_replies=True)
+    h = await make_harness(
+        llm=FakeLLM(deltas=6, delta_delay=0.02), stream_replies=True, stream_drafts=False
+    )
     h.req.fail("editMessageText", "Bad Request: message can't be edited", times=100)
     h.llm.replies.append(LESSON)
     calls = await h.send("How do I ask politely?")
@@ -1012,7 +1022,9 @@ async def test_refused_edits_stop_the_preview_but_never_lose_the_reply(
 async def test_a_preview_that_cannot_be_sent_falls_back_to_a_plain_reply(
     make_harness: Callable[..., Awaitable[Harness]],
 ) -> None:
-    h = await make_harness(llm=FakeLLM(deltas=6, delta_delay=0.02), stream_replies=True)
+    h = await make_harness(
+        llm=FakeLLM(deltas=6, delta_delay=0.02), stream_replies=True, stream_drafts=False
+    )
     h.req.fail("sendMessage", "Bad Request: not enough rights to send text messages")
     h.llm.replies.append(LESSON)
     calls = await h.send("How do I ask politely?")
@@ -1024,7 +1036,9 @@ async def test_a_preview_that_cannot_be_sent_falls_back_to_a_plain_reply(
 async def test_html_the_server_rejects_is_edited_in_as_plain_text(
     make_harness: Callable[..., Awaitable[Harness]],
 ) -> None:
-    h = await make_harness(llm=FakeLLM(deltas=3, delta_delay=0.02), stream_replies=True)
+    h = await make_harness(
+        llm=FakeLLM(deltas=3, delta_delay=0.02), stream_replies=True, stream_drafts=False
+    )
     h.req.reject_html = True
     h.llm.replies.append("**Great** work & keep going")
     await h.send("Check my sentence")
@@ -1052,7 +1066,9 @@ async def test_typing_stops_when_the_first_text_arrives(
 ) -> None:
     monkeypatch.setattr(messages, "TYPING_EVERY", 0.05)
     monkeypatch.setattr(streaming, "EDIT_EVERY", 0.0)
-    h = await make_harness(llm=FakeLLM(delay=0.3, deltas=4, delta_delay=0.1), stream_replies=True)
+    h = await make_harness(
+        llm=FakeLLM(delay=0.3, deltas=4, delta_delay=0.1), stream_replies=True, stream_drafts=False
+    )
     calls = await h.send("hello there, how are you today?")
     methods = [c.method for c in calls]
     assert methods.count("sendChatAction") >= 3
@@ -1069,6 +1085,76 @@ async def test_an_unexpected_error_mid_stream_takes_the_preview_back(
     assert [c.method for c in sent_and_edited(calls)][-2:] == ["deleteMessage", "sendMessage"]
     assert h.req.chat_view(ALICE) == [(handler_errors.ERROR, [])]
     assert await h.history(ALICE) == []
+
+
+# -- drafts: a private chat's stream (Bot API 9 sendMessageDraft) --------------------------------
+@pytest.fixture
+def fast_drafts(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """No pause between drafts; drafts on again for every test (a refusal is per process)."""
+    monkeypatch.setattr(streaming, "DRAFT_EVERY", 0.0)
+    monkeypatch.setattr(streaming.Drafts, "refused", False)
+    yield
+
+
+@pytest.mark.usefixtures("fast_drafts")
+async def test_a_private_reply_streams_as_drafts_then_one_message(
+    make_harness: Callable[..., Awaitable[Harness]],
+) -> None:
+    h = await make_harness(llm=FakeLLM(deltas=6, delta_delay=0.02), stream_replies=True)
+    h.llm.replies.append(LESSON)
+    calls = await h.send("How do I ask politely?")
+    drafts = [c for c in calls if c.method == "sendMessageDraft"]
+    assert len(drafts) >= 2
+    assert {int(c.params["draft_id"]) for c in drafts} == {h._message_id}  # one draft a reply
+    texts = [str(c.params["text"]) for c in drafts]
+    assert all(LESSON.startswith(t) for t in texts) and all(
+        "parse_mode" not in c.params for c in drafts
+    )
+    assert all(len(a) < len(b) for a, b in pairwise(texts))
+    assert [c.method for c in sent_and_edited(calls)] == ["sendMessage"]  # nothing edited
+    assert h.req.chat_view(ALICE) == await plain_view(make_harness, LESSON)
+
+
+@pytest.mark.usefixtures("fast_drafts")
+async def test_a_group_reply_still_streams_by_editing(
+    make_harness: Callable[..., Awaitable[Harness]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(streaming, "GROUP_EDIT_EVERY", 0.0)
+    h = await make_harness(llm=FakeLLM(deltas=6, delta_delay=0.02), stream_replies=True)
+    h.llm.replies.append(LESSON)
+    calls = await h.send(f"@{BOT_NAME} how do I ask politely?", group=True)
+    assert not [c for c in calls if c.method == "sendMessageDraft"]
+    first, *edits = sent_and_edited(calls)
+    assert first.method == "sendMessage" and edits and edits[-1].method == "editMessageText"
+
+
+@pytest.mark.usefixtures("fast_drafts")
+async def test_a_server_refusing_drafts_gets_edited_previews(
+    make_harness: Callable[..., Awaitable[Harness]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(streaming, "EDIT_EVERY", 0.0)
+    h = await make_harness(llm=FakeLLM(deltas=6, delta_delay=0.02), stream_replies=True)
+    h.req.fail("sendMessageDraft", "Bad Request: method is not available")
+    h.llm.replies.append(LESSON)
+    calls = await h.send("How do I ask politely?")
+    assert [c.method for c in calls if c.method == "sendMessageDraft"] == ["sendMessageDraft"]
+    first, *edits = sent_and_edited(calls)
+    assert first.method == "sendMessage" and edits[-1].method == "editMessageText"
+    assert h.req.chat_view(ALICE) == await plain_view(make_harness, LESSON)
+    assert streaming.Drafts.refused  # the next replies do not try again
+
+
+@pytest.mark.usefixtures("fast_drafts")
+async def test_a_draft_is_sent_again_before_it_expires(
+    make_harness: Callable[..., Awaitable[Harness]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(streaming, "DRAFT_REFRESH", 0.05)  # stands for 20 of the 30 seconds
+    h = await make_harness(llm=FakeLLM(deltas=3, delta_delay=0.4), stream_replies=True)
+    h.llm.replies.append(LESSON)
+    calls = await h.send("How do I ask politely?")
+    texts = [str(c.params["text"]) for c in calls if c.method == "sendMessageDraft"]
+    assert any(a == b for a, b in pairwise(texts))  # the same text again: kept alive
+    assert h.req.chat_view(ALICE) == await plain_view(make_harness, LESSON)
 
 
 async def test_without_stream_replies_nothing_is_streamed(

@@ -1,4 +1,4 @@
-"""What the engine warms at start (memora.longterm.bridge.warm, on a thread while the store
+"""What the engine warms at start (memora.text.warm, on a thread while the store
 opens) leaves nothing for the process's first search to load: simplemma's English dictionary,
 which that search used to load itself (the first search after a restart at 10,000 memories,
 benchmarks/retrieval_overhead.py)."""
@@ -13,18 +13,17 @@ import sys
 SCRIPT = """
 import sys
 import simplemma.strategies.dictionaries.dictionary_factory as factory
-from memora.longterm import bridge, lexical
+from memora import text
+from memora.longterm import lexical
 
-if sys.argv[1] == "bridge":
-    bridge.warm()
-elif sys.argv[1] == "lexical":
-    lexical.warm()
+if sys.argv[1] == "warm":
+    text.warm()
 
 def refused(lang):
     raise RuntimeError(f"loaded the {lang} dictionary during a search")
 
 factory._load_dictionary_from_disk = refused
-print(lexical.search_stem("studies"), lexical.tokenize("The user studies English at night"))
+print(text.stem("studies"), lexical.tokenize("The user studies English at night"))
 """
 
 
@@ -35,7 +34,7 @@ def run(mode: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_warming_loads_the_stemmers_dictionary_before_the_first_search() -> None:
-    for mode in ("bridge", "lexical"):
+    for mode in ("warm",):
         warmed = run(mode)
         assert warmed.returncode == 0, warmed.stderr
         assert warmed.stdout.startswith("studi ")  # the lemma's stem: studies → study → studi

@@ -6,10 +6,13 @@ polling (or a webhook when configured) until SIGINT/SIGTERM and returns the exit
 
 from __future__ import annotations
 
+import asyncio
 import importlib.util
 import logging
 import os
 import re
+import time
+from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
 from typing import Any, TypeAlias
 from urllib.parse import urlsplit
@@ -27,11 +30,11 @@ from telegram.request import BaseRequest
 from memora.app import open_engine
 from memora.commands import COMMANDS
 from memora.config import ConfigError, Settings, require_llm, require_telegram
-from memora.engine import Engine
-from memora.storage.durable import Inbox, Outbox, Replicas
+from memora.engine import ChatRef, Engine, UserRef
+from memora.storage.durable import MESSAGE, Inbox, Kept, Outbox, Replicas
 
 from .context import CONTEXT_TYPES, BotState
-from .durable import Deliverer, DurableQueue, handled
+from .durable import Deliverer, DurableQueue, handled, message_body
 from .handlers import install
 from .limits import ReplyFirstRateLimiter
 from .processor import PerChatUpdateProcessor
@@ -108,12 +111,16 @@ async def _post_init(app: App) -> None:
         if isinstance(app.update_processor, PerChatUpdateProcessor):
             app.update_processor.on_done = lambda update: handled(inbox, update)
     state.deliverer = Deliverer(Outbox(db), app.bot, holder=replicas.id)
+    state.need_engine().notify = _notices_to(state.deliverer)
     state.reminder_jobs = ReminderJobs(app, state.need_engine().reminders, state.deliverer)
     await state.reminder_jobs.restore()
     limiter = app.bot.rate_limiter
     if isinstance(limiter, ReplyFirstRateLimiter):  # Telegram's budget is the bot's, not ours
         limiter.share = lambda: replicas.live
     state.deliverer.start()
+    state.started = time.monotonic()  # polling (or the webhook) starts now
+    if state.telegram.mode == "webhook":
+        await _say_whose_webhook(app, state.telegram.webhook_url)
     try:
         await app.bot.set_my_commands(
             [BotCommand(c.name, c.description[:256]) for c in COMMANDS.values()]
@@ -121,6 +128,33 @@ async def _post_init(app: App) -> None:
     except TelegramError as exc:  # the menu is a convenience; the bot works without it
         log.warning("could not set the command menu: %s", exc)
     log.info("bot @%s ready (replica %s)", app.bot.username, replicas.id)
+
+
+async def _say_whose_webhook(app: App, ours: str) -> None:
+    """A webhook start replaces whatever URL the token had: if it was another one, say what
+    that means (Telegram sends one token's updates to one URL)."""
+    try:
+        info = await app.bot.get_webhook_info()
+    except TelegramError as exc:
+        log.warning("could not read the current webhook: %s", exc)
+        return
+    if info.url and info.url != ours:
+        log.warning(
+            "this bot token's webhook pointed at %s and now points here (%s): if another "
+            "instance served that URL it gets no more updates; stop it, or put the replicas "
+            "behind one URL",
+            info.url,
+            ours,
+        )
+
+
+def _notices_to(deliverer: Deliverer) -> Callable[[ChatRef, UserRef, str], Awaitable[None]]:
+    """The engine's after-reply notices, kept in the outbox and sent like any message."""
+
+    async def notify(chat: ChatRef, user: UserRef, text: str) -> None:
+        await deliverer.keep(chat.id, user.id, [Kept(message_body(text), MESSAGE)])
+
+    return notify
 
 
 async def _post_shutdown(app: App) -> None:
@@ -180,6 +214,17 @@ def build_application(
     return app
 
 
+def _fast_event_loop() -> None:
+    """uvloop's event loop where it is installed (Linux, macOS): the same asyncio API, its
+    sockets and callbacks cost the turn less CPU (benchmarks/turn_cpu.py)."""
+    try:
+        import uvloop  # optional: absent on Windows; the default loop works the same
+    except ImportError:
+        return
+    asyncio.set_event_loop_policy(uvloop.EventLoopPolicy())
+    asyncio.set_event_loop(asyncio.new_event_loop())
+
+
 class _NoTracebackFor(logging.Filter):
     """PTB logs some expected failures with a full traceback: a rejected token (run_bot reports
     it as one line), and flood control beyond the rate limiter's retries (the outbox keeps the
@@ -203,6 +248,8 @@ def run_bot(settings: Settings) -> int:
     logging.getLogger("telegram.ext.AIORateLimiter").addFilter(_NoTracebackFor(RetryAfter))
     try:
         _run(app, settings)
+        if app.bot_data.conflict:  # said in one line by the error handler
+            return 3
     except InvalidToken:
         raise ConfigError(
             "the Bot API rejected 'telegram.token' (Unauthorized): check the token from @BotFather"
@@ -216,6 +263,7 @@ def run_bot(settings: Settings) -> int:
 
 def _run(app: App, settings: Settings) -> None:
     cfg = settings.telegram
+    _fast_event_loop()
     if cfg.mode == "webhook":
         log.info("starting webhook on %s:%s", cfg.webhook_listen, cfg.webhook_port)
         app.run_webhook(

@@ -3,11 +3,14 @@ ContextTypes), the handlers' `Context` type, and how an answer leaves: through t
 
 from __future__ import annotations
 
+import logging
+import math
+import time
 from contextlib import AsyncExitStack
 from typing import Any, TypeAlias
 
 from telegram import Message, Update
-from telegram.ext import CallbackContext, ContextTypes, ExtBot
+from telegram.ext import Application, CallbackContext, ContextTypes, ExtBot
 
 from memora.config import Settings, TelegramConfig
 from memora.engine import Engine
@@ -16,6 +19,17 @@ from memora.views import Reply
 from .durable import Answer, Deliverer
 from .messages import is_group
 from .reminders import ReminderJobs
+
+log = logging.getLogger(__name__)
+
+ANOTHER_INSTANCE = (
+    "another bot instance is polling with this token (Telegram answered 409 Conflict): this "
+    "one stops. Run one `memora run` per bot token (several replicas: webhook mode behind one URL)."
+)
+# Telegram ends the older of two waiting getUpdates with 409, so both instances see conflicts.
+# The one that started polling within this many seconds is the newcomer and stops; one that
+# has polled for longer goes on (and says so, at most once a minute).
+NEWCOMER_SECONDS = 10.0
 
 
 class BotState:
@@ -29,6 +43,9 @@ class BotState:
         self.exit_stack: AsyncExitStack | None = None  # owns an engine opened in post_init
         self.reminder_jobs: ReminderJobs | None = None  # after post_init
         self.deliverer: Deliverer | None = None  # the outbox's sender, from post_init
+        self.conflict = False  # stopped: another instance was polling with this token first
+        self.started = time.monotonic()  # reset when polling starts (post_init)
+        self._conflict_said = -math.inf
 
     @property
     def telegram(self) -> TelegramConfig:
@@ -47,6 +64,21 @@ class BotState:
         if self.deliverer is None:
             raise RuntimeError("the outbox is not open (post_init has not run)")
         return self.deliverer
+
+    def conflicted(self, app: Application[Any, Any, Any, Any, Any, Any]) -> None:
+        """Telegram answered a getUpdates with 409 Conflict: a newcomer stops, in one line."""
+        now = time.monotonic()
+        if now - self.started < NEWCOMER_SECONDS:
+            if not self.conflict:
+                self.conflict = True
+                log.error(ANOTHER_INSTANCE)
+                app.stop_running()
+        elif now - self._conflict_said > 60:
+            self._conflict_said = now
+            log.warning(
+                "another bot instance polls with this token (409 Conflict); this one started "
+                "first and goes on: stop the other"
+            )
 
     async def answer(self, update: Update, answer: Answer, edit: Message | None = None) -> None:
         """Deliver an update's answer through the outbox (kept until Telegram has it)."""

@@ -43,9 +43,11 @@ from typing import Any
 from telegram import Bot, InlineKeyboardButton, InlineKeyboardMarkup, Message, Update
 from telegram.error import BadRequest, Forbidden, RetryAfter, TelegramError
 
+from memora.secretfilter import mask_secrets
 from memora.storage.durable import ANSWER, EDIT, VOICE, Inbox, Kept, Outbox, Outgoing, Replicas
 from memora.views import Document, Reply
 
+from .privacy import masked_update
 from .processor import chat_key
 from .render import not_modified, quoting, send_reply
 
@@ -81,6 +83,8 @@ class DurableQueue(asyncio.Queue[object]):
         self._task: asyncio.Task[None] | None = None
 
     async def put(self, item: object) -> None:
+        if isinstance(item, Update):
+            item = masked_update(item)  # before any byte of it is written (or handled)
         if isinstance(item, Update) and self.inbox is not None:
             if not await self._keep(item):
                 return
@@ -221,8 +225,8 @@ class Answer:
         return json.dumps(
             {
                 "message": self.message.to_dict(),
-                "text": self.reply.text,
-                "note": self.reply.note,
+                "text": mask_secrets(self.reply.text),  # kept on disk: no secret in it
+                "note": mask_secrets(self.reply.note),
                 "ok": self.reply.ok,
                 "reply_markdown": self.reply.markdown,
                 "document": None
@@ -265,7 +269,7 @@ Buttons = list[list[tuple[str, str]]]  # rows of (label, callback data), as kept
 
 def message_body(text: str, buttons: Buttons | None = None, message_id: int | None = None) -> str:
     """The body of a MESSAGE row (or an EDIT row, with the message to edit)."""
-    body: dict[str, Any] = {"text": text, "buttons": buttons or []}
+    body: dict[str, Any] = {"text": mask_secrets(text), "buttons": buttons or []}
     if message_id is not None:
         body["message_id"] = message_id
     return json.dumps(body)

@@ -9,6 +9,9 @@ PTB's AIORateLimiter (aiolimiter underneath) is kept, with two changes that matt
   moment, and otherwise skipped, never queued. It is a courtesy that lasts 5 seconds; under load
   it would take half the budget (one per turn, besides the reply) and double the time to answer
   everyone. When the bot is quiet every chat still sees it;
+- a streamed reply's drafts are not messages (Bot API 9 `sendMessageDraft`, made for streaming):
+  they go out at once, outside the message budget, at most one a second per reply
+  (streaming.DRAFT_EVERY). A 429 on one only stops that reply's preview; the reply still goes;
 - replicas share the bot's budget: Telegram counts messages per bot token, not per process, so
   with `share` (the number of live replicas, from their heartbeats in the shared store) each
   replica spends 1/n of it. An even split, not a shared bucket: a replica whose chats are quiet
@@ -29,10 +32,11 @@ Result = bool | JSONDict | list[JSONDict]
 
 SENDS_PER_SECOND = 29  # just under Telegram's ~30 messages a second for one bot
 TYPING = "sendChatAction"
+DRAFT = "sendMessageDraft"
 
 
 class ReplyFirstRateLimiter(AIORateLimiter):
-    """AIORateLimiter with an evenly spread budget in which chat actions never wait."""
+    """AIORateLimiter with an evenly spread budget in which chat actions and drafts never wait."""
 
     def __init__(self, max_retries: int = 3) -> None:
         super().__init__(
@@ -56,6 +60,8 @@ class ReplyFirstRateLimiter(AIORateLimiter):
         rate_limit_args: int | None,
     ) -> Result:
         self._follow_share()
+        if endpoint == DRAFT:
+            return await callback(*args, **kwargs)
         if endpoint == TYPING and not self._has_room():
             return True  # what Telegram answers to a chat action: nothing else to report
         return await super().process_request(

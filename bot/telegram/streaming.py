@@ -1,13 +1,21 @@
-"""Streamed replies (telegram.stream_replies): one message that grows while the model writes, then
-becomes the reply exactly as it would have been sent without streaming.
+"""Streamed replies (telegram.stream_replies): the reply shows while the model writes it, then
+is sent exactly as it would have been without streaming.
 
-The first text sends a plain message (no parse_mode: half-written Markdown must never be rejected);
-later text edits it, at most once per interval and only when the text changed. The messages go
-out from a task of their own, so a slow Bot API never holds up the model's stream, and every call
-goes through the bot's rate limiter like any other. When the turn ends, `finish` waits for an
-edit already on its way (nothing older may land after the final text) and then renders the reply
-with send_reply, editing the preview into the first chunk. An edit that Telegram refuses ("not
-modified" aside) only stops the preview; the reply itself is never lost.
+In a private chat the text so far goes out as a message draft (Bot API 9 `sendMessageDraft`,
+`telegram.stream_drafts`): an ephemeral preview that Telegram animates and drops after 30
+seconds, so it is sent again before then while the model still writes; the reply itself then
+goes out as one ordinary message. No message is edited, so the chat's message budget is spent
+on the reply alone. A server that refuses drafts (an older self-hosted Bot API) switches this
+process to the other way, which groups always use (drafts are for private chats only): the
+first text sends a plain message (no parse_mode: half-written Markdown must never be rejected)
+and later text edits it, at most once per interval and only when the text changed; when the
+turn ends the preview is edited into the reply's first chunk.
+
+Previews go out from a task of their own, so a slow Bot API never holds up the model's stream,
+and every call goes through the bot's rate limiter like any other. When the turn ends, `finish`
+waits for a call already on its way (nothing older may land after the final text). A preview
+that Telegram refuses ("not modified" aside) only stops the preview; the reply itself is never
+lost.
 """
 
 from __future__ import annotations
@@ -29,6 +37,8 @@ log = logging.getLogger(__name__)
 
 EDIT_EVERY = 1.5  # seconds between two edits of a preview in a private chat
 GROUP_EDIT_EVERY = 3.0  # in groups Telegram allows a bot about 20 messages a minute
+DRAFT_EVERY = 1.0  # seconds between two drafts of a reply (drafts are not messages)
+DRAFT_REFRESH = 20.0  # a draft lives 30 s: one unchanged for this long is sent again
 MORE = " …"  # ends a preview cut at Telegram's length limit
 
 
@@ -41,8 +51,14 @@ def preview(text: str) -> str:
     return text[: prefix_fits(text, MAX_TEXT - len(MORE))].rstrip() + MORE
 
 
+class Drafts:
+    """Whether this process streams through drafts: until the Bot API refuses one."""
+
+    refused = False
+
+
 class ReplyStream:
-    """The growing message for one reply. `update` is the engine's on_delta callback."""
+    """The preview of one reply. `update` is the engine's on_delta callback."""
 
     def __init__(
         self,
@@ -51,10 +67,13 @@ class ReplyStream:
         quote: bool = False,
         interval: float = EDIT_EVERY,
         on_start: Callable[[], None] | None = None,
+        drafts: bool = False,
     ) -> None:
         self.message = message  # the learner's message being answered
         self.quote = quote
-        self.interval = interval
+        self.drafts = drafts and not Drafts.refused  # else one message, edited
+        self.edit_interval = interval
+        self.interval = DRAFT_EVERY if self.drafts else interval
         self.on_start = on_start  # called once, when the first text arrives (stops "typing…")
         self.sent: Message | None = None  # the preview message, once Telegram has it
         self.stopped = False  # Telegram refused an edit (or the send): no more previews
@@ -80,16 +99,49 @@ class ReplyStream:
 
     async def _run(self) -> None:
         while True:
-            await self._wake.wait()
+            try:
+                await asyncio.wait_for(self._wake.wait(), DRAFT_REFRESH if self.drafts else None)
+            except TimeoutError:  # no new text for a while: the draft must not expire
+                self._shown = ""
             self._wake.clear()
             text = preview(self._latest)
             if text != self._shown:
-                call = self._send(text) if self.sent is None else self._edit(text)
-                self._inflight = asyncio.ensure_future(call)
+                self._inflight = asyncio.ensure_future(self._show(text))
                 if not await asyncio.shield(self._inflight):
                     self.stopped = True
                     return
             await asyncio.sleep(self.interval)
+
+    async def _show(self, text: str) -> bool:
+        if self.drafts:
+            if await self._draft(text):
+                return True
+            if self.drafts:  # refused for a reason other than drafts themselves
+                return False
+        return await (self._send(text) if self.sent is None else self._edit(text))
+
+    async def _draft(self, text: str) -> bool:
+        """Send the text so far as the reply's draft; a server that does not take drafts turns
+        them off for the process (the preview is then sent and edited instead)."""
+        try:
+            await self.message.get_bot().send_message_draft(
+                self.message.chat_id,
+                draft_id=self.message.message_id,  # one draft per reply; never 0
+                text=text,
+                message_thread_id=self.message.message_thread_id,
+                parse_mode=None,
+            )
+        except BadRequest as exc:
+            if not_modified(exc):
+                return True
+            log.warning("drafts refused (%s): previews are edited messages from now on", exc)
+            Drafts.refused, self.drafts, self.interval = True, False, self.edit_interval
+            return False
+        except Exception as exc:  # never lose the reply over a preview
+            log.warning("streaming stopped: a draft could not be sent: %s", exc)
+            return False
+        self._shown = text
+        return True
 
     async def _send(self, text: str) -> bool:
         try:
@@ -126,7 +178,8 @@ class ReplyStream:
             await asyncio.gather(self._inflight, return_exceptions=True)
 
     async def finish(self) -> Message | None:
-        """No more previews; the preview message (to become the reply's first), if any."""
+        """No more previews; the preview message (to become the reply's first), if any: none
+        for a draft, which the reply's own message replaces."""
         await self._stop()
         return self.sent
 
@@ -148,15 +201,18 @@ async def answer_streamed(
     deliver: Callable[[Reply, Message | None], Awaitable[None]],
     *,
     group: bool,
+    drafts: bool = True,
 ) -> None:
     """Run one turn with its reply streamed into the chat, "typing…" shown until the first text;
-    then `deliver` the reply, the preview becoming its first message (send_reply's `edit`)."""
+    then `deliver` the reply: a new message after drafts (private chats, `drafts`), else the
+    preview becomes its first message (send_reply's `edit`)."""
     async with typing as stop_typing:
         stream = ReplyStream(
             message,
             quote=group,
             interval=GROUP_EDIT_EVERY if group else EDIT_EVERY,
             on_start=stop_typing,
+            drafts=drafts and not group,
         )
         try:
             reply = await turn(stream.update)

@@ -9,13 +9,13 @@ entry.
 from __future__ import annotations
 
 import re
-import unicodedata
 from dataclasses import dataclass
 
 import simplemma
 
 from memora.learner.model import ExtractedMistake, ExtractedWord
 from memora.secretfilter import looks_secret
+from memora.text import normalize
 
 MAX_FIELD_CHARS = 300
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]")
@@ -26,7 +26,7 @@ _QUOTED = re.compile(r"\"[^\"]*\"|“[^”]*”|「[^」]*」|『[^』]*』|‘[
 
 def _fold(text: str) -> str:
     """Lower case, unified quotes, single spaces, no closing punctuation: for containment."""
-    text = unicodedata.normalize("NFKC", text).lower().replace("’", "'")
+    text = normalize(text)
     return " ".join(text.split()).strip(" .!?。！？,，")
 
 
@@ -72,7 +72,7 @@ def word_problem(word: ExtractedWord) -> str | None:
 
 def vocab_key(term: str) -> str:
     """The duplicate key of a word or phrase: its English words, lower-cased and lemmatised."""
-    words = _KEY_WORD.findall(unicodedata.normalize("NFKC", term).replace("’", "'"))
+    words = _KEY_WORD.findall(normalize(term))
     return " ".join(simplemma.lemmatize(w.lower(), lang="en").lower() for w in words)
 
 

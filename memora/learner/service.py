@@ -28,6 +28,8 @@ class Applied:
     mistakes: int = 0
     words: int = 0
     rejected: list[tuple[str, str]] = field(default_factory=list)
+    # The profile fields that now hold what this answer said (written, or already that value)
+    held: frozenset[str] = frozenset()
 
     def lines(self) -> list[str]:
         out = [f"profile: {p}" for p in self.profile]
@@ -81,12 +83,15 @@ class Learner:
         """Store what passes the screens; never raises on a bad value from the model."""
         changed: list[str] = []
         rejected: list[tuple[str, str]] = []
+        held: set[str] = set()
         for update in profile:
             try:
                 value = clean_value(update.field, update.value)
             except ProfileError as exc:
                 rejected.append((f"profile {update.field}", str(exc)))
                 continue
+            if value is not None:
+                held.add(update.field)
             if await self.store.set_field(
                 user_id,
                 update.field,
@@ -104,7 +109,7 @@ class Learner:
         n_words = await self.store.add_words(
             user_id, kept.words, now=now, chat_id=chat_id, message_id=message_id
         )
-        return Applied(changed, n_mistakes, n_words, rejected + kept.rejected)
+        return Applied(changed, n_mistakes, n_words, rejected + kept.rejected, frozenset(held))
 
     async def note_message(self, user_id: int, now: datetime) -> None:
         profile = await self.store.profile(user_id, now)

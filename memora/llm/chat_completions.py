@@ -5,13 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 from openai import AsyncOpenAI
-from openai.lib._parsing._completions import type_to_response_format_param
 
 from memora.errors import LLMError
 from memora.llm.base import CONTEXT_EXCEEDED, Completion, OnDelta, Parsed, T, Usage
 from memora.llm.openai_base import OpenAILLM
 from memora.llm.sdk_errors import mid_stream, refusable, translated
-from memora.llm.structured import StructuredMode, validated
+from memora.llm.structured import StructuredMode, json_schema, response_format, validated
 from memora.types import ChatMessage
 
 
@@ -91,11 +90,11 @@ class ChatCompletionsLLM(OpenAILLM):
     ) -> Parsed[T]:
         extra = self._extra()
         if mode == "json_schema":
-            extra["response_format"] = type_to_response_format_param(schema)
+            extra["response_format"] = response_format(schema)
         elif mode == "json_object":  # llama.cpp's server constrains the output to `schema`
             extra["response_format"] = {
                 "type": "json_object",
-                "schema": schema.model_json_schema(),
+                "schema": json_schema(schema),
             }
         resp = await client.chat.completions.create(
             model=self.model,

@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any, cast
 
 from openai import AsyncOpenAI, AsyncStream
-from openai.lib._parsing._responses import type_to_text_format_param
 from openai.types.responses import (
     ResponseCompletedEvent,
     ResponseErrorEvent,
@@ -19,7 +18,7 @@ from memora.errors import LLMError
 from memora.llm.base import Completion, OnDelta, Parsed, T
 from memora.llm.openai_base import OpenAILLM
 from memora.llm.sdk_errors import mid_stream, refusable, translated
-from memora.llm.structured import StructuredMode, validated
+from memora.llm.structured import StructuredMode, text_format, validated
 from memora.types import ChatMessage
 
 
@@ -92,7 +91,7 @@ class ResponsesLLM(OpenAILLM):
     ) -> Parsed[T]:
         fmt: Any = {"type": "text"}
         if mode == "json_schema":
-            fmt = type_to_text_format_param(schema)
+            fmt = text_format(schema)
         elif mode == "json_object":
             fmt = {"type": "json_object"}
         text_config: Any = {"format": fmt}

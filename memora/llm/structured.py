@@ -3,10 +3,13 @@ for servers that do not enforce it, and a lenient but faithful reading of the mo
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from typing import Any, Literal, TypeVar
 
+from openai.lib._parsing._completions import type_to_response_format_param
+from openai.lib._parsing._responses import type_to_text_format_param
 from pydantic import BaseModel, ValidationError
 
 T = TypeVar("T", bound=BaseModel)
@@ -23,6 +26,27 @@ SCHEMA_INSTRUCTIONS = (
 )
 
 
+# A schema's wire forms are the same on every call: built once per schema class (building them
+# walked the pydantic model on every extraction call).
+@functools.cache
+def text_format(schema: type[BaseModel]) -> Any:
+    """The Responses API's `text.format` for `schema`."""
+    return type_to_text_format_param(schema)
+
+
+@functools.cache
+def response_format(schema: type[BaseModel]) -> Any:
+    """Chat Completions' `response_format` for `schema`."""
+    return type_to_response_format_param(schema)
+
+
+@functools.cache
+def json_schema(schema: type[BaseModel]) -> dict[str, Any]:
+    """`schema` as JSON Schema."""
+    return schema.model_json_schema()
+
+
+@functools.cache
 def schema_sketch(schema: type[BaseModel]) -> str:
     """`schema` as the shape of an answer, in as few tokens as it takes: keys, nesting, enums
     and types, e.g. ``{"memories":[{"text":string,"replaces":int|null}]}``.
@@ -33,7 +57,7 @@ def schema_sketch(schema: type[BaseModel]) -> str:
     about each field: for the extraction call with the learner model it was 933 SmolLM2 tokens
     (the sketch: see README "Local models"), and a 2,048-token local model could not take it.
     """
-    root = schema.model_json_schema()
+    root = json_schema(schema)
     return _sketch(root, root.get("$defs", {}))
 
 

@@ -23,10 +23,10 @@ import numpy.typing as npt
 from memora.longterm.dedupe import DedupeIndex, normalise_text
 from memora.longterm.lexical import BM25, tokenize
 from memora.longterm.matrix import Matrix
-from memora.longterm.ranking import dense_weight_pair
+from memora.longterm.ranking import weight_kinds
 from memora.longterm.records import Memory, indexed
 
-__all__ = ["Entry", "UserCache", "UserData", "UserLocks", "dense_weight", "indexed_terms"]
+__all__ = ["Entry", "UserCache", "UserData", "UserLocks", "indexed_terms", "weight_kind"]
 
 
 @dataclass(frozen=True)
@@ -117,12 +117,11 @@ class UserData:
         return shared
 
     @cached_property
-    def dense_weights(self) -> npt.NDArray[np.float64]:
-        """Per memory (rows), the weight of the dense evidence in the hybrid score for a
-        mostly-Han message and for a mostly-Latin one (memora.longterm.ranking.dense_weight_pair:
-        less with search terms, or in the message's script); carried by each write like the
-        BM25 index."""
-        return np.array([dense_weight(e) for e in self.entries], dtype=np.float64).reshape(-1, 2)
+    def weight_kinds(self) -> npt.NDArray[np.intp]:
+        """Per memory (rows), which dense weight of the embedder's profile it gets for a
+        mostly-Han message and for a mostly-Latin one (memora.longterm.ranking.weight_kinds);
+        carried by each write like the BM25 index."""
+        return np.array([weight_kind(e) for e in self.entries], dtype=np.intp).reshape(-1, 2)
 
     def find(self, memory_id: str) -> Entry | None:
         return next((e for e in self.entries if e.memory.id == memory_id), None)
@@ -166,9 +165,9 @@ class UserData:
                 shared = dict(shared)
                 shared[key] = (*shared.get(key, (first,)), n)
             new.__dict__["keys"], new.__dict__["_shared_keys"] = keys, shared
-        if self._has("dense_weights"):
-            row = np.array([dense_weight(entry)], dtype=np.float64)
-            new.__dict__["dense_weights"] = np.vstack([self.dense_weights, row])
+        if self._has("weight_kinds"):
+            row = np.array([weight_kind(entry)], dtype=np.intp)
+            new.__dict__["weight_kinds"] = np.vstack([self.weight_kinds, row])
         chat = entry.memory.chat_id
         view = self._chats.get(chat) if chat is not None and self._has("_chat_views") else None
         self._carried_chats(new, {chat: view.appended(entry) if view is not None else None})
@@ -189,10 +188,10 @@ class UserData:
             new.__dict__["dedupe"] = self.dedupe.replaced(
                 i, self.entries[i].memory.text, entry.memory.text
             )
-        if self._has("dense_weights"):
-            weights = self.dense_weights.copy()
-            weights[i] = dense_weight(entry)
-            new.__dict__["dense_weights"] = weights
+        if self._has("weight_kinds"):
+            weights = self.weight_kinds.copy()
+            weights[i] = weight_kind(entry)
+            new.__dict__["weight_kinds"] = weights
         if self._has("keys"):
             new.__dict__["keys"], new.__dict__["_shared_keys"] = self._rekeyed(i, entry)
         old_chat, chat = self.entries[i].memory.chat_id, entry.memory.chat_id
@@ -256,17 +255,17 @@ class UserData:
             new.__dict__["bm25"] = self.bm25.removed(i)
         if self._has("dedupe"):
             new.__dict__["dedupe"] = self.dedupe.removed(i)
-        if self._has("dense_weights"):
-            new.__dict__["dense_weights"] = np.delete(self.dense_weights, i, axis=0)
+        if self._has("weight_kinds"):
+            new.__dict__["weight_kinds"] = np.delete(self.weight_kinds, i, axis=0)
         chat = self.entries[i].memory.chat_id
         view = self._chats.get(chat) if chat is not None and self._has("_chat_views") else None
         self._carried_chats(new, {chat: view.without(memory_id) if view is not None else None})
         return new
 
 
-def dense_weight(entry: Entry) -> tuple[float, float]:
-    """The weights of one memory's dense evidence for a mostly-Han and a mostly-Latin message."""
-    return dense_weight_pair(entry.memory.text, bool(entry.memory.terms))
+def weight_kind(entry: Entry) -> tuple[int, int]:
+    """One memory's dense-weight kinds for a mostly-Han and a mostly-Latin message."""
+    return weight_kinds(entry.memory.text, bool(entry.memory.terms))
 
 
 def indexed_terms(entry: Entry) -> list[str]:

@@ -1,17 +1,16 @@
 """Is a new memory a duplicate of an old one, an update of it, or a different fact?
 
-Cosine alone cannot tell (measured with `benchmarks/retrieval_overhead.py --pairs`): the same
-fact in English and Chinese scores 0.52-0.85 with USE, different facts up to 0.90. A lexical
-guard rules first: numbers, levels and dates, negation, exam names, skills and goals must be
-the same, and in a script both texts share, the new text must not swap or add a content word.
-Only then does a cosine threshold decide.
+A lexical guard rules first: numbers, levels and dates, and negation must be the same, and in a
+script both texts share, the new text must not swap or add a content word. Only then does a
+cosine threshold of the embedder's profile decide (:mod:`memora.longterm.profiles`). Cosine
+alone cannot tell: the same fact in English and Chinese can score lower than two different
+facts in one language (decision 0101).
 """
 
 from __future__ import annotations
 
 import itertools
 import re
-import unicodedata
 from collections.abc import Hashable, Iterable
 from dataclasses import dataclass
 from enum import Enum
@@ -22,54 +21,40 @@ import numpy as np
 import numpy.ma  # np.union1d imports it on first use: 11-16 ms in a first write
 import numpy.typing as npt
 
+from memora.longterm.embeddings import embedding_text
 from memora.longterm.lexical import inserted
 from memora.longterm.matrix import Matrix
-from memora.text import EXAMS, HAN, stem, to_simplified
+from memora.longterm.profile import LOCAL_DEDUPE, DedupeThresholds
+from memora.text import (
+    CHINESE_STOP_CHARS,
+    ENGLISH_STOP_WORDS,
+    HAN_RUN,
+    MEMORY_FRAME_EN,
+    MEMORY_FRAME_ZH,
+    normalize,
+    stem,
+    to_simplified,
+)
 
-_FINAL_PUNCT = " .。!！;；…"
+__all__ = [
+    "DedupeIndex",
+    "Relation",
+    "candidate_cosines",
+    "embedding_text",
+    "may_replace",
+    "normalise_text",
+    "relation",
+    "relation_floor",
+]
 
-# Thresholds on the dense cosine of the local multilingual USE model (LocalUSE). Measured with
-# `benchmarks/retrieval_overhead.py --pairs` (memories embedded without a final full stop, as the
-# store embeds them): 24 facts written in English and in Chinese score 0.52-0.85 (median 0.66)
-# against their translation; different facts reach 0.90 in one language ("level B1" / "level
-# B2"), 0.81 ("travel English" / "business English"), and 0.74 across languages among 1,000
-# template-made memories of one user. No cosine separates them, so the lexical guard of
-# `relation` rules first and each threshold applies only where the guard could compare:
-# The same numbers and the same content words, only generic wording differs ("My level is B1"
-# / "使用者的英文程度是B1": 0.41; such pairs measured 0.41-0.83): the words decide, the cosine
-# is a floor against nonsense.
-DUP_SAME_TERMS = 0.35
-DUP_MIN = 0.58  # same-script words, or the same numbers, agree and add nothing new
-DUP_CROSS = 0.80  # two languages and no number in common: only the cosine can tell
-UPDATE_MIN = 0.75  # only numbers/levels/dates differ and this close: the new text supersedes
-CANDIDATE_MIN = min(DUP_SAME_TERMS, DUP_MIN, DUP_CROSS, UPDATE_MIN)
-# An extraction item's `replaces` is believed only when the two memories are about the same
-# thing (see `may_replace`). 12 hand-written real updates (moved city, changed job, new exam
-# goal, 繁/简 and English mixed) scored 0.41-0.95 with USE, 12 unrelated pairs 0.13-0.36; the
-# lowest real update (0.41, "目標改成雅思 7 分" / "目標是多益 850 分") shares a concept (goal).
-# Hand-made pairs, not a held-out set: the thresholds sit in the gap, away from both ends.
-REPLACE_MIN = 0.45
-REPLACE_MIN_SHARED = 0.38  # when both texts name the same concept (goal, an exam, a skill)
 
 # --------------------------------------------------------------------------------------------
 # Text normalisation and the duplicate guard
 # --------------------------------------------------------------------------------------------
 
-_CJK_RE = re.compile(f"[{HAN}]+")
-_WORD_RE = re.compile(r"[a-z0-9]+(?:[.'’][a-z0-9]+)*")
-_GENERIC_EN = frozenset(
-    """
-    a an the and or but of to in on at by for with from as about into than then that this these
-    those it its is are am was were be been being do does did has have had will would can could
-    should shall may might must i me my mine myself we us our you your he him his she her they
-    them their who which what so very really also just now currently still level
-    user users learner learners student students person english
-    """.split()
-)
-# Subject phrases and function characters that carry no fact in Chinese memories.
-_GENERIC_ZH = ("使用者", "用戶", "用户", "學習者", "学习者", "學生", "学生", "英文", "英語", "英语")
-_STOP_ZH = frozenset("我你他她們们的了是很也都就和與与及嗎吗呢吧啊呀喔哦在會会程度")
-_NEGATION_ZH = frozenset("不沒没別别未無无非")
+_WORD_RE = re.compile(r"[a-z0-9]+(?:[.'][a-z0-9]+)*")
+_STOP_EN = ENGLISH_STOP_WORDS | MEMORY_FRAME_EN
+_NEGATION_ZH = frozenset("不没别未无非")
 _NUMERALS_ZH = frozenset("零〇二兩两三四五六七八九十百千萬万半")  # 一 is in too many words
 _NUMBERS_EN = {
     w: str(i)
@@ -87,32 +72,7 @@ _MONTHS_EN = {
     )
 } | {"jan": "1", "feb": "2", "mar": "3", "apr": "4", "jun": "6", "jul": "7", "aug": "8",
      "sep": "9", "sept": "9", "oct": "10", "nov": "11", "dec": "12"}  # fmt: skip
-# Concepts learners state in either language: the same concept must be on both sides.
-_CONCEPTS: dict[str, tuple[str, ...]] = {
-    "NEG": ("not", "no", "never", "cannot", "nor", "without"),
-    "goal": ("want", "wants", "goal", "target", "aim", "hope", "plan", "想", "希望", "目標",
-             "目标", "打算", "計劃", "计划"),
-    **{exam: (exam, *names) for exam, names in EXAMS.items()},
-    "speaking": ("speak", "speaking", "spoken", "口說", "口说", "口語", "口语", "會話", "会话"),
-    "writing": ("write", "writing", "written", "寫作", "写作"),
-    "listening": ("listen", "listening", "聽力", "听力"),
-    "reading": ("read", "reading", "閱讀", "阅读"),
-    "pronunciation": ("pronunciation", "pronounce", "accent", "發音", "发音", "口音"),
-    "grammar": ("grammar", "grammatical", "文法", "語法", "语法"),
-    "vocabulary": ("vocabulary", "vocab", "單字", "单字", "單詞", "单词", "詞彙", "词汇"),
-}  # fmt: skip
-_CONCEPT_EN = {w: c for c, ws in _CONCEPTS.items() for w in ws if w.isascii()}
-_CONCEPT_ZH = sorted(
-    ((w, c) for c, ws in _CONCEPTS.items() for w in ws if not w.isascii()),
-    key=lambda wc: -len(wc[0]),  # 全民英檢 before 英檢
-)
-
-
-def embedding_text(text: str) -> str:
-    """The text a memory is embedded as: without a final full stop, which moves USE's cosine
-    by up to .06 ("The user's English level is B1." / "My level is B1": .551 with it, .614
-    without)."""
-    return text.rstrip(_FINAL_PUNCT) or text
+_NEGATION_EN = frozenset(("not", "no", "never", "cannot", "nor", "without"))
 
 
 @lru_cache(maxsize=16384)
@@ -121,14 +81,13 @@ def normalise_text(text: str) -> str:
 
     Cached: a new memory is compared (`relation`) with each of the user's memories whose cosine
     is close, thousands for a user with 10,000 memories, and this was half of that cost."""
-    norm = unicodedata.normalize("NFKC", text).casefold()
-    return "".join(ch for ch in norm if ch.isalnum())
+    return "".join(ch for ch in normalize(text) if ch.isalnum())
 
 
 @dataclass(frozen=True)
 class _Terms:
     numbers: frozenset[str]  # numbers, levels (b1), dates, months: an update when only they differ
-    concepts: frozenset[str]  # negation, goal, exam names, skills: must be the same on both sides
+    concepts: frozenset[str]  # negation ("NEG") or none: must be the same on both sides
     latin: frozenset[str]  # other content words
     cjk: frozenset[str]  # other content characters
 
@@ -137,12 +96,11 @@ class _Terms:
 # smaller cache evicted them between two adds (~1 KB each).
 @lru_cache(maxsize=32768)
 def _terms(text: str) -> _Terms:
-    norm = unicodedata.normalize("NFKC", text).casefold()
+    norm = normalize(text)
     numbers: set[str] = set()
     concepts: set[str] = set()
     latin: set[str] = set()
-    for raw in _WORD_RE.findall(norm):
-        word = raw.replace("’", "'")
+    for word in _WORD_RE.findall(norm):
         if word.endswith("n't"):
             concepts.add("NEG")
             word = word[:-3]
@@ -154,26 +112,22 @@ def _terms(text: str) -> _Terms:
             numbers.add(_NUMBERS_EN[word])
         elif word in _MONTHS_EN and word != "may":  # "may" is mostly the modal verb
             numbers.add(_MONTHS_EN[word])
-        elif word in _CONCEPT_EN or stem(word) in _CONCEPT_EN:
-            concepts.add(_CONCEPT_EN.get(word) or _CONCEPT_EN[stem(word)])
-        elif word and word not in _GENERIC_EN:
+        elif word in _NEGATION_EN:
+            concepts.add("NEG")
+        elif word and word not in _STOP_EN:
             latin.add(stem(word))
     cjk: set[str] = set()
-    for run in _CJK_RE.findall(norm):
+    for run in HAN_RUN.findall(norm):
         run = to_simplified(run)  # 繁 → 简: one spelling
-        for phrase in _GENERIC_ZH:
+        for phrase in MEMORY_FRAME_ZH:
             run = run.replace(phrase, " ")
-        for phrase, concept in _CONCEPT_ZH:
-            if phrase in run:
-                concepts.add(concept)
-                run = run.replace(phrase, " ")
         kept = []
         for ch in run:
             if ch in _NEGATION_ZH:
                 concepts.add("NEG")
             elif ch in _NUMERALS_ZH:
                 numbers.add("zh:" + ch)
-            elif ch != " " and ch not in _STOP_ZH:
+            elif ch != " " and ch not in CHINESE_STOP_CHARS:
                 kept.append(ch)
         # characters and their bigrams: 台中 is not in "台北中山區" although 台 and 中 are
         cjk.update(kept)
@@ -194,38 +148,57 @@ def _changes(new: frozenset[str], old: frozenset[str]) -> tuple[bool, bool]:
     return bool(new - old) and bool(old - new), bool(new - old)
 
 
-def may_replace(new_text: str, old_text: str, cosine: float) -> bool:
+def may_replace(
+    new_text: str,
+    old_text: str,
+    cosine: float,
+    thresholds: DedupeThresholds | None = LOCAL_DEDUPE,
+) -> bool:
     """Whether `new_text` may supersede `old_text` when the model says it `replaces` it.
 
     A real update says something else about the same thing ("moved to Tainan" / "lives in
     Taipei"), so `relation` calls it distinct; what it must not be is unrelated ("is a nurse"
-    pointed at "level B1"), which would overwrite a fact with another one.
+    pointed at "level B1"), which would overwrite a fact with another one. Without calibrated
+    thresholds nothing tells the two apart: only the same text is believed.
     """
-    if relation(new_text, old_text, cosine) is not Relation.DISTINCT:
+    if thresholds is None:
+        return normalise_text(new_text) == normalise_text(old_text)
+    if relation(new_text, old_text, cosine, thresholds) is not Relation.DISTINCT:
         return True
-    shared = _terms(new_text).concepts & _terms(old_text).concepts - {"NEG"}
-    return cosine >= (REPLACE_MIN_SHARED if shared else REPLACE_MIN)
+    return cosine >= thresholds.replace
 
 
-def relation_floor(new_text: str) -> float:
+def relation_floor(new_text: str, thresholds: DedupeThresholds | None = LOCAL_DEDUPE) -> float:
     """The lowest cosine at which `relation(new_text, old, cosine)` can be anything but
-    DISTINCT for an `old` with another normalised text: DUP_SAME_TERMS needs numbers in the
-    new text, UPDATE needs them too, so without numbers only DUP_MIN or DUP_CROSS can pass.
-    A new memory is compared only with the memories this close (a test checks the bound)."""
-    return CANDIDATE_MIN if _terms(new_text).numbers else min(DUP_MIN, DUP_CROSS)
+    DISTINCT for an `old` with another normalised text: `same_terms` and `update` need numbers
+    in the new text, so without numbers only `same_words` or `cross_language` can pass. A new
+    memory is compared only with the memories this close (a test checks the bound); without
+    thresholds, with none."""
+    if thresholds is None:
+        return float("inf")
+    if _terms(new_text).numbers:
+        return thresholds.lowest
+    return min(thresholds.same_words, thresholds.cross_language)
 
 
-def relation(new_text: str, old_text: str, cosine: float) -> Relation:
+def relation(
+    new_text: str,
+    old_text: str,
+    cosine: float,
+    thresholds: DedupeThresholds | None = LOCAL_DEDUPE,
+) -> Relation:
     """How a new memory relates to an existing one, from their texts and dense cosine.
 
-    Numbers and concepts are compared whatever the language; content words only where both
+    The same normalised text is a duplicate. Otherwise, with the embedder's thresholds:
+    numbers and negation are compared whatever the language; content words only where both
     texts have words of that script (Latin / Chinese). A new text that swaps or adds a content
-    word says something else or more: never a duplicate. Chinese characters may differ between
-    繁體 and 简体 spellings: they are folded to one spelling first (`memora.text.T2S`); a
-    variant the table lacks makes a false "distinct", never a false duplicate.
+    word says something else or more: never a duplicate. Chinese is folded to simplified
+    characters first. Without thresholds (an uncalibrated embedder) it is DISTINCT.
     """
     if normalise_text(new_text) == normalise_text(old_text):
         return Relation.DUPLICATE
+    if thresholds is None:
+        return Relation.DISTINCT
     new, old = _terms(new_text), _terms(old_text)
     latin_swap, latin_add = _changes(new.latin, old.latin)
     cjk_swap, cjk_add = _changes(new.cjk, old.cjk)
@@ -233,17 +206,17 @@ def relation(new_text: str, old_text: str, cosine: float) -> Relation:
         return Relation.DISTINCT
     if new.numbers != old.numbers:
         same_words = not (latin_swap or latin_add or cjk_swap or cjk_add)
-        if new.numbers and old.numbers and same_words and cosine >= UPDATE_MIN:
+        if new.numbers and old.numbers and same_words and cosine >= thresholds.update:
             return Relation.UPDATE
         return Relation.DISTINCT
     if latin_swap or latin_add or cjk_swap or cjk_add:
         return Relation.DISTINCT
     if new == old and new.numbers:
-        threshold = DUP_SAME_TERMS
+        threshold = thresholds.same_terms
     elif new.numbers or (new.latin and old.latin) or (new.cjk and old.cjk):
-        threshold = DUP_MIN
+        threshold = thresholds.same_words
     else:
-        threshold = DUP_CROSS
+        threshold = thresholds.cross_language
     return Relation.DUPLICATE if cosine >= threshold else Relation.DISTINCT
 
 
@@ -404,7 +377,11 @@ class DedupeIndex:
 
 
 def candidate_cosines(
-    matrix: Matrix, candidates: Ids, vec: npt.NDArray[np.float32], floor: float
+    matrix: Matrix,
+    candidates: Ids,
+    vec: npt.NDArray[np.float32],
+    floor: float,
+    thresholds: DedupeThresholds = LOCAL_DEDUPE,
 ) -> npt.NDArray[np.float32]:
     """The cosines of the candidates' rows with `vec`, for `relation` and the closest-first order.
 
@@ -420,9 +397,10 @@ def candidate_cosines(
         return full
     rough = matrix.take(candidates) @ vec
     margin = 4 * matrix.dim * float(np.finfo(np.float32).eps) / 2  # twice 2·d·u
-    thresholds = np.array([floor, DUP_SAME_TERMS, DUP_MIN, DUP_CROSS, UPDATE_MIN])
+    t = thresholds
+    edges = np.array([floor, t.same_terms, t.same_words, t.cross_language, t.update])
     above = np.sort(rough[rough >= floor])
-    if (np.abs(rough[:, None] - thresholds[None, :]) > margin).all() and (
+    if (np.abs(rough[:, None] - edges[None, :]) > margin).all() and (
         np.diff(above) > 2 * margin
     ).all():
         return rough

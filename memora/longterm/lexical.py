@@ -1,35 +1,13 @@
-"""Lexical retrieval: a tokenizer for mixed Chinese/English text and a small Okapi BM25.
+"""The mixed Chinese/English tokenizer and BM25 over one user's memories.
 
-The tokenizer is written for learners who mix 繁體, 简体 and English in one message:
-
-* text is NFKC-normalised (full-width ``ＩＥＬＴＳ`` becomes ``ielts``) and lower-cased;
-* Latin words and numbers are kept whole, including ``b1``, ``toeic``, ``850`` and ``6.5``;
-  a short English stop-word list is dropped, and every other word is folded to its dictionary
-  form by simplemma (``went`` → ``go``, ``children`` → ``child``) and then to its Snowball
-  (Porter 2) stem by ``snowballstemmer`` (``painting``/``painted``/``paints`` → ``paint``,
-  ``relaxation``/``relaxing`` → ``relax``); exam names are left whole;
-* runs of Han characters give unigrams and bigrams (``準備雅思`` → 準, 備, 雅, 思, 準備, 備雅,
-  雅思), after folding common traditional characters to simplified ones so ``考試`` matches
-  ``考试``; a few exam names also emit their English token (``雅思`` → ``ielts``), because
-  learners write them either way.
+Terms: text is normalised (:func:`memora.text.normalize`) and folded to simplified characters;
+English words (and numbers such as ``6.5``) become their stem (:func:`memora.text.stem`),
+without stop words and single letters; runs of Han or kana characters give their characters
+(not the stop characters) and bigrams, and an exam's Chinese name also gives its English one
+(``雅思`` → ``ielts``), because learners write them either way.
 
 BM25 is Okapi BM25 with the non-negative IDF ``log(1 + (N - n + 0.5) / (n + 0.5))`` (as in
-Lucene), so a term that appears in most of a user's few memories still counts a little instead of
-counting against the memory.
-
-Why these choices (``benchmarks/retrieval.py --tokenizers`` prints them side by side, chosen on
-the tuning part, held-out figures beside): against the hand-written plural/-ing/-ed stripper the
-lemma + Snowball stem and BM25's k1 0.9 / b 0.4 (Anserini's defaults, in place of 1.2 / 0.75)
-raised LoCoMo's hybrid NDCG@10 from 0.468 to 0.512 on the tuning conversations (held out: 0.451
-→ 0.483) at one dense weight 0.4, from 0.479 to 0.520 (0.478 → 0.512) at today's weights, and
-left the learner set as it was or one query better. Lower ``b`` penalises long memories less
-(a memory is one fact, a LoCoMo turn one utterance: length says little about relevance): b is
-0.1 since 2026-12-01, the best of b 0.75 / 0.4 / 0.3 / 0.2 / 0.1 / 0 (k1 0.6 / 0.9 / 1.2) on the
-tuning conversations (hybrid NDCG@10 0.520 → 0.531, recall_any@10 0.697 → 0.710), held out
-0.512 → 0.517 and 0.718 → 0.725 on 1,304 questions; the learner set does not move (its
-memories are of similar length). Both stemmers are libraries
-(simplemma is already a dependency; ``snowballstemmer`` is pure Python); the light stripper in
-``memora.text`` stays for duplicate detection, whose concept table is keyed by its output.
+Lucene), so a term that appears in most of a user's few memories still counts a little.
 """
 
 from __future__ import annotations
@@ -37,106 +15,62 @@ from __future__ import annotations
 import functools
 import math
 import re
-import threading
-import unicodedata
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any, TypeVar, cast
 
 import numpy as np
 import numpy.typing as npt
-import simplemma
-import snowballstemmer
 
-from memora.text import EXAM_ALIASES, EXAMS, HAN, KANA, to_simplified
+from memora.text import (
+    CHINESE_STOP_CHARS,
+    ENGLISH_STOP_WORDS,
+    EXAM_ALIASES,
+    HAN,
+    KANA,
+    normalize,
+    stem,
+    to_simplified,
+)
 
-__all__ = ["BM25", "DEFAULT_B", "DEFAULT_K1", "Stemmer", "search_stem", "tokenize"]
+__all__ = ["BM25", "DEFAULT_B", "DEFAULT_K1", "tokenize"]
 
 # Han ideographs plus kana, which also come unspaced.
 _CJK = KANA + HAN
 _TOKEN_RE = re.compile(
     rf"(?P<cjk>[{_CJK}]+)"  # a run of Han/kana characters
-    rf"|(?P<word>[^\W_{_CJK}]+(?:\.[0-9]+)?(?:['’][^\W_{_CJK}]+)?)"  # a word, 6.5, don't
+    rf"|(?P<word>[^\W_{_CJK}]+(?:\.[0-9]+)?(?:'[^\W_{_CJK}]+)?)"  # a word, 6.5, don't
 )
 
-ENGLISH_STOP_WORDS: frozenset[str] = frozenset(
-    """
-    a about above after again against all am an and any are as at be because been before being
-    below between both but by can could did do does doing down during each few for from further
-    had has have having he her here hers herself him himself his how i if in into is it its itself
-    just let me more most my myself no nor not of off on once only or other our ours ourselves out
-    over own same she should so some such than that the their theirs them themselves then there
-    these they this those through to too under until up very was we were what when where which
-    while who whom why will with would you your yours yourself yourselves
-    s t d ll m re ve don doesn didn isn wasn aren weren won wouldn shouldn couldn hasn haven hadn
-    im ive id youre thats whats also get got really yeah oh hey hi hello ok okay
-    """.split()
-)
-
-# Function characters whose unigram carries no topic (the bigrams they are part of are kept).
-CHINESE_STOP_CHARS: frozenset[str] = frozenset(
-    "的了是我你他她它在和跟也都很吗呢吧啊呀嘛这那个们就还有要不把被给着过得地么一"
-)
-
-
-# BM25's parameters (see the module docstring for why not Lucene's 1.2 / 0.75).
+# BM25's parameters (decision 0104: k1 0.9, b 0.1, chosen on LoCoMo's tuning conversations).
 DEFAULT_K1 = 0.9
 DEFAULT_B = 0.1
 
-_stemmers = threading.local()  # a Snowball stemmer object keeps state: one per thread
 
-
-def search_stem(word: str) -> str:
-    """The search form of a lower-cased word: its lemma's Snowball stem (exam names whole)."""
-    if not word.isalpha() or word in EXAMS:
-        return word
-    stemmer = getattr(_stemmers, "english", None)
-    if stemmer is None:
-        stemmer = _stemmers.english = snowballstemmer.stemmer("english")
-    lemma = simplemma.lemmatize(word, lang="en").lower()
-    return str(stemmer.stemWord(lemma))
-
-
-def warm() -> None:
-    """Load simplemma's English dictionary now (0.15-0.27 s of CPU, once per process): else
-    the process's first search pays it, the first search after a restart at 10,000 memories
-    measured 348 ms against 61-67 ms for the next ones (benchmarks/retrieval_overhead.py)."""
-    search_stem("learners")
-
-
-Stemmer = Callable[[str], str]
-
-
-def tokenize(text: str, *, stemmer: Stemmer | None = search_stem) -> list[str]:
-    """Split mixed Chinese/English text into BM25 terms (see the module docstring).
-
-    ``stemmer`` folds each English word (None: words stay as written); the benchmarks pass
-    others to compare them."""
-    norm = to_simplified(unicodedata.normalize("NFKC", text).lower())
+def tokenize(text: str) -> list[str]:
+    """Split mixed Chinese/English text into BM25 terms (see the module docstring)."""
     out: list[str] = []
-    for m in _TOKEN_RE.finditer(norm):
+    for m in _TOKEN_RE.finditer(to_simplified(normalize(text))):
         run = m.group("cjk")
         if run is not None:
             out.extend(c for c in run if c not in CHINESE_STOP_CHARS)
             out.extend(run[i : i + 2] for i in range(len(run) - 1))
-            aliases = {alias for key, alias in EXAM_ALIASES.items() if key in run}
-            out.extend(sorted(stemmer(a) if stemmer else a for a in aliases))
+            out.extend(sorted({alias for key, alias in EXAM_ALIASES.items() if key in run}))
             continue
-        term = _word_term(m.group("word"), stemmer)
+        term = _word_term(m.group("word"))
         if term is not None:
             out.append(term)
     return out
 
 
 @functools.lru_cache(maxsize=65536)
-def _word_term(word: str, stemmer: Stemmer | None) -> str | None:
+def _word_term(word: str) -> str | None:
     """The term for one Latin word or number, or None for a stop word."""
-    word = word.replace("’", "'")
     if "'" in word:
         word = word.split("'", 1)[0]  # caroline's → caroline, don't → don (a stop word)
     if word in ENGLISH_STOP_WORDS or (len(word) == 1 and not word.isdigit()):
         return None
-    return stemmer(word) if stemmer else word
+    return stem(word)
 
 
 Vector = npt.NDArray[np.float64]

@@ -1,10 +1,8 @@
 """A user's memory vectors as an immutable matrix kept in chunks of rows that snapshots share.
 
 The cache's snapshots (memora.longterm.cache) never change once made: a search may hold one
-across an await while a write makes the next. With the vectors in one contiguous matrix, a
-write that changes a row (a memory superseded by its new version) had to copy the whole
-matrix: 20 MB at 10,000 memories of 512 dimensions, 5-7 ms on a quiet machine and 50-120 ms
-when the fresh pages were slow to come (benchmarks/retrieval_overhead.py, add() of a new fact).
+across an await while a write makes the next. A write must not copy the whole matrix (20 MB at
+10,000 memories of 512 dimensions) to change or add one row (decision 0102).
 
 Here the rows live in chunks of :data:`CHUNK` rows and a matrix is the tuple of its chunks:
 

@@ -1,66 +1,39 @@
 """Hybrid ranking of one user's long-term memories: dense cosine fused with BM25.
 
-How the score is formed (the number ``/search`` shows and ``min_score`` is compared with)::
+How the score is formed (the number ``/search`` shows and ``min_score`` is compared with); every
+number in it comes from the embedder's profile (:mod:`memora.longterm.profile`)::
 
     dense    = cosine(query, memory)                         (vectors are L2-normalised)
     dense01  = clip((dense - scale.floor) / (scale.ceiling - scale.floor), 0, 1)
     lexical  = BM25 coverage of the query by the memory, in [0, 1]
                (IDF-weighted share of the query's terms that the memory holds, see
-               memora.longterm.lexical.BM25.coverage), plus bridge × the share of the query's
-               dictionary words whose CC-CEDICT translation the memory holds
-               (memora.longterm.bridge: 夜班 ↔ "night shift", across scripts)
-    agree    = min(1, dense01 / lexical_gate)
+               memora.longterm.lexical.BM25.coverage)
+    agree    = min(1, dense01 / lexical_gate)                (1 when the gate is 0)
     score    = dense_weight * dense01 + (1 - dense_weight) * lexical * agree     in [0, 1]
 
-``dense_weight`` is per memory (:func:`dense_weight_pair`): 0.3 for a memory with search terms;
-without, 0.2 when the memory is in the message's script (both mostly Han or both mostly Latin)
-and 0.4 when it is not, since shared words are only possible in the first case.
+``dense_weight`` is per memory (:func:`weight_kinds`): one weight for a memory with search
+terms; without, one for a memory in the message's script (both mostly Han or both mostly Latin)
+and another for one in the other script, where no word can be shared.
 
 Hits are ordered by ``score`` (ties: higher cosine, then lower index) and kept while
-``score >= min_score``, at most ``top_k`` of them. (A message that is only chit-chat, "謝謝老師，
-明天見", "ok thanks!!", is not ranked at all: the store's search returns nothing for it,
-:func:`memora.longterm.phatic.is_phatic`.)
+``score >= min_score``, at most ``top_k`` of them. Why this form: decision 0101.
 
-Why this form (``benchmarks/retrieval.py`` prints the figures):
-
-* On long English conversations (LoCoMo) BM25 beats every local dense model and USE in
-  particular; on short cross-lingual learner memories USE wins and BM25 finds nothing. A weighted
-  sum lets whichever signal has evidence decide: when no word is shared (a Chinese memory, an
-  English message) ``lexical`` is 0 for every memory and the order is USE's; when words are
-  shared, they weigh more than USE's noisy cosine. Reciprocal-rank fusion was measured too and
-  loses on both sets: it throws away how strong each signal is.
-* The no-result rule is the same threshold on the fused score, so it does not rest on one
-  model's absolute cosine alone: a memory that shares the message's words needs less cosine to
-  pass, and a cosine in the range where USE puts unrelated top hits (≈ .1–.2) is not enough on
-  its own. Both parts are absolute, not relative to the best candidate, so a user with one
-  memory and a user with 1,000 get comparable scores, and a message unrelated to everything
-  returns nothing rather than "the best of a bad lot".
-* ``agree`` makes the lexical evidence count in full only where the meaning roughly agrees
-  (``dense01 >= lexical_gate``, a USE cosine of 0.3 by default) and proportionally less below.
-  Without it, a short message that shares one ordinary word with an unrelated memory ("hi, good
-  morning" / "got good advice", "tell me a joke" / "told me about the trip") passes the
-  threshold as soon as the user has enough memories for such a word to turn up: with 361
-  memories per user (the learner set plus LoCoMo observations), unrelated messages returned
-  nothing 50 % of the time without the gate and 79 % with it, at the same threshold.
-
-The function is pure (numpy in, hits out): the store passes the candidates it holds (the user's
-memory vectors and texts, or a dense top-N from Chroma plus their texts) and may pass a BM25
-index it built once over the same texts.
+The functions are pure (numpy in, hits out): the store passes the candidates it holds and may
+pass a BM25 index it built once over the same texts.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
 
-from memora.longterm import bridge as cedict
-from memora.longterm.lexical import BM25
+from memora.longterm.lexical import BM25, tokenize
 from memora.longterm.matrix import Matrix
-from memora.text import HAN
+from memora.longterm.profile import LOCAL, DenseScale, EmbedderProfile, profile_for
+from memora.text import han_dominant
 
 __all__ = [
     "DEFAULT_DENSE_WEIGHT",
@@ -68,130 +41,62 @@ __all__ = [
     "DEFAULT_MIN_SCORE",
     "DEFAULT_SAME_SCRIPT_DENSE_WEIGHT",
     "DEFAULT_TERMS_DENSE_WEIGHT",
-    "DENSE_SCALES",
-    "E5_SCALE",
+    "LOCAL",
     "USE_SCALE",
     "DenseScale",
     "Hit",
     "Scores",
     "context_can_matter",
     "dense_scale_for",
-    "dense_weight_pair",
     "follow_up_rank",
     "fuse",
     "han_dominant",
     "hybrid_rank",
     "hybrid_scores",
-    "is_follow_up",
     "rank_scores",
+    "weight_kinds",
     "weights_for_query",
 ]
 
+# The local model's profile: the defaults of the functions below, and of the names other
+# modules import (they read the numbers from profiles/use-multilingual-v3.toml).
+USE_SCALE = LOCAL.scale
+DEFAULT_DENSE_WEIGHT = LOCAL.dense_weight
+DEFAULT_TERMS_DENSE_WEIGHT = LOCAL.terms_dense_weight
+DEFAULT_SAME_SCRIPT_DENSE_WEIGHT = LOCAL.same_script_dense_weight
+DEFAULT_LEXICAL_GATE = LOCAL.lexical_gate
+DEFAULT_MIN_SCORE = LOCAL.min_score
 
-@dataclass(frozen=True)
-class DenseScale:
-    """Maps one embedding model's cosine onto [0, 1]: ``floor`` → 0, ``ceiling`` → 1.
-
-    Models spread cosines very differently (USE: unrelated ≈ .0–.2, related ≈ .2–.7;
-    multilingual-e5: everything ≈ .75–.9), so the dense evidence is put on a common scale before
-    it is fused with the lexical one.
-    """
-
-    floor: float
-    ceiling: float
-
-    def __post_init__(self) -> None:
-        if not self.ceiling > self.floor:
-            raise ValueError("DenseScale needs ceiling > floor")
+# What kind of memory a memory is for its dense weight (an index into weights_for_query's table)
+TERMS, SAME_SCRIPT, OTHER_SCRIPT = 0, 1, 2
 
 
-# Measured with `.venv/bin/python benchmarks/retrieval.py` (learner set: relevant memories'
-# cosine vs the top cosine for unrelated messages).
-USE_SCALE = DenseScale(floor=0.0, ceiling=0.6)
-E5_SCALE = DenseScale(floor=0.75, ceiling=0.95)
-
-DENSE_SCALES: dict[str, DenseScale] = {
-    "use-multilingual-v3": USE_SCALE,
-    "multilingual-e5-small": E5_SCALE,
-}
-
-# Weight of the dense evidence; the lexical evidence gets the rest. 0.4 keeps USE's order on
-# cross-lingual memories (where lexical is 0) and lets shared words lead on English ones.
-DEFAULT_DENSE_WEIGHT = 0.4
-
-# The weight for a memory that has search terms (written by the extraction call in English and
-# the learner's language, indexed and embedded with the text): shared words are then the
-# stronger evidence on cross-lingual memories too. Chosen on the tuning part only by
-# `.venv/bin/python benchmarks/retrieval.py --candidates` ("+ terms (lexical + dense)"), with
-# the gate and min_score left where they were: learner set tuning users hit@1 0.944 / answerable
-# kept 0.861 / unrelated → nothing 0.947; held-out users 0.835 / 0.835 / 0.828 (with the
-# lexical tokenizer of 2026-12-01: lemma + Snowball stems, BM25 k1 0.9 / b 0.4; the grid of
-# weight × gate × min_score picks these same values, with or without the cap at 0.4 that keeps
-# LoCoMo's tuning NDCG@10: 0.516 at 0.3, 0.512 at 0.4, 0.458 at 0.6). A memory without terms
-# (/remember, or stored before terms existed) keeps DEFAULT_DENSE_WEIGHT when it is in the
-# other script than the message: at 0.3 it would need a cosine of 0.28 instead of 0.21 to pass
-# on its own, and the text-only baseline keeps 0.74 of answerable queries instead of 0.89
-# (tuning users); in the message's script it weighs DEFAULT_SAME_SCRIPT_DENSE_WEIGHT.
-DEFAULT_TERMS_DENSE_WEIGHT = 0.3
-
-# The weight for a memory without search terms written in the message's script (both mostly Han,
-# or both mostly Latin): words can be shared, so shared words lead. A memory in the other script
-# (a Chinese memory, an English message) can only be found by the dense side and keeps
-# DEFAULT_DENSE_WEIGHT. Chosen on the tuning part by `benchmarks/retrieval.py --candidates`
-# ("script-aware weight", text-only memories): weight × min_score grid, learner tuning users
-# hit@1 0.847 / kept 0.847 / unrelated → nothing 0.947 (one weight 0.4: 0.847 / 0.889 / 0.658),
-# held out 0.823 / 0.823 / 0.759 (0.797 / 0.873 / 0.586); LoCoMo's turns, all English like
-# their questions, NDCG@10 0.520 tuning / 0.512 held out (0.512 / 0.483 at 0.4).
-DEFAULT_SAME_SCRIPT_DENSE_WEIGHT = 0.2
-
-# dense01 at and above which the lexical evidence counts in full (0.5 on USE_SCALE = cosine 0.3).
-DEFAULT_LEXICAL_GATE = 0.5
-
-# No-result threshold on the fused score, calibrated for LocalUSE with DEFAULT_DENSE_WEIGHT and
-# USE_SCALE by `.venv/bin/python benchmarks/retrieval.py` (learner set, "no-result rule" table):
-# at 0.14, 86 % of unrelated messages return nothing while the relevant memory of 92 % of the
-# answerable ones survives (max of the two rates' sum; 0.10 keeps 97 % but lets 21 % of unrelated
-# messages through, 0.16+ loses relevant memories fast). With 361 memories per user (table (c))
-# the same threshold gives 79 % / 89 %. Without a shared word it means a USE cosine >= 0.21
-# (>= 0.28 for a memory with search terms, which weighs its cosine less).
-DEFAULT_MIN_SCORE = 0.14
-
-
-_HAN_RE = re.compile(f"[{HAN}]")
-_LATIN_RE = re.compile(r"[A-Za-z]")
-
-
-def han_dominant(text: str) -> bool:
-    """Whether a text is mostly Han (Chinese) rather than Latin (English): at least one Han
-    character per four Latin letters (a word of ~4-5 letters says about what one or two Han
-    characters do). Numbers and punctuation do not count; a text with neither is Latin."""
-    han = len(_HAN_RE.findall(text))
-    return han > 0 and 4 * han >= len(_LATIN_RE.findall(text))
-
-
-def dense_weight_pair(text: str, has_terms: bool) -> tuple[float, float]:
-    """One memory's dense weight for a mostly-Han message and for a mostly-Latin one.
-
-    A memory with search terms (in both languages) weighs DEFAULT_TERMS_DENSE_WEIGHT for
-    either; one without weighs DEFAULT_SAME_SCRIPT_DENSE_WEIGHT for a message in its own
-    script and DEFAULT_DENSE_WEIGHT for one in the other (see those constants)."""
+def weight_kinds(text: str, has_terms: bool) -> tuple[int, int]:
+    """One memory's kind for a mostly-Han message and for a mostly-Latin one: TERMS for a
+    memory with search terms (in both languages), else SAME_SCRIPT or OTHER_SCRIPT."""
     if has_terms:
-        return (DEFAULT_TERMS_DENSE_WEIGHT, DEFAULT_TERMS_DENSE_WEIGHT)
+        return (TERMS, TERMS)
     if han_dominant(text):
-        return (DEFAULT_SAME_SCRIPT_DENSE_WEIGHT, DEFAULT_DENSE_WEIGHT)
-    return (DEFAULT_DENSE_WEIGHT, DEFAULT_SAME_SCRIPT_DENSE_WEIGHT)
+        return (SAME_SCRIPT, OTHER_SCRIPT)
+    return (OTHER_SCRIPT, SAME_SCRIPT)
 
 
-def weights_for_query(pairs: npt.NDArray[np.float64], query: str) -> npt.NDArray[np.float64]:
-    """The dense weight of each memory for this message, from the memories' pairs (n, 2) of
-    :func:`dense_weight_pair`."""
-    column: npt.NDArray[np.float64] = pairs[:, 0 if han_dominant(query) else 1]
+def weights_for_query(
+    kinds: npt.NDArray[np.intp], query: str, profile: EmbedderProfile = LOCAL
+) -> npt.NDArray[np.float64]:
+    """The dense weight of each memory for this message, from the memories' kinds (n, 2) of
+    :func:`weight_kinds` and the embedder's weights."""
+    table = np.array(
+        [profile.terms_dense_weight, profile.same_script_dense_weight, profile.dense_weight],
+        dtype=np.float64,
+    )
+    column: npt.NDArray[np.float64] = table[kinds[:, 0 if han_dominant(query) else 1]]
     return column
 
 
 def dense_scale_for(model_name: str) -> DenseScale:
-    """The measured scale of a known model; other models (e.g. OpenAI's) get USE's, unmeasured."""
-    return DENSE_SCALES.get(model_name, USE_SCALE)
+    """The embedder's calibrated scale; an uncalibrated one keeps its raw cosine (0 → 1)."""
+    return profile_for(model_name).scale
 
 
 @dataclass(frozen=True)
@@ -223,13 +128,11 @@ def hybrid_scores(
     scale: DenseScale = USE_SCALE,
     lexical_gate: float = DEFAULT_LEXICAL_GATE,
     index: BM25 | None = None,
-    bridge: float = cedict.DEFAULT_WEIGHT,
 ) -> Scores:
     """Fused score, cosine and lexical coverage of every candidate (see the module docstring).
 
     ``dense_weight`` is one weight, or one per candidate (a memory with search terms weighs
-    its dense evidence less, see DEFAULT_TERMS_DENSE_WEIGHT); ``bridge`` weighs the bilingual
-    dictionary's evidence (0: none)."""
+    its dense evidence less, see DEFAULT_TERMS_DENSE_WEIGHT)."""
     n = len(doc_texts)
     weight = np.asarray(dense_weight, dtype=np.float64)
     if weight.ndim > 1 or (weight.ndim == 1 and weight.shape[0] != n):
@@ -253,7 +156,7 @@ def hybrid_scores(
     elif len(index) != n:
         raise ValueError("the BM25 index must cover exactly doc_texts")
     dense = (docs.dot(query) if isinstance(docs, Matrix) else docs @ query).astype(np.float64)
-    lexical = cedict.bridged_coverage(index, query_text, bridge)
+    lexical = index.coverage(tokenize(query_text))
     score = fuse(dense, lexical, dense_weight=weight, scale=scale, lexical_gate=lexical_gate)
     return Scores(score=score, dense=dense, lexical=lexical)
 
@@ -373,25 +276,6 @@ def _cut(
     return hits
 
 
-# A message that points back at the previous one: it opens with 那/那麼 ("then, in that case"),
-# "and", "so", "then", "but", "what/how about", or names something it does not say (這個, 那邊,
-# 他們, 它, it, that, they, them, there, else, again...). Written from the tuning users'
-# follow-ups and ordinary Chinese and English anaphora (the held-out users' were read too: see
-# benchmarks/retrieval_candidates.py, "follow-up context").
-_FOLLOW_UP = re.compile(
-    r"^\W*(?:那|and\b|so\b|then\b|but\b|what about\b|how about\b)"
-    r"|這個|这个|那個|那个|那邊|那边|那裡|那里|他們|他们|它"
-    r"|\b(?:it|that|those|these|they|them|there|then|else|again)\b",
-    re.IGNORECASE,
-)
-
-
-def is_follow_up(message: str) -> bool:
-    """Whether a message may lean on the previous one (the only messages whose ranking the
-    previous message is allowed to change, see :func:`follow_up_rank`)."""
-    return bool(_FOLLOW_UP.search(message))
-
-
 def context_can_matter(message: Scores, floor: float, top_k: int) -> bool:
     """Whether :func:`follow_up_rank`'s hits can depend on the context's scores at all.
 
@@ -416,9 +300,8 @@ def follow_up_rank(
     the context's order, with that score; then the rest by the message's score, down to
     ``min_score``. So the previous turn can fill the gap left by "那如果他們要去火車站呢" but
     never outranks a memory the message matched on its own, and a message that changed the
-    topic loses nothing to the old one. Why not a sum or a max of the two scores: both let the
-    previous topic lead (learner set, held-out users: hit@1 0.835 → 0.671-0.785,
-    ``benchmarks/retrieval.py --candidates``).
+    topic loses nothing to the old one (a sum or a max of the two scores let the previous topic
+    lead: decision 0101).
 
     Where :func:`context_can_matter` is False, ``context`` does not change the hits: passing
     ``message`` for it gives the same ones."""

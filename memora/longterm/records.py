@@ -44,7 +44,7 @@ AddAction = Literal["added", "duplicate", "superseded"]
 # is a short statement about the learner, not a pasted text.
 MAX_MEMORY_CHARS = 500
 
-# Search terms the extraction call writes with a memory (issue 12: index-time expansion): a few
+# Search terms the extraction call writes with a memory (index-time expansion): a few
 # short words or phrases, in English and in the learner's language, so a message in the other
 # language shares words with the memory. More or longer ones are cut: they are an index, not text.
 MAX_TERMS = 12
@@ -205,8 +205,7 @@ def clean_terms(terms: Sequence[str], limit: int = MAX_TERMS) -> tuple[str, ...]
 
 def indexed_text(text: str, terms: Sequence[str] = (), situations: Sequence[str] = ()) -> str:
     """What is indexed for a memory, lexically and as a vector: its text, then its search terms
-    and situations in parentheses (``benchmarks/retrieval.py --candidates`` measures it against
-    the text alone and the text with terms only)."""
+    and situations in parentheses."""
     words = [*terms, *situations]
     return f"{text} ({' '.join(words)})" if words else text
 

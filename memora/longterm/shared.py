@@ -12,8 +12,6 @@ token second; a reader fetches the token first and the memories second. A reader
 between the two steps keeps the new memories under the old token and simply loads once more on
 its next read. A writer does not write through its own cache either (another replica may have
 written in between); it drops the user and the next read loads what the server has.
-
-Measured with benchmarks/chroma_server.py (the token check per search against no cache at all).
 """
 
 from __future__ import annotations

@@ -334,3 +334,27 @@ async def m008_outbox_kinds(db: aiosqlite.Connection) -> None:
         ALTER TABLE outbox ADD COLUMN expires REAL
         """,
     )
+
+
+@migration
+async def m009_usage(db: aiosqlite.Connection) -> None:
+    """What each learner spends (memora/usage.py): per UTC day, kind of call and model. Kept
+    apart from the conversation, so `/reset` keeps it; `/forgetme` deletes it."""
+    await script(
+        db,
+        """
+        CREATE TABLE usage (
+            user_id INTEGER NOT NULL,
+            day TEXT NOT NULL,
+            kind TEXT NOT NULL,
+            model TEXT NOT NULL,
+            calls INTEGER NOT NULL DEFAULT 0,
+            input_tokens INTEGER NOT NULL DEFAULT 0,
+            output_tokens INTEGER NOT NULL DEFAULT 0,
+            audio_seconds REAL NOT NULL DEFAULT 0,
+            turns INTEGER NOT NULL DEFAULT 0,
+            PRIMARY KEY (user_id, day, kind, model)
+        );
+        CREATE INDEX usage_by_day ON usage(day)
+        """,
+    )

@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 
 from telegram import Update
-from telegram.error import BadRequest, Forbidden
+from telegram.error import BadRequest, Conflict, Forbidden
 
 from memora.views import Reply
 
@@ -27,6 +27,9 @@ def _stale_tap(error: object) -> bool:
 async def on_error(update: object, context: Context) -> None:
     """Log first (the logging filter keeps secrets out), then tell the user something short."""
     error = context.error
+    if isinstance(error, Conflict) and update is None:  # from getUpdates: a second instance
+        context.bot_data.conflicted(context.application)
+        return
     update_id = update.update_id if isinstance(update, Update) else None
     if _stale_tap(error):
         log.info("update %s: a button tap Telegram no longer takes an answer for", update_id)

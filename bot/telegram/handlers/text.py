@@ -65,7 +65,14 @@ async def on_text(update: Update, context: Context) -> None:
         return state.answer(update, answer, edit=preview)
 
     if state.telegram.stream_replies:
-        await answer_streamed(message, turn, typing(message), deliver, group=chat.is_group)
+        await answer_streamed(
+            message,
+            turn,
+            typing(message),
+            deliver,
+            group=chat.is_group,
+            drafts=state.telegram.stream_drafts,
+        )
         return
     async with typing(message):
         reply = await turn()

@@ -1,0 +1,72 @@
+"""Writing an extraction's accepted memories and backfilled terms to the user's store."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+
+from memora.longterm.extraction.schema import ExtractionOutcome
+from memora.longterm.records import (
+    MAX_SITUATIONS,
+    AddResult,
+    Memory,
+    NewMemory,
+    clean_terms,
+)
+from memora.longterm.store import MemoryStore
+
+
+async def apply(
+    store: MemoryStore,
+    user_id: int,
+    outcome: ExtractionOutcome,
+    existing: Sequence[Memory],
+    *,
+    chat_id: int | None,
+    message_id: int | None,
+    now: datetime | None = None,
+) -> list[AddResult]:
+    """Store the accepted memories in one batch; `existing` is the list shown to the model.
+
+    A valid `replaces` (1-based, in range, not used twice) supersedes that memory; otherwise,
+    or if that memory is gone meanwhile, the item is added and the store drops duplicates.
+    """
+    items: list[NewMemory] = []
+    used: set[int] = set()
+    shown = len(existing) if outcome.listed is None else min(outcome.listed, len(existing))
+    for memory in outcome.memories:
+        target: str | None = None
+        n = memory.replaces
+        if n is not None and 1 <= n <= shown and n not in used:
+            used.add(n)
+            target = existing[n - 1].id
+        items.append(
+            NewMemory(
+                text=memory.text,
+                source="extracted",
+                category=memory.category,
+                chat_id=chat_id,
+                message_id=message_id,
+                replaces=target,
+                terms=clean_terms(memory.terms),
+                situations=clean_terms(memory.situations, MAX_SITUATIONS),
+            )
+        )
+    if not items:
+        return []
+    return await store.add_many(user_id, items, now=now)
+
+
+async def apply_terms(
+    store: MemoryStore, user_id: int, outcome: ExtractionOutcome, needs_terms: Sequence[Memory]
+) -> tuple[list[Memory], int]:
+    """Store the backfilled terms; `needs_terms` is the list shown to the call (the same user's
+    memories, so a number can only ever reach one of them). Returns the memories that got
+    terms and the embedding tokens (see :meth:`MemoryStore.add_terms` for what is skipped)."""
+    updates = {
+        needs_terms[n - 1].id: (needs_terms[n - 1].text, words)
+        for n, words in outcome.terms_for.items()
+    }
+    if not updates:
+        return [], 0
+    return await store.add_terms(user_id, updates)

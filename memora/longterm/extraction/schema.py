@@ -1,0 +1,148 @@
+"""What the extraction call answers (its structured-output models) and what one call
+produced (:class:`ExtractionOutcome`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from memora.learner.model import (
+    ExtractedMistake,
+    ExtractedWord,
+    ProfileUpdate,
+)
+from memora.llm import (
+    Usage,
+)
+from memora.longterm.records import (
+    MAX_MEMORY_CHARS,
+    SearchWords,
+)
+
+Category = Literal["level", "goal", "preference", "difficulty", "constraint", "personal", "other"]
+
+MAX_REPLY_CHARS = 1500  # the assistant's reply is only context: keep the call cheap
+MAX_MESSAGE_CHARS = 6000  # a pasted essay: its first part carries any fact about the learner
+
+
+class Rejection(StrEnum):
+    """Why an extracted item was not stored (shown in /extraction; only secrets are masked)."""
+
+    SECRET = "looks like a secret"
+    TOO_LONG = f"longer than {MAX_MEMORY_CHARS} characters"
+    REPEATED = "repeated in the same answer"
+    IN_PROFILE = "kept in the learner profile instead"
+    FORGET_REQUEST = "the message asks to forget, so nothing from it is kept"
+
+
+# One step past a memory's own words: the requests where the fact should shape the answer
+# though they never name it ("plan my Saturday" and a toddler). Stored beside the memory's
+# search terms and indexed with them (lexically and embedded with its text).
+SITUATIONS_DESCRIPTION = (
+    "2-4 everyday requests or topics, each in English AND in the learner's language, where "
+    "this fact should shape the tutor's answer although the request never names it, one step "
+    "away from the fact: peanut allergy -> ordering food, 點餐, restaurant, 餐廳. 1-4 words "
+    "each; not the fact's own key words (terms hold them)."
+)
+
+
+class ExtractedMemory(BaseModel):
+    """One fact worth keeping, as the model states it."""
+
+    text: str = Field(
+        description="One short, self-contained statement about the user, in the user's language."
+    )
+    category: Category = Field(description="What kind of fact this is.")
+    replaces: int | None = Field(
+        default=None,
+        description=(
+            "The number of the existing memory (as listed) that this fact updates or "
+            "contradicts; null if it updates none."
+        ),
+    )
+    terms: list[str] = Field(
+        default_factory=list,
+        description=(
+            "3-8 short search terms for this fact, in English AND in the learner's language "
+            "(both when they differ), e.g. family, mother, 家人, 媽媽: the words a later "
+            "message about it might use."
+        ),
+    )
+    situations: list[str] = Field(
+        default_factory=list,
+        description=SITUATIONS_DESCRIPTION,
+    )
+
+
+class MemoryTerms(BaseModel):
+    """Search terms for a stored memory that has none yet (see `build_extraction_input`)."""
+
+    id: int = Field(description="The memory's number as listed in <needs_terms>.")
+    terms: list[str] = Field(
+        default_factory=list,
+        description="3-8 short search terms for it, in English AND in the learner's language.",
+    )
+    situations: list[str] = Field(
+        default_factory=list,
+        description="2-4 everyday situations for it, as for a new memory.",
+    )
+
+
+class ExtractionResult(BaseModel):
+    """Everything worth keeping from one user message; an empty list when nothing is."""
+
+    memories: list[ExtractedMemory] = Field(default_factory=list)
+    forget: list[int] = Field(
+        default_factory=list,
+        description=(
+            "The numbers of the existing memories (as listed) that the learner asks in this "
+            "message to forget or delete; empty unless they ask."
+        ),
+    )
+    terms_for: list[MemoryTerms] = Field(
+        default_factory=list,
+        description="Search terms for the memories listed in <needs_terms>; empty if none.",
+    )
+
+
+class LearnerExtractionResult(ExtractionResult):
+    """The same call, wider (issue 9): also the learner's profile fields, mistakes and words."""
+
+    profile: list[ProfileUpdate] = Field(default_factory=list)
+    mistakes: list[ExtractedMistake] = Field(default_factory=list)
+    vocabulary: list[ExtractedWord] = Field(default_factory=list)
+
+
+Form = Literal["full", "compact"]
+
+
+@dataclass(frozen=True)
+class ExtractionOutcome:
+    """What one extraction call produced.
+
+    `raw` is the model's text with any rejected secret replaced by "[redacted]" (and nothing
+    else: it is safe to log as it is); `memories` the accepted items; `rejected` (text, reason)
+    pairs; `error` is set, and `memories` empty, when the call or its structured answer failed.
+    """
+
+    raw: str = ""
+    memories: list[ExtractedMemory] = field(default_factory=list)
+    rejected: list[tuple[str, Rejection]] = field(default_factory=list)
+    usage: Usage = field(default_factory=Usage)
+    error: str | None = None
+    learner: LearnerExtractionResult | None = None  # the learner part, when it was asked for
+    # Backfill: screened terms per number listed in <needs_terms>, and numbers answered that
+    # were not listed (ignored: terms only ever go to a memory the call was shown).
+    terms_for: dict[int, SearchWords] = field(default_factory=dict)
+    unlisted: list[int] = field(default_factory=list)
+    form: Form = "full"  # the form of the call that produced this outcome (see `extract`)
+    listed: int | None = None  # how many existing memories it showed (`replaces` numbers)
+    terms_listed: int = 0  # how many term-less memories it showed (the first of `needs_terms`)
+    code: str | None = None  # the error code the server named, if the call failed
+    # The learner asked to forget: the listed numbers they meant (valid, in range), and whether
+    # they asked at all (numbers out of range still say so: nothing from the message is kept).
+    forget: list[int] = field(default_factory=list)
+    asks_to_forget: bool = False

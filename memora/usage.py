@@ -1,0 +1,259 @@
+"""What each learner spends, the operator's limits on it, and its estimated cost.
+
+Every model call a learner's turn causes (the reply, the summary folds, the after-reply
+extraction, a voice note's transcription, embeddings from a provider) is counted per learner,
+per UTC day, per kind and per model in the `usage` table, in the same store as everything else:
+it survives restarts, and replicas on one PostgreSQL add to one count. `/reset` does not clear
+it (it is not the conversation); `/forgetme` does, with the rest of the learner's data.
+
+`[limits]` caps a learner's tokens (input + output of every call) and voice seconds per day and
+per month (UTC); 0 is no cap, admins are exempt. The check runs before the reply's model call:
+a learner over a cap gets one message saying when it resets, and nothing is stored or sent.
+`[pricing]` gives prices per model (per 1M input and output tokens, per audio minute); the cost
+is an estimate from those prices, which the operator keeps true (none is built in).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from memora.clock import as_utc
+from memora.config import LimitsConfig, PricingConfig
+from memora.storage import Database
+
+__all__ = [
+    "Call",
+    "LearnerUsage",
+    "Spent",
+    "UsageLedger",
+    "cost",
+    "month_start",
+    "over_limit",
+]
+
+KINDS = ("reply", "summary", "extraction", "transcription", "embedding")
+
+
+@dataclass(frozen=True)
+class Call:
+    """One model call's usage, as counted for a learner."""
+
+    kind: str  # one of KINDS
+    model: str
+    input_tokens: int = 0
+    output_tokens: int = 0
+    audio_seconds: float = 0.0
+
+    @property
+    def empty(self) -> bool:
+        return not (self.input_tokens or self.output_tokens or self.audio_seconds)
+
+
+@dataclass(frozen=True)
+class Spent:
+    """A learner's usage over a period: tokens (input + output, every kind) and voice seconds."""
+
+    tokens: int = 0
+    voice_seconds: float = 0.0
+
+
+def month_start(now: datetime) -> datetime:
+    day = as_utc(now).replace(hour=0, minute=0, second=0, microsecond=0)
+    return day.replace(day=1)
+
+
+def _next_month(now: datetime) -> datetime:
+    start = month_start(now)
+    return (start + timedelta(days=32)).replace(day=1)
+
+
+def over_limit(limits: LimitsConfig, today: Spent, month: Spent, now: datetime) -> str | None:
+    """Why the learner may not send another message now, and when that ends; None if they may."""
+    now = as_utc(now)
+    tomorrow = (now + timedelta(days=1)).replace(hour=0, minute=0, second=0, microsecond=0)
+    checks = (
+        (limits.daily_tokens, today.tokens, "today's", tomorrow),
+        (limits.daily_voice_seconds, today.voice_seconds, "today's voice", tomorrow),
+        (limits.monthly_tokens, month.tokens, "this month's", _next_month(now)),
+        (limits.monthly_voice_seconds, month.voice_seconds, "this month's voice", _next_month(now)),
+    )
+    for cap, spent, what, resets in checks:
+        if cap and spent >= cap:
+            return (
+                f"You have used {what} allowance on this bot, so I can't answer until it resets "
+                f"on {resets:%Y-%m-%d} at {resets:%H:%M} UTC. Nothing was saved."
+            )
+    return None
+
+
+@dataclass(frozen=True)
+class LearnerUsage:
+    """One learner's usage over a report's days: what `/usage` and `memora usage` list."""
+
+    user_id: int
+    name: str
+    turns: int
+    tokens: dict[str, int]  # by kind: input + output
+    voice_seconds: float
+    calls: Sequence[Call]  # summed per (kind, model): what the cost is computed from
+
+    @property
+    def total_tokens(self) -> int:
+        return sum(self.tokens.values())
+
+
+def cost(pricing: PricingConfig, calls: Sequence[Call]) -> float | None:
+    """The estimated cost of these calls at the configured prices; None when a model they used
+    has no price (the report says which)."""
+    total = 0.0
+    for call in calls:
+        price = pricing.models.get(call.model)
+        if price is None:
+            if call.empty:
+                continue
+            return None
+        total += call.input_tokens / 1e6 * price.input + call.output_tokens / 1e6 * price.output
+        total += call.audio_seconds / 60 * price.audio_minute
+    return total
+
+
+def unpriced(pricing: PricingConfig, calls: Sequence[Call]) -> list[str]:
+    """The models these calls used that `[pricing]` has no price for."""
+    return sorted({c.model for c in calls if c.model not in pricing.models and not c.empty})
+
+
+class UsageLedger:
+    """The `usage` table: what each learner's calls cost, added up per UTC day."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    async def record(
+        self, user_id: int, calls: Sequence[Call], now: datetime, *, turns: int = 0
+    ) -> None:
+        """Add these calls (and `turns` answered turns) to the learner's day, in one commit."""
+        counted = [c for c in calls if not c.empty]
+        if not counted and not turns:
+            return
+        day = as_utc(now).date().isoformat()
+        if not counted:  # a turn whose model reported no usage still counts as a turn
+            counted = [Call("reply", "")]
+        async with self.db.transaction() as db:
+            for n, c in enumerate(counted):
+                await db.execute(
+                    "INSERT INTO usage(user_id, day, kind, model, calls, input_tokens, "
+                    "output_tokens, audio_seconds, turns) VALUES (?,?,?,?,1,?,?,?,?) "
+                    "ON CONFLICT(user_id, day, kind, model) DO UPDATE SET "
+                    "calls = usage.calls + 1, "
+                    "input_tokens = usage.input_tokens + excluded.input_tokens, "
+                    "output_tokens = usage.output_tokens + excluded.output_tokens, "
+                    "audio_seconds = usage.audio_seconds + excluded.audio_seconds, "
+                    "turns = usage.turns + excluded.turns",
+                    (
+                        user_id,
+                        day,
+                        c.kind,
+                        c.model,
+                        c.input_tokens,
+                        c.output_tokens,
+                        c.audio_seconds,
+                        turns if n == 0 else 0,
+                    ),
+                )
+
+    async def spent(self, user_id: int, since: datetime) -> Spent:
+        """The learner's tokens and voice seconds from `since`'s UTC day on."""
+        rows = await self.db.rows(
+            "SELECT COALESCE(SUM(input_tokens + output_tokens), 0), "
+            "COALESCE(SUM(audio_seconds), 0) FROM usage WHERE user_id=? AND day >= ?",
+            (user_id, as_utc(since).date().isoformat()),
+        )
+        tokens, seconds = rows[0] if rows else (0, 0.0)
+        return Spent(int(tokens), float(seconds))
+
+    async def over_limit(self, limits: LimitsConfig, user_id: int, now: datetime) -> str | None:
+        """Why the learner may not send another message now (see :func:`over_limit`)."""
+        if not any(
+            (
+                limits.daily_tokens,
+                limits.monthly_tokens,
+                limits.daily_voice_seconds,
+                limits.monthly_voice_seconds,
+            )
+        ):
+            return None
+        today = await self.spent(user_id, now)
+        month = await self.spent(user_id, month_start(now))
+        return over_limit(limits, today, month, now)
+
+    async def report(self, since: datetime) -> list[LearnerUsage]:
+        """Every learner's usage from `since`'s UTC day on, most tokens first."""
+        rows = await self.db.rows(
+            "SELECT user_id, kind, model, SUM(calls), SUM(input_tokens), SUM(output_tokens), "
+            "SUM(audio_seconds), SUM(turns) FROM usage WHERE day >= ? "
+            "GROUP BY user_id, kind, model",
+            (as_utc(since).date().isoformat(),),
+        )
+        by_user: dict[int, list[Any]] = {}
+        for row in rows:
+            by_user.setdefault(int(row[0]), []).append(row)
+        names = await self._names(list(by_user))
+        out = []
+        for user_id, found in by_user.items():
+            tokens: dict[str, int] = {}
+            calls = []
+            for _, kind, model, _n, inp, outp, seconds, _t in found:
+                if int(inp) + int(outp):
+                    tokens[kind] = tokens.get(kind, 0) + int(inp) + int(outp)
+                calls.append(Call(str(kind), str(model), int(inp), int(outp), float(seconds)))
+            out.append(
+                LearnerUsage(
+                    user_id=user_id,
+                    name=names.get(user_id, ""),
+                    turns=sum(int(r[7]) for r in found),
+                    tokens=tokens,
+                    voice_seconds=sum(c.audio_seconds for c in calls),
+                    calls=calls,
+                )
+            )
+        return sorted(out, key=lambda u: -u.total_tokens)
+
+    async def _names(self, user_ids: list[int]) -> dict[int, str]:
+        if not user_ids:
+            return {}
+        marks = ",".join("?" * len(user_ids))
+        rows = await self.db.rows(
+            f"SELECT user_id, MAX(user_name) FROM messages WHERE user_id IN ({marks}) "
+            "GROUP BY user_id",
+            user_ids,
+        )
+        return {int(r[0]): str(r[1] or "") for r in rows}
+
+    async def delete_user(self, user_id: int) -> int:
+        """Forget the learner's usage (their /forgetme); how many rows went."""
+        rows = await self.db.rows("SELECT COUNT(*) FROM usage WHERE user_id=?", (user_id,))
+        async with self.db.transaction() as db:
+            await db.execute("DELETE FROM usage WHERE user_id=?", (user_id,))
+        return int(rows[0][0]) if rows else 0
+
+    async def export(self, user_id: int) -> list[dict[str, Any]]:
+        """The learner's usage rows, for /export."""
+        rows = await self.db.rows(
+            "SELECT day, kind, model, calls, input_tokens, output_tokens, audio_seconds, turns "
+            "FROM usage WHERE user_id=? ORDER BY day, kind, model",
+            (user_id,),
+        )
+        keys = (
+            "day",
+            "kind",
+            "model",
+            "calls",
+            "input_tokens",
+            "output_tokens",
+            "audio_seconds",
+            "turns",
+        )
+        return [dict(zip(keys, row, strict=True)) for row in rows]

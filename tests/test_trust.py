@@ -1,0 +1,243 @@
+"""What the learner told us is never lost from view, and "forget that…" in words forgets
+(issue 28): /memories and /search list profile facts too; a level or goal memory is dropped for
+the profile only when the profile really took the value; a request to forget in words deletes
+the memory the model names, tells the learner, and is never itself stored.
+
+Real SQLite (and PostgreSQL), real Chroma and the real local embedder; the model is a scripted
+fake at the LLM seam."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memora.commands import CommandContext, run_command
+from memora.engine import ChatRef, Engine, UserRef
+from memora.llm import ChatMessage
+from memora.longterm import MemoryStore
+from tests.fake_openai import Answer, FakeOpenAI, FakeRequest, default_responder, minimal_instance
+from tests.fake_telegram import FakeTelegram
+from tests.fakes import FakeLLM
+from tests.test_e2e_telegram import WAIT, BotProcess, ask
+
+ALICE = UserRef(1, "Alice")
+CHAT = ChatRef(1)
+GROUP = ChatRef(-100, "group", "Study group")
+LEVEL_MESSAGE = "My English level is B1 and I want to practise travel English."
+
+
+def learner_answer(
+    memories: list[tuple[str, str]],
+    profile: list[tuple[str, str]] = (),  # type: ignore[assignment]
+    forget: list[int] = (),  # type: ignore[assignment]
+) -> dict[str, Any]:
+    """The extraction call's wide answer as a model writes it."""
+    return {
+        "memories": [{"text": t, "category": c, "replaces": None} for t, c in memories],
+        "profile": [{"field": f, "value": v} for f, v in profile],
+        "mistakes": [],
+        "vocabulary": [],
+        "forget": list(forget),
+    }
+
+
+def ctx(arg: str = "", chat: ChatRef = CHAT) -> CommandContext:
+    return CommandContext(chat, ALICE, arg)
+
+
+async def turn(engine: Engine, text: str, chat: ChatRef = CHAT) -> None:
+    reply = await engine.handle_turn(chat, ALICE, text)
+    assert reply.ok
+    await engine.drain()
+
+
+# -- /memories shows what the learner said about themselves, profile included ------------------
+async def test_memories_lists_profile_facts_with_how_to_change_them(
+    mem_engine: Engine, llm: FakeLLM
+) -> None:
+    llm.parsed.append(
+        learner_answer(
+            [("The user's English level is B1.", "level"), ("Wants travel English.", "goal")],
+            profile=[("level", "B1"), ("goal", "travel English")],
+        )
+    )
+    await turn(mem_engine, LEVEL_MESSAGE)
+    shown = (await run_command(mem_engine, "memories", ctx())).text
+    assert "I don't remember anything" not in shown
+    assert "• level: B1" in shown and "• goal: travel English" in shown
+    assert "/profile set <field> <value>" in shown and "/profile clear <field>" in shown
+    found = (await run_command(mem_engine, "search", ctx("travel"))).text
+    assert "• level: B1" in found
+
+
+async def test_memories_says_nothing_is_kept_only_when_nothing_is(mem_engine: Engine) -> None:
+    shown = (await run_command(mem_engine, "memories", ctx())).text
+    assert shown.startswith("I don't remember anything about you yet")
+
+
+async def test_in_a_group_memories_show_only_the_teaching_fields(
+    mem_engine: Engine, llm: FakeLLM
+) -> None:
+    llm.parsed.append(learner_answer([], profile=[("level", "B2"), ("goal", "a secret promotion")]))
+    await turn(mem_engine, "I'm B2 and I want a promotion.")  # in the private chat
+    shown = (await run_command(mem_engine, "memories", ctx(chat=GROUP))).text
+    assert "• level: B2" in shown and "promotion" not in shown
+
+
+# -- a fact is never lost between memory and profile -------------------------------------------
+async def test_a_refused_profile_value_keeps_the_fact_as_a_memory(
+    mem_engine: Engine, llm: FakeLLM, store: MemoryStore
+) -> None:
+    llm.parsed.append(
+        learner_answer(
+            [("The user's English level is B1.", "level")],
+            profile=[("level", "My English level is B1")],  # not a CEFR level: refused
+        )
+    )
+    await turn(mem_engine, LEVEL_MESSAGE)
+    assert [m.text for m in await store.memories(ALICE.id)] == ["The user's English level is B1."]
+    profile = await mem_engine.learner.profile(ALICE.id, mem_engine.clock())
+    assert profile.get("level") is None
+    log = await mem_engine.extraction_log(ALICE.id)
+    assert log is not None and "not a CEFR level" in log.detail
+
+
+async def test_a_memory_the_profile_took_is_not_stored_twice(
+    mem_engine: Engine, llm: FakeLLM, store: MemoryStore
+) -> None:
+    llm.parsed.append(
+        learner_answer(
+            [("The user's English level is B1.", "level"), ("Is a nurse.", "personal")],
+            profile=[("level", "b1")],
+        )
+    )
+    await turn(mem_engine, "I'm a nurse, level B1.")
+    assert [m.text for m in await store.memories(ALICE.id)] == ["Is a nurse."]
+    log = await mem_engine.extraction_log(ALICE.id)
+    assert log is not None and "kept in the learner profile instead" in log.detail
+
+
+def listen(engine: Engine, *, with_chat: bool = False) -> list[Any]:
+    """The notices the engine sends after replies, as the adapter would get them (with the
+    chat's id when `with_chat`)."""
+    notices: list[Any] = []
+
+    async def notify(chat: ChatRef, user: UserRef, text: str) -> None:
+        notices.append((chat.id, text) if with_chat else text)
+
+    engine.notify = notify
+    return notices
+
+
+# -- "forget that…" in words --------------------------------------------------------------------
+async def remembered(engine: Engine, llm: FakeLLM, *facts: str) -> None:
+    llm.parsed.append(learner_answer([(f, "personal") for f in facts]))
+    await turn(engine, "Let me tell you about me: " + " ".join(facts))
+
+
+def listed(messages: list[Any]) -> list[str]:
+    """The existing memories an extraction call lists, in their numbered order."""
+    content = messages[-1].content
+    block = content.split("<existing_memories>\n", 1)[1].split("\n</existing_memories>", 1)[0]
+    return [line.split("] ", 1)[1] for line in block.splitlines()]
+
+
+async def test_forget_in_words_deletes_the_named_memory_and_says_so(
+    mem_engine: Engine, llm: FakeLLM, store: MemoryStore
+) -> None:
+    notices = listen(mem_engine, with_chat=True)
+    await remembered(mem_engine, llm, "Lives in Taipei.", "Works as a nurse.")
+
+    original = llm.parse
+
+    async def parse(instructions: str, messages: list[Any], schema: Any) -> Any:
+        """A model that names the memory about Taipei by its number in the list it was shown."""
+        number = 1 + next(i for i, text in enumerate(listed(messages)) if "Taipei" in text)
+        llm.parsed.append(
+            learner_answer([("Wants me to forget where they live.", "other")], forget=[number])
+        )
+        return await original(instructions, messages, schema)
+
+    llm.parse = parse  # type: ignore[method-assign]
+    await turn(mem_engine, "忘掉我住在台北這件事")
+    assert [m.text for m in await store.memories(ALICE.id)] == ["Works as a nurse."]
+    assert notices == [
+        (CHAT.id, "🗑 Forgotten, as you asked (deleted for good):\n• Lives in Taipei.")
+    ]
+    shown = (await run_command(mem_engine, "memories", ctx())).text
+    assert "Taipei" not in shown and "forget" not in shown
+    log = await mem_engine.extraction_log(ALICE.id)
+    assert log is not None and "forgotten, as the learner asked: Lives in Taipei." in log.detail
+
+
+async def test_a_wrong_number_deletes_nothing_and_says_so(
+    mem_engine: Engine, llm: FakeLLM, store: MemoryStore
+) -> None:
+    notices = listen(mem_engine)
+    await remembered(mem_engine, llm, "Lives in Taipei.")
+    llm.parsed.append(learner_answer([("Asked to forget their city.", "other")], forget=[7]))
+    await turn(mem_engine, "Please forget that I live in Taipei.")
+    assert [m.text for m in await store.memories(ALICE.id)] == ["Lives in Taipei."]
+    assert len(notices) == 1 and "couldn't tell which memory" in notices[0]
+    assert "/forget" in notices[0]
+
+
+async def test_a_model_that_names_none_deletes_nothing(
+    mem_engine: Engine, llm: FakeLLM, store: MemoryStore
+) -> None:
+    notices = listen(mem_engine)
+    await remembered(mem_engine, llm, "Lives in Taipei.")
+    llm.parsed.append(learner_answer([]))
+    await turn(mem_engine, "别记得我住在台北")
+    assert [m.text for m in await store.memories(ALICE.id)] == ["Lives in Taipei."]
+    assert notices == []
+
+
+async def test_in_a_group_the_notice_does_not_repeat_the_memory(
+    mem_engine: Engine, llm: FakeLLM, store: MemoryStore
+) -> None:
+    notices = listen(mem_engine)
+    await remembered(mem_engine, llm, "Has a private medical condition.")
+    llm.parsed.append(learner_answer([], forget=[1]))
+    await turn(mem_engine, "@bot forget my medical condition", chat=GROUP)
+    assert await store.memories(ALICE.id) == []
+    assert notices == ["🗑 Forgotten, as you asked: 1 memory."]
+
+
+# -- the same in the real bot: the notice comes through the outbox -------------------------------
+def forgetting_model(req: FakeRequest) -> Answer:
+    """Keeps "Lives in Taipei." from the message that says so; for a message that asks to
+    forget it, names that memory by its number in the list the call shows."""
+    if req.kind != "structured":
+        return default_responder(req)
+    answer = minimal_instance(req.schema) if req.schema else {}
+    said = req.last_user_message.split("<user_message>", 1)[-1]
+    if "I live in Taipei" in said:
+        answer["memories"] = [{"text": "Lives in Taipei.", "category": "personal"}]
+    elif "忘掉" in said:
+        shown = listed([ChatMessage("user", req.last_user_message)])
+        answer["forget"] = [1 + shown.index("Lives in Taipei.")]
+    return answer
+
+
+@pytest.mark.slow
+def test_the_bot_forgets_in_words_and_says_so_in_the_chat(tmp_path: Path) -> None:
+    with FakeTelegram() as tg, FakeOpenAI() as llm:
+        llm.responder = forgetting_model
+        bot = BotProcess(tg, llm, tmp_path / "data", tmp_path / "bot.log")
+        bot.start()
+        try:
+            assert ask(tg, "I live in Taipei.") == "Echo: I live in Taipei."
+            assert "Lives in Taipei." in ask(tg, "/memories")
+            update = tg.user_sends("忘掉我住在台北這件事")
+            reply, notice = tg.wait_messages(count=2, after=update, timeout=WAIT)
+            assert reply["text"] == "Echo: 忘掉我住在台北這件事"
+            assert (
+                notice["text"]
+                == "🗑 Forgotten, as you asked (deleted for good):\n• Lives in Taipei."
+            )
+            assert ask(tg, "/memories").startswith("I don't remember anything about you yet")
+        finally:
+            assert bot.stop() == 0, bot.output()
