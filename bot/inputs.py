@@ -1,5 +1,5 @@
 """Input at the adapter boundary: what a learner typed, made safe to store and echo, and a
-command line split into its parts (`parse_command`).
+command line split into its parts (`split_command`).
 
 Both adapters (Telegram, terminal) pass every incoming text through `clean` before the core sees
 it, so the core never meets:
@@ -36,7 +36,7 @@ def clean(text: str) -> str:
     return "" if not _INVISIBLE.sub("", text) else text
 
 
-def parse_command(text: str) -> tuple[str, str, str]:
+def split_command(text: str) -> tuple[str, str, str]:
     """'/remember@bot I like tea' → ('remember', 'bot', 'I like tea'); the name in lower case,
     the target (the bot a group command names) "" when there is none."""
     head, _, arg = text.strip().partition(" ")

@@ -14,8 +14,9 @@ implementation; its modules may move.
 
 from memora.app import open_engine
 from memora.config import Settings, load_settings
-from memora.engine import ChatRef, Engine, UserRef
+from memora.engine import Engine
 from memora.errors import MemoraError
+from memora.types import ChatRef, UserRef
 from memora.views import Reply
 
 __version__ = "0.1.0"

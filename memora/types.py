@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-__all__ = ["ChatMessage", "Role"]
+__all__ = ["ChatMessage", "ChatRef", "Role", "UserRef"]
 
 Role = Literal["system", "developer", "user", "assistant"]
 
@@ -20,3 +20,24 @@ class ChatMessage:
 
     def as_dict(self) -> dict[str, str]:
         return {"role": self.role, "content": self.content}
+
+
+@dataclass(frozen=True)
+class ChatRef:
+    """Where a message came from: platform-neutral."""
+
+    id: int
+    kind: str = "private"  # "private" | "group"
+    title: str = ""
+
+    @property
+    def is_group(self) -> bool:
+        return self.kind != "private"
+
+
+@dataclass(frozen=True)
+class UserRef:
+    """Who sent it."""
+
+    id: int
+    name: str = ""

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from telegram import Bot, Update
 
-from bot.telegram.durable import DurableQueue
+from bot.telegram.inbox import DurableQueue
 from memora.storage import Database
 from memora.storage.durable import Inbox, Replicas
 

@@ -30,13 +30,16 @@ from telegram.request import BaseRequest
 from memora.app import open_engine
 from memora.commands import COMMANDS
 from memora.config import ConfigError, Settings, require_llm, require_telegram
-from memora.engine import ChatRef, Engine, UserRef
+from memora.engine import Engine
 from memora.storage.durable import MESSAGE, Inbox, Kept, Outbox, Replicas
+from memora.types import ChatRef, UserRef
 
+from .bodies import message_body
 from .context import CONTEXT_TYPES, BotState
-from .durable import Deliverer, DurableQueue, handled, message_body
 from .handlers import install
+from .inbox import DurableQueue, handled
 from .limits import ReplyFirstRateLimiter
+from .outbox import Deliverer
 from .processor import PerChatUpdateProcessor
 from .reminders import ReminderJobs
 
@@ -218,7 +221,7 @@ def _fast_event_loop() -> None:
     """uvloop's event loop where it is installed (Linux, macOS): the same asyncio API, its
     sockets and callbacks cost the turn less CPU (benchmarks/turn_cpu.py)."""
     try:
-        import uvloop  # optional: absent on Windows; the default loop works the same
+        import uvloop  # imported lazily: optional (absent on Windows; the default loop works too)
     except ImportError:
         return
     asyncio.set_event_loop_policy(uvloop.EventLoopPolicy())

@@ -16,8 +16,9 @@ from memora.config import Settings, TelegramConfig
 from memora.engine import Engine
 from memora.views import Reply
 
-from .durable import Answer, Deliverer
+from .bodies import Answer
 from .messages import is_group
+from .outbox import Deliverer
 from .reminders import ReminderJobs
 
 log = logging.getLogger(__name__)

@@ -16,8 +16,8 @@ from telegram.error import BadRequest, Forbidden
 from memora.storage.durable import MESSAGE, Kept
 from memora.views import Reply
 
+from .bodies import Answer, Buttons, markup_of, message_body
 from .context import Context
-from .durable import Answer, Buttons, markup_of, message_body
 from .render import split_text
 
 log = logging.getLogger(__name__)

@@ -14,9 +14,9 @@ from telegram.constants import ChatAction, ChatType
 from telegram.error import TelegramError
 
 from memora.commands import COMMANDS
-from memora.engine import ChatRef, UserRef
+from memora.types import ChatRef, UserRef
 
-from ..inputs import clean, parse_command
+from ..inputs import clean, split_command
 
 log = logging.getLogger(__name__)
 
@@ -77,7 +77,7 @@ def answers(message: Message, username: str, bot_id: int) -> bool:
     if message.chat.type == ChatType.PRIVATE:
         return True
     if message.text and message.text.startswith("/"):
-        name, target, _ = parse_command(message.text)
+        name, target, _ = split_command(message.text)
         return target.lower() == username.lower() or (not target and name in COMMANDS)
     return addressed_text(message, username, bot_id) is not None
 

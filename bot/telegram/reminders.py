@@ -24,7 +24,7 @@ from telegram.ext import Application, ContextTypes, Job, JobQueue
 from memora.reminders import Reminder, Reminders
 from memora.storage.durable import REMINDER, Outgoing
 
-from .durable import Deliverer
+from .outbox import Deliverer
 
 log = logging.getLogger(__name__)
 

@@ -6,11 +6,11 @@ from __future__ import annotations
 from telegram import Message, Update
 
 from memora.commands import press_button
-from memora.engine import UserRef
 from memora.storage.durable import EDIT, Kept
+from memora.types import UserRef
 
+from ..bodies import message_body
 from ..context import Context
-from ..durable import message_body
 from ..learner import buttons_of, message_rows
 
 

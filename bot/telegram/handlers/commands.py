@@ -7,9 +7,9 @@ from telegram import Update
 
 from memora.commands import COMMANDS, CommandContext, run_command
 
-from ...inputs import parse_command
+from ...inputs import split_command
+from ..bodies import Answer
 from ..context import Context
-from ..durable import Answer
 from ..learner import needs_learner_rendering, send_learner_reply
 from ..messages import incoming_text, maybe_typing
 
@@ -21,7 +21,7 @@ async def on_command(update: Update, context: Context) -> None:
         return
     message, text, chat, user = incoming
     state = context.bot_data
-    name, _, arg = parse_command(text)
+    name, _, arg = split_command(text)
     ctx = CommandContext(
         chat,
         user,
@@ -45,7 +45,7 @@ async def on_unknown_command(update: Update, context: Context) -> None:
     if incoming is None:
         return
     message, text, chat, _ = incoming
-    name, target, _ = parse_command(text)
+    name, target, _ = split_command(text)
     if chat.is_group and target.lower() != context.bot.username.lower():
         return  # "/foo" or "/foo@otherbot" in a group may be meant for another bot
     text = f"I don't know /{name}. Try /help for the list of commands."

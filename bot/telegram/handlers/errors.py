@@ -10,8 +10,8 @@ from telegram.error import BadRequest, Conflict, Forbidden
 
 from memora.views import Reply
 
+from ..bodies import Answer
 from ..context import Context
-from ..durable import Answer
 
 log = logging.getLogger(__name__)
 

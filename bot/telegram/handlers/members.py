@@ -7,8 +7,8 @@ from telegram.constants import ChatMemberStatus
 
 from memora.storage.durable import MESSAGE, Kept
 
+from ..bodies import message_body
 from ..context import Context
-from ..durable import message_body
 from ..messages import is_group
 
 JOINED = (

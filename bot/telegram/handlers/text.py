@@ -13,8 +13,8 @@ from memora.llm import OnDelta
 from memora.views import Reply
 
 from ...inputs import clean
+from ..bodies import Answer
 from ..context import Context
-from ..durable import Answer
 from ..messages import addressed_text, incoming_text, refs, typing
 from ..streaming import answer_streamed
 
