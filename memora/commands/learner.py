@@ -24,7 +24,6 @@ from memora.views import ButtonAnswer, Reply
     fresh=True,
 )
 async def _profile(engine: Engine, ctx: CommandContext) -> Reply:
-
     who = ctx.user.name if ctx.chat.is_group else ""
     return await profile_command(engine.learner, ctx.user.id, ctx.arg, engine.clock(), who)
 
@@ -37,7 +36,6 @@ async def _profile(engine: Engine, ctx: CommandContext) -> Reply:
     fresh=True,
 )
 async def _review(engine: Engine, ctx: CommandContext) -> Reply:
-
     return await review_command(
         engine.learner, ctx.user.id, ctx.arg, engine.clock(), group=ctx.chat.is_group
     )
@@ -50,7 +48,6 @@ async def _review(engine: Engine, ctx: CommandContext) -> Reply:
     fresh=True,
 )
 async def _progress(engine: Engine, ctx: CommandContext) -> Reply:
-
     return await progress_command(engine.learner, ctx.user.id, engine.clock())
 
 
@@ -62,7 +59,6 @@ async def _progress(engine: Engine, ctx: CommandContext) -> Reply:
     fresh=True,
 )
 async def _mistakes(engine: Engine, ctx: CommandContext) -> Reply:
-
     return await entries_command(engine.learner, ctx.user.id, "mistake", ctx.arg)
 
 
@@ -74,7 +70,6 @@ async def _mistakes(engine: Engine, ctx: CommandContext) -> Reply:
     fresh=True,
 )
 async def _words(engine: Engine, ctx: CommandContext) -> Reply:
-
     return await entries_command(engine.learner, ctx.user.id, "word", ctx.arg)
 
 

@@ -85,7 +85,6 @@ async def _visible(engine: Engine, ctx: CommandContext) -> list[Memory]:
     runs_turn=True,
 )
 async def _remember(engine: Engine, ctx: CommandContext) -> Reply:
-
     text = ctx.arg.strip()
     if not normalise_text(text):
         return Reply("There is nothing to remember in that: write a few words.", ok=False)

@@ -3,14 +3,11 @@ JSON-able data."""
 
 from __future__ import annotations
 
-import logging
 from typing import Any
 
 from memora.clock import utcnow
 from memora.engine.base import EngineBase
 from memora.longterm import Memory
-
-log = logging.getLogger(__name__)
 
 
 class Export(EngineBase):

@@ -62,14 +62,7 @@ class Lanes(EngineBase):
             except Exception:
                 log.exception("memory extraction failed for user %s", user_id)
 
-        task = asyncio.create_task(run(), name=f"extract-{user_id}")
-        self._extracting[user_id] = task
-
-        def forget(done: asyncio.Task[None]) -> None:
-            if self._extracting.get(user_id) is done:
-                del self._extracting[user_id]
-
-        task.add_done_callback(forget)
+        _track(self._extracting, user_id, asyncio.create_task(run(), name=f"extract-{user_id}"))
 
     def _schedule(self, chat_id: int, job: Awaitable[None]) -> None:
         held = self._held.pop(chat_id, None)  # the turn's hold on the chat ends with this work
@@ -83,11 +76,15 @@ class Lanes(EngineBase):
                 if held is not None:
                     await held.release()
 
-        task = asyncio.create_task(run(), name=f"after-reply-{chat_id}")
-        self._after[chat_id] = task
+        _track(self._after, chat_id, asyncio.create_task(run(), name=f"after-reply-{chat_id}"))
 
-        def forget(done: asyncio.Task[None]) -> None:
-            if self._after.get(chat_id) is done:
-                del self._after[chat_id]
 
-        task.add_done_callback(forget)
+def _track(lane: dict[int, asyncio.Task[None]], key: int, task: asyncio.Task[None]) -> None:
+    """`task` is the lane's latest for `key` until it is done (unless a later one replaced it)."""
+    lane[key] = task
+
+    def forget(done: asyncio.Task[None]) -> None:
+        if lane.get(key) is done:
+            del lane[key]
+
+    task.add_done_callback(forget)
