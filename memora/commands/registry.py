@@ -18,14 +18,11 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from memora.engine import Engine
 from memora.types import ChatRef, UserRef
 from memora.views import Reply
-
-if TYPE_CHECKING:
-    pass
 
 HELP = """\
 I'm Memora, your English tutor. I remember:
