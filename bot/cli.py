@@ -9,6 +9,7 @@ import logging
 import sys
 from pathlib import Path
 
+from bot.terminal import chat_loop
 from memora.app import open_engine, setup_logging
 from memora.config import ConfigError, Settings, load_settings
 from memora.startup import StartupError, check_stores
@@ -32,8 +33,6 @@ def _parser() -> argparse.ArgumentParser:
 
 
 async def _chat(settings: Settings, args: argparse.Namespace) -> None:
-    from bot.terminal import chat_loop
-
     async with open_engine(settings) as engine:
         await chat_loop(
             engine, chat_id=args.chat_id, user_id=args.user_id, show_stats=not args.quiet
@@ -65,6 +64,7 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         if args.command == "export":
             return asyncio.run(_export(settings, args))
+        # imported lazily: python-telegram-bot and the bot take ~0.3 s that chat and export skip
         from bot.telegram import check_config, run_bot
 
         check_config(settings)  # a config error first: it must not leave a data folder behind

@@ -1,4 +1,5 @@
-"""Input hygiene at the adapter boundary: what a learner typed, made safe to store and echo.
+"""Input at the adapter boundary: what a learner typed, made safe to store and echo, and a
+command line split into its parts (`split_command`).
 
 Both adapters (Telegram, terminal) pass every incoming text through `clean` before the core sees
 it, so the core never meets:
@@ -33,3 +34,14 @@ def clean(text: str) -> str:
     text = _CONTROL.sub("", text)
     text = unicodedata.normalize("NFC", text)
     return "" if not _INVISIBLE.sub("", text) else text
+
+
+def split_command(text: str) -> tuple[str, str, str]:
+    """'/remember@bot I like tea' → ('remember', 'bot', 'I like tea'); the name in lower case,
+    the target (the bot a group command names) "" when there is none."""
+    head, _, arg = text.strip().partition(" ")
+    if "\n" in head:  # "/remember\nsome text"
+        head, _, more = head.partition("\n")
+        arg = f"{more} {arg}".strip()
+    name, _, target = head.removeprefix("/").partition("@")
+    return name.lower(), target, arg.strip()

@@ -7,9 +7,10 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
-from bot.inputs import clean
+from bot.inputs import clean, split_command
 from memora.commands import COMMANDS, CommandContext, run_command
-from memora.engine import ChatRef, Engine, UserRef
+from memora.engine import Engine
+from memora.types import ChatRef, UserRef
 
 
 def banner() -> str:
@@ -32,8 +33,8 @@ def parse_command(line: str) -> tuple[str, str] | None:
     ('status', ''); anything else is a message ("help me with this email" is not /help)."""
     text = line.strip()
     if text.startswith("/"):
-        word, _, arg = text[1:].partition(" ")
-        return word.lower(), arg.strip()
+        name, _, arg = split_command(text)
+        return name, arg
     word = text.lower()
     if word in {"exit", "quit"} or (word in COMMANDS and COMMANDS[word].bare_word):
         return word, ""

@@ -12,14 +12,15 @@ from openai import AsyncOpenAI
 from memora.blocking import run_blocking
 from memora.config import ConfigError, Settings, require_llm
 from memora.engine import Engine, EngineConfig
-from memora.llm import LLM, ChatMessage, OpenAILLM
+from memora.llm import LLM, ChatMessage, OpenAIAudio, OpenAILLM
+from memora.longterm import MemoryStore
 from memora.longterm.embeddings import Embedder, LocalUSE, OpenAIEmbedder
 from memora.prompts import TUTOR_INSTRUCTIONS
 from memora.secretfilter import mask_secrets
 from memora.startup import StartupError, check_stores
 from memora.storage import Database
+from memora.text import warm_in_background
 from memora.tokens import LocalTokenCounter, ProviderTokenCounter, TokenCounter
-from memora.voice import OpenAIAudio
 
 log = logging.getLogger(__name__)
 
@@ -161,9 +162,6 @@ async def open_engine(
         else:
             counter = LocalTokenCounter(settings.memory.safety_margin)
 
-        from memora.longterm import MemoryStore
-        from memora.text import warm_in_background
-
         warm_in_background()  # the stemmer's dictionary while the rest opens
         embedder = make_embedder(settings)
         store = MemoryStore(settings.chroma_path, embedder, url=settings.longterm.chroma_url)
@@ -190,19 +188,7 @@ async def open_engine(
             extraction_llm=extraction_llm,
             counter=counter,
             store=store,
-            config=EngineConfig(
-                max_input_tokens=settings.memory.max_input_tokens,
-                max_recent_turns=settings.memory.max_recent_turns,
-                max_message_chars=settings.memory.max_message_chars,
-                top_k=settings.retrieval.top_k,
-                min_score=settings.retrieval.min_score,
-                use_last_turn=settings.retrieval.use_last_turn,
-                memory_tokens=settings.retrieval.memory_tokens,
-                group_memories=settings.retrieval.group_memories,
-                extraction_enabled=settings.extraction.enabled,
-                learner_enabled=settings.learner.enabled,
-                weekly_by_default=settings.reminders.weekly,
-            ),
+            config=EngineConfig.from_settings(settings),
             transcriber=audio,
             speaker=audio if settings.voice.spoken_replies else None,
         )

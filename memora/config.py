@@ -21,16 +21,14 @@ from pydantic_settings import (
 )
 from pydantic_settings.exceptions import SettingsError
 
+from memora.errors import ConfigError as ConfigError  # re-exported
+
 # The usual names some deployments already have in their environment.
 USUAL_ENV = {
     "OPENAI_API_KEY": ("llm", "api_key"),
     "OPENAI_BASE_URL": ("llm", "base_url"),
     "TELEGRAM_BOT_TOKEN": ("telegram", "token"),
 }
-
-
-class ConfigError(Exception):
-    """A configuration problem, phrased as one line that names the key."""
 
 
 class _Section(BaseModel):
@@ -52,6 +50,12 @@ class TelegramConfig(_Section):
     poll_timeout: int = Field(30, ge=0, le=120)
     stream_replies: bool = False
     stream_drafts: bool = True  # private chats stream through message drafts (Bot API 9)
+
+    def allows(self, user_id: int) -> bool:
+        """Whether `user_id` may use the bot: everyone when allowed_user_ids is empty, else
+        those listed, and the admins always."""
+        ids = self.allowed_user_ids
+        return not ids or user_id in ids or user_id in self.admin_ids
 
 
 class LLMConfig(_Section):

@@ -1,67 +1,22 @@
-"""Deleted means gone from the files: what the two embedded stores need after a deletion.
+"""Deleted means gone from the files: what the two embedded stores need after a deletion, where a
+DELETE alone leaves the bytes behind (in free pages, logs and unused index slots).
 
-Why this module exists: a DELETE in SQLite only unlinks the row. Its bytes stay in the page's free
-space, in free pages and in the write-ahead log until something happens to overwrite them, and
-Chroma keeps every write (document, metadata, user id) in its own log, `embeddings_queue` inside
-`chroma/chroma.sqlite3`, until the vector index that applied it is persisted. Neither library
-offers "erase" as one call, so the steps are spelled out here, each one a documented feature:
+- Memora's database runs with ``PRAGMA secure_delete=ON`` (:data:`SECURE_DELETE`) and is
+  checkpointed with ``wal_checkpoint(TRUNCATE)`` (:data:`CHECKPOINT`) after a deletion, so the
+  WAL, which still holds the old pages, is emptied (``Database.checkpoint``).
+- Chroma purges its write log only up to what its vector index has persisted: a deletion
+  switches the collection to ``sync_threshold = 1`` (:data:`ERASE_HNSW`, then back to
+  :data:`CHROMA_HNSW`) and reopens it, so the log is replayed, persisted and purged
+  (``memora.longterm.store.MemoryStore``).
+- hnswlib writes its whole element array, unused slots included (whatever this process freed
+  there), and keeps a deleted element's vector until a later insertion reuses the slot: the
+  store zeroes unused slots after each index creation and erasure (:func:`scrub_hnsw`) and the
+  vector and norm of every element marked deleted (:func:`erase_deleted_vectors`). Both read
+  the layout from hnswlib's header (persistence version 1) and refuse one they do not know.
+- Chroma's file is then vacuumed as ``chroma utils vacuum`` does, after merging its full-text
+  index, whose segments still list a deleted document's words (:func:`vacuum_chroma`).
 
-- Memora's database runs with ``PRAGMA secure_delete=ON`` (deleted content is overwritten with
-  zeros) and is checkpointed with ``wal_checkpoint(TRUNCATE)`` after a deletion, so the WAL,
-  which still holds the old pages, is emptied (``Database.checkpoint``).
-- Chroma purges its log only up to what its vector index has persisted, and the index persists
-  every ``sync_threshold`` writes. Writes run with Chroma's default threshold
-  (:data:`CHROMA_HNSW`): a persist rewrites the index's id map, whose size grows with every
-  memory of every user (at 10,000 memories one upsert cost 10.3 ms CPU persisting every
-  write, 6.8 ms at the default: `benchmarks/erase_cost.py`, deploy/CAPACITY.md), so
-  persisting on each write made every extraction pay for the whole collection. A deletion
-  instead switches the collection to ``sync_threshold = 1`` (:data:`ERASE_HNSW`, Chroma's
-  public ``collection.modify``) and reopens it: on loading, the index replays the log and
-  persists, which purges the log; the delete is then persisted and purged at once, leaving in
-  the log only itself, which carries no document; then the threshold goes back, with one more
-  reopen (``memora.longterm.store.MemoryStore._erasing``).
-  This layout was once reverted: in about one run in six of ``tests/test_erase.py`` a deleted
-  memory's word was still in the index file (``data_level0.bin``). The cause is the next
-  point; with the scrub, 30 consecutive runs of that file and ``tests/test_group_privacy.py``
-  passed.
-- Chroma's vector index (hnswlib) writes its whole element array, every slot up to its
-  capacity, when it creates an index, and allocates that array with ``malloc``: the slots no
-  element uses yet hold whatever this process freed there (Chroma's SQLite pages, a document
-  just read from its log) and go to ``data_level0.bin`` and ``length.bin``. Chroma creates the
-  index at a collection's first write, and again when it loads one that never persisted an
-  element (what the flush at an erasure did whenever the writes had all waited in the log:
-  hence one run in six). Later writes zero a slot before filling it, so the store zeroes the
-  unused slots after each creation and after every erasure (:func:`scrub_hnsw`). This step is
-  hand-written, no documented feature: neither Chroma nor hnswlib offers it; it reads the slot
-  count and size from hnswlib's header (chroma-core/hnswlib ``HEADER_FIELDS``, persistence
-  version 1) and refuses a layout it does not know, failing the deletion.
-  ``tests/test_erase.py`` makes those bytes visible at every run (glibc's ``M_PERTURB`` fills
-  each malloc'd block with a known byte); ``benchmarks/erase_leak.py`` counts the runs where
-  the marker word itself is left, before and after the scrub. Setting ``M_PERTURB`` in the
-  bot instead was not enough: length.bin's array (4 bytes a slot) is small enough to come from
-  glibc's per-thread cache, which the option leaves alone (with it set, that file's unused
-  bytes still differed from run to run), and it would only hold on glibc.
-- hnswlib deletes an element by marking it (a flag in its link list) and keeps its slot, the
-  vector included, until a later insertion takes the slot (Chroma's index replaces deleted
-  elements): a deleted memory's embedding, which can be partly inverted back to text, stayed in
-  ``data_level0.bin`` (and its norm in ``length.bin``). Neither Chroma nor hnswlib offers to
-  drop it: replacement needs a new insertion, and Chroma passes no "compact" or "purge deleted"
-  call through. So the store zeroes the vector and the norm of every element marked deleted,
-  after the erasure's delete is persisted and before the index is loaded again (the reopen that
-  ends every erasure, and every open: :func:`erase_deleted_vectors`); hand-written, with the
-  layout read from the same header and refused when unknown. The element's label and links
-  stay: hnswlib's search still walks through it, at a zero vector's distance from every query
-  (Chroma's own search serves learners who are not in the store's cache: its recall@10 with
-  10-30 % of 10,000 memories deleted, vectors kept and zeroed, is in
-  ``benchmarks/erase_recall.py``). The rest of the disk is covered by the flush: the vector of
-  every write waits in Chroma's log (``embeddings_queue``) until the index persists it, and
-  the vacuum below leaves no deleted row in the file (``tests/test_erase.py`` searches every
-  file for a run of the deleted embedding's float32 values).
-- After a delete, Chroma's file is vacuumed the way ``chroma utils vacuum`` does (Chroma's docs:
-  vacuuming "blocks all reads and writes while it's running", shutting down first is "not
-  strictly required"), after merging its full-text index (the FTS5 ``optimize`` command), whose
-  trigram segments still list a deleted document's words until they are merged
-  (:func:`vacuum_chroma`).
+``tests/test_erase.py`` searches every file for the deleted words and embedding after each step.
 """
 
 from __future__ import annotations
@@ -70,6 +25,8 @@ import sqlite3
 import struct
 from dataclasses import dataclass
 from pathlib import Path
+
+import numpy as np
 
 # Chroma's HNSW settings for writes (Chroma's default), and during a deletion: the log holds no
 # more than the last write (see above).
@@ -140,8 +97,6 @@ def erase_deleted_vectors(chroma_dir: Path) -> int:
     slot, vector included, until an insertion reuses it (Chroma's index replaces deleted
     elements); a search still walks through the slot. Refuses a layout it does not know.
     """
-    import numpy as np
-
     zeroed = 0
     for folder in hnsw_indexes(chroma_dir):
         layout = _hnsw_layout(folder)

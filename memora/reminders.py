@@ -27,9 +27,10 @@ from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from memora.durable import REMINDER, Kept, keep
+from memora.errors import ReminderError as ReminderError  # re-exported
 from memora.learner.service import Learner, ReminderFacts
 from memora.storage import Database
+from memora.storage.durable import REMINDER, Kept, keep
 
 log = logging.getLogger(__name__)
 
@@ -49,10 +50,6 @@ USAGE = (
     "/remind off; /remind alone shows your setting. Times are in your time zone (/timezone)."
 )
 PRIVATE_ONLY = "Reminders come to our private chat: send me /remind there."
-
-
-class ReminderError(ValueError):
-    """A /remind or /timezone argument that does not parse; the message says how to write it."""
 
 
 @dataclass(frozen=True)

@@ -5,20 +5,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from memora.errors import OverBudget as OverBudget  # re-exported
 from memora.keyfacts import pin_missing
 from memora.llm import LLM, ChatMessage
 from memora.prompts import MEMORY_BLOCK, PROFILE_BLOCK, SUMMARY_BLOCK, SUMMARY_INSTRUCTIONS
 from memora.storage import StoredMessage
 from memora.tokens import TokenCounter
-
-
-class OverBudget(Exception):
-    """The current message (with memories and summary) cannot fit the input budget."""
-
-    def __init__(self, counted: int, budget: int) -> None:
-        super().__init__(f"{counted} tokens counted, budget {budget}")
-        self.counted = counted
-        self.budget = budget
 
 
 @dataclass(frozen=True)

@@ -15,12 +15,9 @@ from pathlib import Path
 
 from memora.config import Settings
 from memora.erase import CHROMA_FILE
+from memora.errors import StartupError as StartupError  # re-exported
 
 __all__ = ["StartupError", "check_stores"]
-
-
-class StartupError(Exception):
-    """A store cannot be used; the message is one line that names it and says why."""
 
 
 def check_stores(settings: Settings, *, writable: bool = True) -> None:

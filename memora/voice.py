@@ -1,5 +1,6 @@
-"""Voice messages: the learner speaks, the OpenAI-compatible audio endpoint writes it down, and
-the words then go through an ordinary turn (history, memories, extraction).
+"""Voice messages: what the learner is told about them and the limits checked before downloading.
+The learner speaks, the OpenAI-compatible audio endpoint writes it down (memora.llm.audio), and
+the words then go through an ordinary turn (`Engine.voice_turn`).
 
 Audio is sent exactly as it arrived: Telegram voice notes are OGG/Opus, which the transcription
 endpoint accepts, so there is no local decoding stack. The bytes only ever live in memory; the
@@ -11,19 +12,7 @@ can send it as a voice note.
 
 from __future__ import annotations
 
-import logging
-from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, Protocol
-
-from openai import AsyncOpenAI
-
-from memora.llm import LLMError, guard
-from memora.views import Reply
-
-if TYPE_CHECKING:
-    from memora.engine import ChatRef, Engine, UserRef
-
-log = logging.getLogger(__name__)
+from dataclasses import dataclass
 
 HEARD = "🎤 I heard: {text}"  # Reply.note: shown above the reply, never spoken
 VOICE_OFF = "Voice messages are turned off on this bot — please type your message."
@@ -46,16 +35,6 @@ NOTHING_HEARD = (
 
 
 @dataclass(frozen=True)
-class Transcript:
-    """What was heard, with what the provider billed for it: tokens (gpt-4o-*-transcribe) or
-    seconds of audio (whisper-style models); either may be zero."""
-
-    text: str
-    tokens: int = 0
-    seconds: float = 0.0
-
-
-@dataclass(frozen=True)
 class VoiceLimits:
     """Refused before downloading: Telegram tells both figures in the message itself."""
 
@@ -68,100 +47,4 @@ class VoiceLimits:
             return TOO_LONG.format(seconds=seconds, limit=self.max_seconds)
         if size is not None and size > self.max_bytes:
             return TOO_BIG.format(mb=size / 1e6, limit=self.max_bytes / 1e6)
-        return None
-
-
-class Transcriber(Protocol):
-    """What the core needs to hear a learner."""
-
-    async def transcribe(self, audio: bytes, filename: str) -> Transcript: ...
-
-
-class Speaker(Protocol):
-    """What the core needs to answer aloud (Opus bytes)."""
-
-    async def speak(self, text: str) -> bytes: ...
-
-
-class OpenAIAudio:
-    """Transcription and speech through any server that speaks OpenAI's audio endpoints."""
-
-    def __init__(
-        self,
-        client: AsyncOpenAI,
-        *,
-        transcription_model: str,
-        speech_model: str = "",
-        speech_voice: str = "alloy",
-    ) -> None:
-        self._client = client
-        self.transcription_model = transcription_model
-        self.speech_model = speech_model
-        self.speech_voice = speech_voice
-
-    async def transcribe(self, audio: bytes, filename: str) -> Transcript:
-        resp: Any = await guard(
-            self._client.audio.transcriptions.create(
-                model=self.transcription_model, file=(filename, audio)
-            ),
-            "the transcription service",
-        )
-        usage = getattr(resp, "usage", None)
-        tokens = int(getattr(usage, "total_tokens", 0) or 0)
-        seconds = float(getattr(usage, "seconds", 0.0) or 0.0)
-        return Transcript(text=str(resp.text or ""), tokens=tokens, seconds=seconds)
-
-    async def speak(self, text: str) -> bytes:
-        resp: Any = await guard(
-            self._client.audio.speech.create(
-                model=self.speech_model,
-                voice=self.speech_voice,
-                input=text,
-                response_format="opus",
-            ),
-            "the speech service",
-        )
-        return bytes(resp.content)
-
-    async def aclose(self) -> None:
-        await self._client.close()
-
-
-async def voice_turn(
-    engine: Engine,
-    chat: ChatRef,
-    user: UserRef,
-    audio: bytes,
-    filename: str,
-    *,
-    message_id: int | None = None,
-    update_id: int | None = None,
-) -> Reply:
-    """Transcribe, then run the words as a typed message would run; the reply's note says what
-    was heard. A failed or empty transcription stores nothing."""
-    if engine.transcriber is None:
-        return Reply(VOICE_OFF, ok=False)
-    try:
-        heard = await engine.transcriber.transcribe(audio, filename)
-    except LLMError as exc:
-        log.warning("transcription failed for chat %s: %s", chat.id, exc)
-        return Reply(FAILED.format(why=exc), ok=False)
-    text = " ".join(heard.text.split())
-    if not text:
-        return Reply(NOTHING_HEARD, ok=False)
-    reply = await engine.handle_turn(
-        chat, user, text, message_id=message_id, update_id=update_id, transcript=heard
-    )
-    return replace(reply, note=HEARD.format(text=text))
-
-
-async def spoken(engine: Engine, reply: Reply) -> bytes | None:
-    """The reply read aloud (not its note, the "I heard" line), or None when speech is off or fails:
-    the written reply has already gone out, so a failure here only costs the voice note."""
-    if engine.speaker is None or not reply.ok:
-        return None
-    try:
-        return await engine.speaker.speak(reply.text)
-    except LLMError as exc:
-        log.warning("speech failed: %s", exc)
         return None

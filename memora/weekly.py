@@ -31,11 +31,11 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from memora.blocking import background, run_blocking
-from memora.durable import WEEKLY, Kept, keep
 from memora.learner import progress
 from memora.learner import weekly as report
 from memora.reminders import DAY_NAMES, ReminderError, Reminders, expires_at
 from memora.storage import Database
+from memora.storage.durable import WEEKLY, Kept, keep
 from memora.views import Reply
 
 log = logging.getLogger(__name__)

@@ -71,7 +71,7 @@ def start_postgres(root: Path) -> Postgres:
         "ALTER SYSTEM SET fsync = off",
         "ALTER SYSTEM SET synchronous_commit = off",
         "ALTER SYSTEM SET full_page_writes = off",
-        # Replicas under test each hold up to 50 connections (memora.postgres pool sizes).
+        # Replicas under test each hold up to 50 connections (memora.storage.postgres pool sizes).
         "ALTER SYSTEM SET max_connections = 400",
     )
     from pgserver._commands import pg_ctl

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.telegram.handlers import NOT_TEXT
+from bot.telegram.handlers.text import NOT_TEXT
 from tests.fake_openai import FakeOpenAI
 from tests.fake_telegram import FakeTelegram
 from tests.test_e2e_telegram import ALICE, WAIT, BotProcess

@@ -70,7 +70,9 @@ def test_voice_and_reminders_through_the_real_process(tmp_path: Path) -> None:
         asyncio.run(seed_reminder(data, BOB))
         tg.fail_next("sendMessage", status=403)
         bot.start()
-        tg.wait_for(lambda: tg.errors, WAIT, "the refused reminder")
+        tg.wait_for(
+            lambda: [e for e in tg.errors if e[0] == "sendMessage"], WAIT, "the refused reminder"
+        )
         assert "00:00 every day (UTC)" in ask(tg, "/remind")  # restored from the database
         assert len(reminders_to(tg, ALICE)) == 1
         assert bot.stop() == 0
@@ -100,7 +102,11 @@ def test_a_reminder_claimed_before_a_kill_9_arrives_once_after_the_restart(tmp_p
         bot = BotProcess(tg, llm, data, tmp_path / "bot.log")
         tg.fail_next("sendMessage", 10_000, status=502)
         bot.start()
-        tg.wait_for(lambda: tg.errors, WAIT, "the reminder's failed send")
+        tg.wait_for(
+            lambda: [e for e in tg.errors if e[0] == "sendMessage"],
+            WAIT,
+            "the reminder's failed send",
+        )
         assert bot.proc is not None
         bot.proc.send_signal(signal.SIGKILL)
         bot.proc.wait(timeout=10)

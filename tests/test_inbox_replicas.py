@@ -18,9 +18,9 @@ from typing import Any
 import pytest
 from telegram import Bot, Update
 
-from bot.telegram.durable import DurableQueue
-from memora.durable import Inbox, Replicas
+from bot.telegram.inbox import DurableQueue
 from memora.storage import Database
+from memora.storage.durable import Inbox, Replicas
 
 BEAT = 0.2  # seconds: a replica silent for 0.6 s is gone
 

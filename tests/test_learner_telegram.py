@@ -15,6 +15,7 @@ import pytest
 from telegram import Update
 
 from bot.telegram import build_application
+from bot.telegram.handlers.gate import NOT_ALLOWED_TAP
 from memora.engine import Engine, EngineConfig
 from memora.learner.commands import ALREADY, FORGED, GONE, NOT_YOURS
 from memora.learner.model import ExtractedMistake, ExtractedWord
@@ -194,6 +195,22 @@ async def test_someone_elses_forged_and_deleted_cards_get_clear_answers(bot: Bot
     await bot.send("/forgetme")
     calls = await bot.tap(first, show)
     assert only(calls, "answerCallbackQuery").params["text"] == GONE
+
+
+async def test_a_tap_from_someone_off_the_allow_list_stops_at_the_gate(bot: Bot) -> None:
+    await give_cards(bot.engine, ALICE)
+    first = only(await bot.send("/review"), "sendMessage")
+    ((_, show),) = buttons(first)
+    card_id = int(show.split(":")[2])
+    bot.app.bot_data.settings = make_settings(allowed_user_ids=[ALICE])
+
+    calls = await bot.tap(first, f"rv:g:{card_id}:0:e", user=BOB)
+    answer = only(calls, "answerCallbackQuery")
+    assert answer.params["text"] == NOT_ALLOWED_TAP and answer.params["show_alert"] is True
+    assert [c.method for c in calls] == ["answerCallbackQuery"]
+    assert (await bot.engine.learner.store.card(ALICE, card_id)).reps == 0
+    calls = await bot.tap(first, show)  # Alice is on the list: her tap goes through
+    assert "I went to the park" in only(calls, "editMessageText").params["text"]
 
 
 async def test_review_in_a_group_goes_to_the_callers_private_chat(bot: Bot) -> None:

@@ -17,9 +17,10 @@ from pathlib import Path
 import pytest
 from telegram import Bot, Message
 
-from bot.telegram.durable import Answer, Deliverer
-from memora.durable import Outbox
+from bot.telegram.bodies import Answer
+from bot.telegram.outbox import Deliverer
 from memora.storage import Database
+from memora.storage.durable import Outbox
 from memora.views import Reply
 from tests.fake_telegram import FakeTelegram
 

@@ -443,7 +443,9 @@ async def test_a_reminder_still_undelivered_when_its_day_ends_is_dropped_and_rec
     await missed_today(engine, clock)
     tg.fail_next("sendMessage", 10_000, status=502)  # Telegram is down
     await start(app)
-    await tg.await_for(lambda: tg.errors, 10, "the failed send")
+    await tg.await_for(
+        lambda: [e for e in tg.errors if e[0] == "sendMessage"], 10, "the failed send"
+    )
     assert [(k, s) for k, s, _ in await outbox_rows(db)] == [("reminder", "pending")]
     midnight = datetime.combine(clock.now.date() + timedelta(days=1), time(0), tzinfo=UTC)
     clock.now = midnight + timedelta(minutes=1)  # the learner's day is over
@@ -541,14 +543,20 @@ async def test_a_blocked_learner_is_switched_off_not_retried(
     tg.fail_next("sendMessage", status=403)
     with caplog.at_level(logging.WARNING, logger="bot.telegram.reminders"):
         jobs = await start(app)
-        await tg.await_for(lambda: tg.errors, timeout=10, what="the refused send")
+        await tg.await_for(
+            lambda: [e for e in tg.errors if e[0] == "sendMessage"],
+            timeout=10,
+            what="the refused send",
+        )
         await _until(lambda: not jobs.zones)
     stored = await engine.reminders.get(ALICE)
     assert stored is not None and not stored.enabled and stored.off_reason == "blocked"
     assert app.job_queue.get_jobs_by_name(f"reminder:{ALICE}") == ()
     assert "blocked by the user" in caplog.text and "now off" in caplog.text
-    assert (await remind(engine, "")).splitlines()[0].endswith(
-        "because Telegram said you blocked me. /remind 20:00 to start again."
+    assert (
+        (await remind(engine, ""))
+        .splitlines()[0]
+        .endswith("because Telegram said you blocked me. /remind 20:00 to start again.")
     )
 
 

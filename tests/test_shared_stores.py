@@ -61,7 +61,7 @@ async def test_no_url_keeps_the_embedded_sqlite_file(
 
 
 def test_the_sqlite_forms_the_store_uses_are_adapted_for_postgresql() -> None:
-    from memora.postgres import to_postgres
+    from memora.storage.postgres import to_postgres
 
     ddl = to_postgres(
         "CREATE TABLE t (id INTEGER PRIMARY KEY AUTOINCREMENT, chat_id INTEGER NOT NULL, "

@@ -12,8 +12,8 @@ import asyncpg
 import pytest
 
 from memora.llm import ChatMessage
-from memora.migrations import MIGRATIONS, Migration, applied, migrate, script
 from memora.storage import Database, NewTurn, TurnUsage
+from memora.storage.migrations import MIGRATIONS, Migration, applied, migrate, script
 
 
 async def table_exists(db: Database, name: str) -> bool:

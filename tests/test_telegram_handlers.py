@@ -20,7 +20,10 @@ from telegram import Update
 from telegram.ext import AIORateLimiter, Application
 from telegram.request import BaseRequest, RequestData
 
-import bot.telegram.handlers as handlers
+import bot.telegram.handlers.commands as command_handlers
+import bot.telegram.handlers.errors as handler_errors
+import bot.telegram.handlers.text as text_handlers
+import bot.telegram.messages as messages
 import bot.telegram.streaming as streaming
 from bot.telegram import ALLOWED_UPDATES, build_application, run_bot
 from bot.telegram.processor import PerChatUpdateProcessor
@@ -365,7 +368,7 @@ async def test_every_command_reaches_the_core_with_the_callers_context(
     group: bool,
 ) -> None:
     rec = Recorder()
-    monkeypatch.setattr(handlers, "run_command", rec)
+    monkeypatch.setattr(command_handlers, "run_command", rec)
     h = await make_harness()
     arg = {"remember": "I like tea", "search": "tea", "forget": "1", "undo": "1"}.get(name, "")
     suffix = f"@{BOT_NAME}" if group else ""
@@ -395,7 +398,7 @@ async def test_plain_command_in_group_and_multiline_argument(
     make_harness: Callable[..., Awaitable[Harness]], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     rec = Recorder()
-    monkeypatch.setattr(handlers, "run_command", rec)
+    monkeypatch.setattr(command_handlers, "run_command", rec)
     h = await make_harness()
     await h.send("/status", group=True)
     await h.send("/search\nmy goals  and plans", group=True)
@@ -521,7 +524,7 @@ async def test_private_turn_is_stored_and_rendered_as_html(h: Harness) -> None:
 async def test_typing_is_repeated_until_the_reply_and_not_after(
     make_harness: Callable[..., Awaitable[Harness]], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(handlers, "TYPING_EVERY", 0.05)
+    monkeypatch.setattr(messages, "TYPING_EVERY", 0.05)
     h = await make_harness(llm=FakeLLM(delay=0.3))
     calls = await h.send("hello")
     methods = [c.method for c in calls]
@@ -617,7 +620,7 @@ async def test_group_reply_to_the_bot_is_answered(h: Harness) -> None:
 
 async def test_bare_mention_gets_a_hint_and_stores_nothing(h: Harness) -> None:
     (text,) = await h.say(f"@{BOT_NAME}", group=True)
-    assert text == handlers.BARE_MENTION
+    assert text == text_handlers.BARE_MENTION
     assert await h.history(GROUP) == []
 
 
@@ -671,17 +674,17 @@ async def test_non_text_messages_get_one_line_and_store_nothing(
     h: Harness, media: dict[str, Any]
 ) -> None:
     calls = await h.push("message", h.message(**media))
-    assert replies(calls) == [handlers.NOT_TEXT]
+    assert replies(calls) == [text_handlers.NOT_TEXT]
     assert await h.push("message", h.message(group=True, **media)) == []
     addressed = h.message(group=True, reply_to_bot=True, **media)
-    assert replies(await h.push("message", addressed)) == [handlers.NOT_TEXT]
+    assert replies(await h.push("message", addressed)) == [text_handlers.NOT_TEXT]
     assert h.llm.calls == [] and await h.history(ALICE) == [] and await h.history(GROUP) == []
 
 
 async def test_edited_messages_change_nothing(h: Harness) -> None:
     await h.say("I goed to school")
     edited = h.message("I went to school", edit_date=int(time.time()))
-    assert replies(await h.push("edited_message", edited)) == [handlers.EDITED]
+    assert replies(await h.push("edited_message", edited)) == [text_handlers.EDITED]
     assert await h.push("edited_message", h.message("x", group=True, edit_date=1)) == []
     assert [c for _, c in await h.history(ALICE)] == ["I goed to school", "Echo: I goed to school"]
 
@@ -720,11 +723,11 @@ async def test_errors_are_logged_with_their_traceback_and_the_user_is_told(
     async def broken(engine: Engine, name: str, ctx: CommandContext) -> Reply:
         raise RuntimeError("database exploded")
 
-    monkeypatch.setattr(handlers, "run_command", broken)
+    monkeypatch.setattr(command_handlers, "run_command", broken)
     h = await make_harness()
     with caplog.at_level(logging.ERROR, logger="bot.telegram.handlers"):
         (text,) = await h.say("/status")
-    assert text == handlers.ERROR
+    assert text == handler_errors.ERROR
     (record,) = caplog.records
     assert record.exc_info is not None and str(record.exc_info[1]) == "database exploded"
 
@@ -1061,7 +1064,7 @@ async def test_a_streamed_group_reply_quotes_the_learner_once(
 async def test_typing_stops_when_the_first_text_arrives(
     make_harness: Callable[..., Awaitable[Harness]], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(handlers, "TYPING_EVERY", 0.05)
+    monkeypatch.setattr(messages, "TYPING_EVERY", 0.05)
     monkeypatch.setattr(streaming, "EDIT_EVERY", 0.0)
     h = await make_harness(
         llm=FakeLLM(delay=0.3, deltas=4, delta_delay=0.1), stream_replies=True, stream_drafts=False
@@ -1080,7 +1083,7 @@ async def test_an_unexpected_error_mid_stream_takes_the_preview_back(
     boom = CutStream("Half of an answer", error=RuntimeError("database exploded"))
     h, calls = await streamed(make_harness, boom)
     assert [c.method for c in sent_and_edited(calls)][-2:] == ["deleteMessage", "sendMessage"]
-    assert h.req.chat_view(ALICE) == [(handlers.ERROR, [])]
+    assert h.req.chat_view(ALICE) == [(handler_errors.ERROR, [])]
     assert await h.history(ALICE) == []
 
 

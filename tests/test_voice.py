@@ -15,11 +15,12 @@ import pytest
 from openai import AsyncOpenAI
 from telegram import Audio, Chat, Message, Update, User, Voice
 
-import bot.telegram.voice as tg_voice
+import bot.telegram.handlers.voice as tg_voice
 from bot.telegram import build_application
 from memora.commands import CommandContext, run_command
 from memora.config import Settings, TelegramConfig, VoiceConfig
 from memora.engine import ChatRef, Engine, EngineConfig, UserRef
+from memora.llm import OpenAIAudio, Transcript
 from memora.storage import Database
 from memora.tokens import LocalTokenCounter
 from memora.voice import (
@@ -27,10 +28,7 @@ from memora.voice import (
     HEARD,
     NOTHING_HEARD,
     VOICE_OFF,
-    OpenAIAudio,
-    Transcript,
     VoiceLimits,
-    voice_turn,
 )
 from tests.fake_openai import VOICE_FIXTURE, FakeOpenAI, FakeReply, ogg_opus_seconds
 from tests.fake_telegram import FakeTelegram
@@ -126,7 +124,7 @@ async def test_a_voice_turn_runs_like_a_typed_message(
 ) -> None:
     fake_openai.queue_reply(f"  {SAID} ", kind="transcribe")
     llm.replies.append("Nice! Which park did you go to?")
-    reply = await voice_turn(voice_engine, CHAT, USER, OGG, "voice.ogg", message_id=7)
+    reply = await voice_engine.voice_turn(CHAT, USER, OGG, "voice.ogg", message_id=7)
     assert reply.ok and reply.stored
     assert reply.text == "Nice! Which park did you go to?" and reply.markdown
     assert reply.note == HEARD.format(text=SAID) == f"🎤 I heard: {SAID}"
@@ -147,7 +145,7 @@ async def test_an_empty_transcript_stores_nothing(
     voice_engine: Engine, fake_openai: FakeOpenAI, llm: FakeLLM, said: str
 ) -> None:
     fake_openai.queue_reply(FakeReply(text=said), kind="transcribe")
-    reply = await voice_turn(voice_engine, CHAT, USER, OGG, "voice.ogg")
+    reply = await voice_engine.voice_turn(CHAT, USER, OGG, "voice.ogg")
     assert reply == type(reply)(NOTHING_HEARD, ok=False)
     assert llm.calls == [] and await voice_engine.db.messages(CHAT.id) == []
 
@@ -156,11 +154,11 @@ async def test_a_transcription_failure_gets_a_clear_answer_and_stores_nothing(
     voice_engine: Engine, fake_openai: FakeOpenAI, llm: FakeLLM
 ) -> None:
     fake_openai.fail_next(1, 503, kind="transcribe")
-    reply = await voice_turn(voice_engine, CHAT, USER, OGG, "voice.ogg")
+    reply = await voice_engine.voice_turn(CHAT, USER, OGG, "voice.ogg")
     assert not reply.ok
     assert reply.text == FAILED.format(why="the transcription service answered HTTP 503")
     # A file that is not what its name says is refused by the server, like OpenAI does.
-    broken = await voice_turn(voice_engine, CHAT, USER, b"OggS\x00fake-opus", "voice.ogg")
+    broken = await voice_engine.voice_turn(CHAT, USER, b"OggS\x00fake-opus", "voice.ogg")
     assert not broken.ok and "HTTP 400" in broken.text
     assert llm.calls == [] and await voice_engine.db.messages(CHAT.id) == []
 
@@ -170,14 +168,14 @@ async def test_a_model_failure_after_hearing_says_what_was_heard(
 ) -> None:
     fake_openai.queue_reply(SAID, kind="transcribe")
     llm.replies.append(outage())
-    reply = await voice_turn(voice_engine, CHAT, USER, OGG, "voice.ogg")
+    reply = await voice_engine.voice_turn(CHAT, USER, OGG, "voice.ogg")
     assert not reply.ok and reply.note == HEARD.format(text=SAID)
     assert reply.plain.startswith(HEARD.format(text=SAID) + "\n\nSorry")
     assert await voice_engine.db.messages(CHAT.id) == []
 
 
 async def test_voice_off_answers_without_calling_anything(engine: Engine, llm: FakeLLM) -> None:
-    reply = await voice_turn(engine, CHAT, USER, OGG, "voice.ogg")
+    reply = await engine.voice_turn(CHAT, USER, OGG, "voice.ogg")
     assert reply.text == VOICE_OFF and not reply.ok and llm.calls == []
 
 

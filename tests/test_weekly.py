@@ -18,12 +18,12 @@ from bot.telegram import build_application
 from bot.telegram.weekly import WeeklyJobs
 from memora.commands import CommandContext, run_command
 from memora.config import Settings, TelegramConfig
-from memora.durable import Outbox
 from memora.engine import ChatRef, Engine, EngineConfig, UserRef
 from memora.learner import weekly as report
 from memora.learner.model import ExtractedMistake, ExtractedWord
 from memora.reminders import EVERY_DAY, Reminders
 from memora.storage import Database
+from memora.storage.durable import Outbox
 from memora.tokens import LocalTokenCounter
 from memora.views import Reply
 from memora.weekly import WeeklyReports, WeeklySetting, week_key
@@ -367,8 +367,13 @@ async def test_a_learner_who_blocked_the_bot_is_switched_off_not_retried(
     app = build(tg, engine)
     jobs = await start(app)
     try:
-        await tg.await_for(lambda: tg.errors, timeout=10, what="the refused report")
-        await asyncio.sleep(0.2)
+        await tg.await_for(
+            lambda: [e for e in tg.errors if e[0] == "sendPhoto"], 10, "the refused report"
+        )
+        for _ in range(50):
+            if not (await engine.weekly.get(ALICE)).enabled:  # type: ignore[union-attr]
+                break
+            await asyncio.sleep(0.02)
         setting = await engine.weekly.get(ALICE)
         assert setting is not None and not setting.enabled and setting.off_reason == "blocked"
         assert ALICE not in jobs.weekly and BOB in jobs.weekly

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import logging
+import os
 import re
 import time
 from collections.abc import Awaitable, Callable
@@ -29,12 +30,16 @@ from telegram.request import BaseRequest
 from memora.app import open_engine
 from memora.commands import COMMANDS
 from memora.config import ConfigError, Settings, require_llm, require_telegram
-from memora.durable import MESSAGE, Inbox, Kept, Outbox, Replicas
-from memora.engine import ChatRef, Engine, UserRef
+from memora.engine import Engine
+from memora.storage.durable import MESSAGE, Inbox, Kept, Outbox, Replicas
+from memora.types import ChatRef, UserRef
 
-from .durable import Deliverer, DurableQueue, handled, message_body
-from .handlers import CONTEXT_TYPES, BotState, install
+from .bodies import message_body
+from .context import CONTEXT_TYPES, BotState
+from .handlers import install
+from .inbox import DurableQueue, handled
 from .limits import ReplyFirstRateLimiter
+from .outbox import Deliverer
 from .processor import PerChatUpdateProcessor
 from .reminders import ReminderJobs
 from .weekly import WeeklyJobs
@@ -192,6 +197,10 @@ def build_application(
     post_init from `settings` and closed in post_shutdown. `request` replaces the HTTP layer
     (tests); `update_processor` the per-chat one (the benchmark compares others)."""
     check_config(settings, need_llm=engine is None)
+    # python-telegram-bot 22 warns on every duration it reads as an int (RetryAfter, voice
+    # durations) until this opt-in to the timedelta values that become its default; it reads
+    # the variable each time, so setting it before the bot runs is enough.
+    os.environ.setdefault("PTB_TIMEDELTA", "1")
     cfg = settings.telegram
     builder = (
         Application.builder()
@@ -218,7 +227,7 @@ def _fast_event_loop() -> None:
     """uvloop's event loop where it is installed (Linux, macOS): the same asyncio API, its
     sockets and callbacks cost the turn less CPU (benchmarks/turn_cpu.py)."""
     try:
-        import uvloop  # optional: absent on Windows; the default loop works the same
+        import uvloop  # imported lazily: optional (absent on Windows; the default loop works too)
     except ImportError:
         return
     asyncio.set_event_loop_policy(uvloop.EventLoopPolicy())

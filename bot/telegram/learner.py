@@ -1,4 +1,5 @@
 """Telegram rendering for the learner model: inline keyboards, the progress photo, private review.
+(The tap on a button is handlers/buttons.py.)
 
 The core decides everything (what a button does, whose card it is); this module only turns a
 Reply's buttons into an InlineKeyboardMarkup, its PNG into a photo, and delivers a `private`
@@ -8,21 +9,16 @@ reply to the caller's private chat when the command came from a group.
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
 
 from telegram import InlineKeyboardMarkup, Message, Update
 from telegram.error import BadRequest, Forbidden
 
-from memora.commands import press_button
-from memora.durable import EDIT, MESSAGE, Kept
-from memora.engine import UserRef
+from memora.storage.durable import MESSAGE, Kept
 from memora.views import Reply
 
-from .durable import Answer, Buttons, markup_of, message_body
+from .bodies import Answer, Buttons, markup_of, message_body
+from .context import Context
 from .render import split_text
-
-if TYPE_CHECKING:
-    from .handlers import Context
 
 log = logging.getLogger(__name__)
 
@@ -31,7 +27,6 @@ CANNOT_DM = (
     "{name}, I can't message you privately yet: open a chat with me (@{bot}), press Start, "
     "then send /review there. Review cards are personal, so I don't show them in the group."
 )
-NOT_ALLOWED = "Sorry, this bot is private and you are not on its list of learners."
 
 
 def buttons_of(reply: Reply) -> Buttons:
@@ -81,39 +76,6 @@ async def _send_to(context: Context, chat_id: int, reply: Reply) -> None:
         await context.bot.send_message(
             chat_id, chunk, parse_mode=None, reply_markup=keyboard(reply) if last else None
         )
-
-
-async def on_button(update: Update, context: Context) -> None:
-    """A tap on an inline button → the core checks and acts → answer, edit, then the next card.
-
-    The answer to the tap (answerCallbackQuery) goes at once: it is not a chat message, and
-    Telegram shows a spinner on the button until it comes. The edit of the tapped message and
-    the card after it are kept in the outbox, in that order, like any answer: a 429 or an outage
-    delays them, never loses them."""
-    from .handlers import allowed
-
-    query = update.callback_query
-    if query is None:
-        return
-    state = context.bot_data
-    tapper = query.from_user
-    if not allowed(state, tapper.id):
-        await query.answer(NOT_ALLOWED, show_alert=True)
-        return
-    answer = await press_button(
-        state.need_engine(), UserRef(tapper.id, tapper.first_name), query.data or ""
-    )
-    await query.answer(answer.notice or None, show_alert=answer.alert)
-    shown = query.message if isinstance(query.message, Message) else None
-    rows: list[Kept] = []
-    if answer.edit is not None and shown is not None:
-        body = message_body(answer.edit.text, buttons_of(answer.edit), shown.message_id)
-        rows.append(Kept(body, EDIT))
-    if answer.then is not None:
-        rows += message_rows(answer.then)
-    if rows:
-        target = shown.chat.id if shown is not None else tapper.id
-        await state.need_deliverer().keep(target, tapper.id, rows, update_id=update.update_id)
 
 
 def message_rows(reply: Reply) -> list[Kept]:

@@ -21,10 +21,10 @@ from zoneinfo import ZoneInfo
 from telegram.error import Forbidden, TelegramError
 from telegram.ext import Application, ContextTypes, Job, JobQueue
 
-from memora.durable import REMINDER, Outgoing
 from memora.reminders import Reminder, Reminders
+from memora.storage.durable import REMINDER, Outgoing
 
-from .durable import Deliverer
+from .outbox import Deliverer
 
 log = logging.getLogger(__name__)
 

@@ -20,11 +20,11 @@ from zoneinfo import ZoneInfo
 from telegram.error import Forbidden, TelegramError
 from telegram.ext import Application, ContextTypes, Job, JobQueue
 
-from memora.durable import WEEKLY, Outgoing
 from memora.reminders import Reminder
+from memora.storage.durable import WEEKLY, Outgoing
 from memora.weekly import WeeklyReports, WeeklySetting
 
-from .durable import Deliverer
+from .outbox import Deliverer
 from .reminders import MISFIRE_GRACE, _ptb_days
 
 log = logging.getLogger(__name__)

@@ -3,5 +3,5 @@
 Platform-neutral like the rest of the core; every read and write names its user. Built from the
 same after-reply extraction call as long-term memories (a wider structured output), never from a
 new LLM call; reviewing needs no LLM call at all. Entry point: :class:`memora.learner.service.
-Learner` (this package imports nothing eagerly: storage imports its schema).
+Learner`; its tables are memora/storage/learner_schema.py.
 """

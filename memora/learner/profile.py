@@ -13,17 +13,15 @@ from dataclasses import dataclass, field
 from datetime import date, datetime, tzinfo
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 
+from memora.errors import ProfileError as ProfileError  # re-exported
 from memora.learner.model import CEFR_LEVELS, FIELD_HELP, PROFILE_FIELDS
+from memora.secretfilter import looks_secret
 
 MAX_VALUE_CHARS = 120
 RECURRING_MIN = 3  # mistakes of one category ...
 RECURRING_DAYS = 14  # ... within this many days make it a recurring difficulty (issue 9)
 
 _LEVEL = re.compile(r"^\s*(?:CEFR\s*)?([ABC][12])\s*[+-]?\s*$", re.IGNORECASE)
-
-
-class ProfileError(ValueError):
-    """A value the learner (or the model) gave does not fit the field; the message says why."""
 
 
 @dataclass(frozen=True)
@@ -99,8 +97,6 @@ def _timezone(value: str) -> str:
 
 def clean_value(name: str, value: str) -> str:
     """The value as stored, or ProfileError with a clear reason."""
-    from memora.longterm.extraction import looks_secret
-
     text = " ".join(value.split())
     if not text:
         raise ProfileError(f"Give a value: /profile set {name} <{FIELD_HELP[name]}>.")

@@ -139,7 +139,7 @@ def render(p: Progress, now: datetime) -> str:
 
 def chart(p: Progress) -> bytes:
     """Messages per week and mistakes per week by category, as PNG bytes (Agg, no display)."""
-    from matplotlib.figure import Figure
+    from matplotlib.figure import Figure  # imported lazily: ~0.5 s, and only /progress draws
 
     fig = Figure(figsize=(8, 5.5), dpi=100)
     top, bottom = fig.subplots(2, 1, sharex=True)

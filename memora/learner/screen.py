@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import simplemma
 
 from memora.learner.model import ExtractedMistake, ExtractedWord
+from memora.secretfilter import looks_secret
 from memora.text import normalize
 
 MAX_FIELD_CHARS = 300
@@ -38,8 +39,6 @@ def mostly_chinese(text: str) -> bool:
 
 def mistake_problem(mistake: ExtractedMistake, message: str) -> str | None:
     """Why this mistake must not be logged, or None to keep it."""
-    from memora.longterm.extraction import looks_secret
-
     original, corrected = mistake.original.strip(), mistake.corrected.strip()
     if not original or not corrected or _fold(original) == _fold(corrected):
         return "no correction"
@@ -61,8 +60,6 @@ def mistake_problem(mistake: ExtractedMistake, message: str) -> str | None:
 
 def word_problem(word: ExtractedWord) -> str | None:
     """Why this vocabulary item must not be kept, or None to keep it."""
-    from memora.longterm.extraction import looks_secret
-
     term = word.term.strip()
     if not _LATIN_WORD.search(term):
         return "no English word"

@@ -36,8 +36,8 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from memora.clock import utcnow
-from memora.postgres import OUTBOX_LOCK_CLASS, chat_lock_key
-from memora.storage import Database
+from memora.storage.database import Database
+from memora.storage.postgres import OUTBOX_LOCK_CLASS, chat_lock_key
 
 
 @dataclass(frozen=True)

@@ -10,13 +10,15 @@ from telegram import Audio, Message, Update, Voice
 from telegram.constants import ChatAction
 from telegram.error import TelegramError
 
-from memora.durable import VOICE, Kept
 from memora.engine import Engine
+from memora.storage.durable import VOICE, Kept
 from memora.views import Reply
-from memora.voice import VOICE_OFF, VoiceLimits, spoken, voice_turn
+from memora.voice import VOICE_OFF, VoiceLimits
 
-from .durable import Answer, Deliverer, voice_body
-from .handlers import Context, addressed_text, refs, typing
+from ..bodies import Answer, voice_body
+from ..context import Context
+from ..messages import addressed_text, refs, typing
+from ..outbox import Deliverer
 
 log = logging.getLogger(__name__)
 
@@ -62,7 +64,7 @@ async def on_voice(update: Update, context: Context) -> None:
         return  # in a group, only a voice note that replies to the bot (or mentions it) is ours
     state = context.bot_data
     engine = state.need_engine()
-    if engine.transcriber is None:
+    if not engine.hears_voice:
         await state.notice(update, message, VOICE_OFF)
         return
     cfg = state.settings.voice
@@ -78,8 +80,7 @@ async def on_voice(update: Update, context: Context) -> None:
             log.warning("voice download failed in chat %s: %s", chat.id, exc)
             reply = Reply(DOWNLOAD_FAILED.format(why=exc.message), ok=False)
         else:
-            reply = await voice_turn(
-                engine,
+            reply = await engine.voice_turn(
                 chat,
                 user,
                 audio,
@@ -90,7 +91,7 @@ async def on_voice(update: Update, context: Context) -> None:
             del audio  # nothing of the recording outlives the turn
     answer = Answer(message, reply, markdown=reply.markdown, quote=chat.is_group)
     await state.answer(update, answer)
-    if engine.speaker is not None and reply.stored:
+    if engine.speaks and reply.stored:
         await _answer_aloud(engine, message, reply, state.need_deliverer(), group=chat.is_group)
 
 
@@ -103,7 +104,7 @@ async def _answer_aloud(
         await message.get_bot().send_chat_action(message.chat_id, ChatAction.RECORD_VOICE)
     except TelegramError as exc:  # a courtesy
         log.debug("chat action failed in chat %s: %s", message.chat_id, exc)
-    speech = await spoken(engine, reply)
+    speech = await engine.spoken(reply)
     if speech is None:
         return
     user = message.from_user.id if message.from_user else None

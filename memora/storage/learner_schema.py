@@ -1,5 +1,6 @@
-"""The learner model's tables (one SQLite migration). Every table has a user_id column, and
-/forgetme deletes a user's rows from each of :data:`USER_TABLES` in its one transaction."""
+"""The learner model's tables (migration m002_learner; memora.learner reads and writes them).
+Every table has a user_id column, and /forgetme deletes a user's rows from each of
+:data:`USER_TABLES` in its one transaction."""
 
 from __future__ import annotations
 

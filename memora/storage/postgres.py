@@ -18,12 +18,6 @@ SQLite and PostgreSQL share — `ON CONFLICT ... DO UPDATE/NOTHING`, `COALESCE`,
 with an alias; no SQLite-only functions (two-argument `MAX(a, b)`, `IFNULL`, `GROUP_CONCAT`,
 `datetime('now')`), no `rowid`, no `INSERT OR REPLACE`. The storage tests run every query on both.
 
-Why not SQLAlchemy 2 Core (async) with Alembic, one code path for both: measured on this code's
-turn (benchmarks/sql_driver_overhead.py), it costs 2-3.4x the raw driver per turn (+8 to +15 ms
-median on a 2-core machine, event-loop CPU that other chats wait for), and every table of the
-store and its migrations is already raw SQL over aiosqlite. Two thin backends keep the embedded
-default byte-for-byte as it was.
-
 Rows come back as :class:`Row` (index, name, `dict(row)`, unpacking, like `sqlite3.Row`), with
 integral `numeric` values (PostgreSQL's `SUM(bigint)`) turned into `int` as SQLite returns them.
 """
@@ -249,7 +243,7 @@ class PgPool:
         """At most `max_size` + `max_locks` connections per process: PostgreSQL's
         max_connections must cover that times the replicas (deploy/ sets 300 for 3)."""
         try:
-            import asyncpg
+            import asyncpg  # imported lazily: the optional `postgres` extra
         except ImportError:  # pragma: no cover - depends on the install
             raise RuntimeError(
                 'storage.database_url is a PostgreSQL URL: pip install "memora[postgres]"'

@@ -25,7 +25,7 @@ same way but does not wrap each one in a transaction.) Migrations are recorded b
 count, so two branches that each add one merge without renumbering anyone's database.
 
 The same migrations build PostgreSQL when `[storage] database_url` names one: write them in the
-SQL both engines share (see memora/postgres.py for the few SQLite forms it adapts, and what to
+SQL both engines share (see postgres.py for the few SQLite forms it adapts, and what to
 avoid); the storage tests run them on both.
 
 Hand-written rather than a tool: the store is raw SQL over aiosqlite with no ORM, and the
@@ -42,6 +42,7 @@ from dataclasses import dataclass
 import aiosqlite
 
 from memora.clock import utcnow
+from memora.storage.learner_schema import LEARNER_SCHEMA
 
 MigrationFn = Callable[[aiosqlite.Connection], Awaitable[None]]
 Transaction = Callable[[], AbstractAsyncContextManager[aiosqlite.Connection]]
@@ -82,7 +83,7 @@ async def applied(db: aiosqlite.Connection) -> list[str]:
 
 
 def _on_postgres(db: aiosqlite.Connection) -> bool:
-    """The same migrations run on PostgreSQL through memora.postgres (database_url)."""
+    """The same migrations run on PostgreSQL through postgres.py (database_url)."""
     return getattr(db, "dialect", "sqlite") == "postgresql"
 
 
@@ -215,8 +216,6 @@ async def m001_initial(db: aiosqlite.Connection) -> None:
 @migration
 async def m002_learner(db: aiosqlite.Connection) -> None:
     """The learner model (issue 9): profile and its history, mistakes, vocabulary, review."""
-    from memora.learner.schema import LEARNER_SCHEMA
-
     await script(db, LEARNER_SCHEMA)
 
 

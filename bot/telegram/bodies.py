@@ -1,0 +1,100 @@
+"""What a Telegram outbox row holds: an answer under the learner's message (`Answer`), a plain
+message with inline buttons, an edit, a voice note; every text masked before it is kept."""
+
+from __future__ import annotations
+
+import base64
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from telegram import Bot, InlineKeyboardButton, InlineKeyboardMarkup, Message
+
+from memora.secretfilter import mask_secrets
+from memora.views import Document, Reply
+
+
+@dataclass(frozen=True)
+class Answer:
+    """One answer as kept in the outbox: the learner's message (to quote and to reply in its
+    chat and topic), the Reply with how to render it, and the streamed preview (if any) to edit
+    into its first message, whoever sends it and whenever."""
+
+    message: Message
+    reply: Reply
+    markdown: bool
+    name: str = "reply"
+    quote: bool = False
+    edit: Message | None = None
+
+    def encode(self) -> str:
+        doc = self.reply.document
+        return json.dumps(
+            {
+                "message": self.message.to_dict(),
+                "text": mask_secrets(self.reply.text),  # kept on disk: no secret in it
+                "note": mask_secrets(self.reply.note),
+                "ok": self.reply.ok,
+                "reply_markdown": self.reply.markdown,
+                "document": None
+                if doc is None
+                else [doc.filename, base64.b64encode(doc.content).decode(), doc.caption],
+                "markdown": self.markdown,
+                "name": self.name,
+                "quote": self.quote,
+                "edit": None if self.edit is None else self.edit.to_dict(),
+                "photo": None
+                if self.reply.photo is None
+                else base64.b64encode(self.reply.photo).decode(),
+            }  # ASCII escapes: a lone surrogate in the learner's message is stored, not fatal
+        )
+
+    @classmethod
+    def decode(cls, body: str, bot: Bot) -> Answer:
+        data: dict[str, Any] = json.loads(body)
+        doc = data["document"]
+        document = None if doc is None else Document(doc[0], base64.b64decode(doc[1]), doc[2])
+        return cls(
+            Message.de_json(data["message"], bot),
+            Reply(
+                data["text"],
+                ok=data["ok"],
+                document=document,
+                markdown=data["reply_markdown"],
+                note=data["note"],
+                photo=None if data.get("photo") is None else base64.b64decode(data["photo"]),
+            ),
+            markdown=data["markdown"],
+            name=data["name"],
+            quote=data["quote"],
+            edit=None if data.get("edit") is None else Message.de_json(data["edit"], bot),
+        )
+
+
+Buttons = list[list[tuple[str, str]]]  # rows of (label, callback data), as kept in a body
+
+
+def message_body(text: str, buttons: Buttons | None = None, message_id: int | None = None) -> str:
+    """The body of a MESSAGE row (or an EDIT row, with the message to edit)."""
+    body: dict[str, Any] = {"text": mask_secrets(text), "buttons": buttons or []}
+    if message_id is not None:
+        body["message_id"] = message_id
+    return json.dumps(body)
+
+
+def voice_body(message: Message, speech: bytes, *, quote: bool) -> str:
+    """The body of a VOICE row: the spoken answer, under the learner's message."""
+    audio = base64.b64encode(speech).decode()
+    return json.dumps({"message": message.to_dict(), "voice": audio, "quote": quote})
+
+
+def markup_of(buttons: Buttons) -> InlineKeyboardMarkup | None:
+    """Rows of (label, data) as Telegram's inline keyboard (None without buttons)."""
+    if not buttons:
+        return None
+    return InlineKeyboardMarkup(
+        [
+            [InlineKeyboardButton(label, callback_data=data) for label, data in row]
+            for row in buttons
+        ]
+    )

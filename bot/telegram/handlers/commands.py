@@ -1,0 +1,52 @@
+"""Commands: a known /command runs in the core (memora.commands) and its answer is rendered; an
+unknown one gets a pointer to /help."""
+
+from __future__ import annotations
+
+from telegram import Update
+
+from memora.commands import COMMANDS, CommandContext, run_command
+
+from ...inputs import split_command
+from ..bodies import Answer
+from ..context import Context
+from ..learner import needs_learner_rendering, send_learner_reply
+from ..messages import incoming_text, maybe_typing
+
+
+async def on_command(update: Update, context: Context) -> None:
+    """A known command → run_command in the core → the rendered answer."""
+    incoming = incoming_text(update)
+    if incoming is None:
+        return
+    message, text, chat, user = incoming
+    state = context.bot_data
+    name, _, arg = split_command(text)
+    ctx = CommandContext(
+        chat,
+        user,
+        arg,
+        is_admin=user.id in state.telegram.admin_ids,
+        message_id=message.message_id,
+    )
+    command = COMMANDS.get(name.lower())
+    async with maybe_typing(message, command is not None and command.runs_turn and bool(arg)):
+        reply = await run_command(state.need_engine(), name, ctx)
+    if needs_learner_rendering(reply):  # review cards, the progress chart
+        await send_learner_reply(update, message, reply, context, name=name)
+        return
+    answer = Answer(message, reply, markdown=reply.markdown, name=name, quote=chat.is_group)
+    await state.answer(update, answer)
+
+
+async def on_unknown_command(update: Update, context: Context) -> None:
+    """A /foo the bot doesn't have: a short pointer to /help (in groups only when addressed)."""
+    incoming = incoming_text(update)
+    if incoming is None:
+        return
+    message, text, chat, _ = incoming
+    name, target, _ = split_command(text)
+    if chat.is_group and target.lower() != context.bot.username.lower():
+        return  # "/foo" or "/foo@otherbot" in a group may be meant for another bot
+    text = f"I don't know /{name}. Try /help for the list of commands."
+    await context.bot_data.notice(update, message, text)

@@ -1,0 +1,57 @@
+"""Commands on the caller's data as a whole: a fresh start in this chat, forgetting everything
+about them, and (admins) a chat's export."""
+
+from __future__ import annotations
+
+import json
+
+from memora.commands.registry import CommandContext, command
+from memora.engine import Engine
+from memora.views import Document, Reply
+
+
+@command("reset", "start a fresh conversation in this chat (memories stay)", exclusive=True)
+async def _reset(engine: Engine, ctx: CommandContext) -> Reply:
+    n = await engine.reset_chat(ctx.chat.id)
+    return Reply(
+        f"Fresh start: deleted this chat's history ({n} messages) and summary. "
+        "Your long-term memories stay (/memories)."
+    )
+
+
+@command("forgetme", "delete everything stored about you", exclusive=True)
+async def _forgetme(engine: Engine, ctx: CommandContext) -> Reply:
+    counts = await engine.forget_user(ctx.user.id)
+    return Reply(
+        "Deleted everything I stored about you: "
+        f"{counts['memories']} long-term memories, {counts['private_messages']} messages of our "
+        f"private chat, {counts['group_messages']} of your messages in groups (with my replies "
+        "to them, and those groups' summaries), your extraction log, your practice reminder and "
+        "weekly report, and "
+        "your learner profile, mistakes, vocabulary and review cards."
+    )
+
+
+@command(
+    "export",
+    "(admin) this chat's data as JSON; /export <chat_id> for another chat",
+    admin_only=True,
+    private_only=True,
+    fresh=True,
+)
+async def _export(engine: Engine, ctx: CommandContext) -> Reply:
+    target = ctx.chat.id
+    if ctx.arg.strip():
+        try:
+            target = int(ctx.arg.strip())
+        except ValueError:
+            return Reply("Usage: /export [chat_id] — the chat id is a number.", ok=False)
+    data = await engine.export_chat(target)
+    if data is None:
+        return Reply(f"I have no data for chat {target}.", ok=False)
+    blob = json.dumps(data, ensure_ascii=False, indent=2).encode()
+    n = len(data["history"])
+    return Reply(
+        f"Export of chat {target}: {n} messages.",
+        document=Document(f"memora-chat-{target}.json", blob, f"chat {target}, {n} messages"),
+    )

@@ -1,0 +1,55 @@
+"""Commands that show what the bot holds for this chat: its history, the last request sent to
+the model, the running summary, the token and memory figures."""
+
+from __future__ import annotations
+
+from memora.commands.registry import CommandContext, command
+from memora.engine import Engine
+from memora.llm import ChatMessage
+from memora.prompts import MEMORY_BLOCK, PROFILE_BLOCK
+from memora.views import Reply, render_history, render_messages
+
+
+@command("history", "this chat's full history", bare_word=True, fresh=True)
+async def _history(engine: Engine, ctx: CommandContext) -> Reply:
+    row = await engine.chat_state(ctx.chat.id)
+    return Reply(render_history(await engine.history(ctx.chat.id), row.summarized_count))
+
+
+@command("context", "exactly what the last request sent to the model", bare_word=True, fresh=True)
+async def _context(engine: Engine, ctx: CommandContext) -> Reply:
+    row = await engine.chat_state(ctx.chat.id)
+    if not row.last_context:
+        return Reply(render_messages("Last request context", []))
+    sent = [ChatMessage("system", engine.config.instructions), *row.last_context]
+    if ctx.chat.is_group:
+        speaker = await engine.last_speaker(ctx.chat.id)
+        if speaker is not None and speaker[0] != ctx.user.id:
+            sent = [_hide_memories(m, speaker[1]) for m in sent]
+    return Reply(render_messages("Last request context (system prompt first)", sent))
+
+
+def _hide_memories(message: ChatMessage, owner: str) -> ChatMessage:
+    """In a group, another member's retrieved memories are theirs alone."""
+    if message.role == "developer" and message.content.startswith(PROFILE_BLOCK):
+        return ChatMessage(
+            "developer", f"(the learner profile of {owner or 'another member'}, hidden)"
+        )
+    if message.role != "developer" or not message.content.startswith(MEMORY_BLOCK):
+        return message
+    n = message.content.count("\n- ")
+    return ChatMessage(
+        "developer",
+        f"({n} long-term memories of {owner or 'another member'}, hidden: only they can see them)",
+    )
+
+
+@command("summary", "the rolling summary of older turns", bare_word=True, fresh=True)
+async def _summary(engine: Engine, ctx: CommandContext) -> Reply:
+    row = await engine.chat_state(ctx.chat.id)
+    return Reply(f"Summary (covers {row.summarized_count} messages)\n{row.summary or '(empty)'}")
+
+
+@command("status", "memory and token figures", bare_word=True, fresh=True)
+async def _status(engine: Engine, ctx: CommandContext) -> Reply:
+    return Reply((await engine.status(ctx.chat.id, ctx.user.id)).render())

@@ -1,0 +1,79 @@
+"""Commands of the learner model (profile, review cards, progress, mistakes, words) and the tap
+on a review button; the work is in memora.learner.commands."""
+
+from __future__ import annotations
+
+from memora.commands.registry import CommandContext, command
+from memora.engine import Engine
+from memora.learner.commands import (
+    entries_command,
+    profile_command,
+    progress_command,
+    review_button,
+    review_command,
+)
+from memora.types import UserRef
+from memora.views import ButtonAnswer, Reply
+
+
+@command(
+    "profile",
+    "your learner profile; /profile set <field> <value>, clear <field>, undo, history",
+    arg="[set|clear|undo|history]",
+    bare_word=True,
+    fresh=True,
+)
+async def _profile(engine: Engine, ctx: CommandContext) -> Reply:
+    who = ctx.user.name if ctx.chat.is_group else ""
+    return await profile_command(engine.learner, ctx.user.id, ctx.arg, engine.clock(), who)
+
+
+@command(
+    "review",
+    "your due review cards, one at a time (in a group: privately)",
+    arg="[show|again|hard|good|easy]",
+    bare_word=True,
+    fresh=True,
+)
+async def _review(engine: Engine, ctx: CommandContext) -> Reply:
+    return await review_command(
+        engine.learner, ctx.user.id, ctx.arg, engine.clock(), group=ctx.chat.is_group
+    )
+
+
+@command(
+    "progress",
+    "your progress: level, streak, mistakes by week, vocabulary, goal countdown",
+    bare_word=True,
+    fresh=True,
+)
+async def _progress(engine: Engine, ctx: CommandContext) -> Reply:
+    return await progress_command(engine.learner, ctx.user.id, engine.clock())
+
+
+@command(
+    "mistakes",
+    "the mistakes I logged for you; /mistakes delete <n> removes a wrong one",
+    arg="[delete <n>]",
+    bare_word=True,
+    fresh=True,
+)
+async def _mistakes(engine: Engine, ctx: CommandContext) -> Reply:
+    return await entries_command(engine.learner, ctx.user.id, "mistake", ctx.arg)
+
+
+@command(
+    "words",
+    "your vocabulary list; /words delete <n> removes one",
+    arg="[delete <n>]",
+    bare_word=True,
+    fresh=True,
+)
+async def _words(engine: Engine, ctx: CommandContext) -> Reply:
+    return await entries_command(engine.learner, ctx.user.id, "word", ctx.arg)
+
+
+async def press_button(engine: Engine, user: UserRef, data: str) -> ButtonAnswer:
+    """A tap on one of our buttons (only review cards have them), checked against the tapper."""
+
+    return await review_button(engine.learner, user.id, data, engine.clock())

@@ -1,0 +1,132 @@
+"""The command registry: slash commands are executed by the core so every adapter renders the
+same answers.
+
+Each command is registered once, where its handler is written::
+
+    @command("progress", "your progress: chart and text", fresh=True)
+    async def _progress(engine: Engine, ctx: CommandContext) -> Reply:
+        ...
+
+The registration carries everything adapters and /help need: the name, the help line, the
+argument it takes and the flags that `run_command` enforces before the handler runs (admin-only,
+private-chat-only, needs long-term memory, ...). /help, the Telegram command menu and the
+terminal's bare words all read `COMMANDS`, so a new command appears everywhere at once; its
+handler reads and writes through the engine's methods, never the stores underneath.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from memora.engine import Engine
+from memora.types import ChatRef, UserRef
+from memora.views import Reply
+
+HELP = """\
+I'm Memora, your English tutor. I remember:
+• this conversation — the recent turns word for word, older ones as a short summary;
+• you — facts worth keeping across days (your level, goals, preferences, difficulties),
+  which I pick up from what you say or you save with /remember.
+Passwords, keys, codes, card and ID numbers that I recognise are hidden before anything is
+stored or logged (in Telegram, before I read them). I can miss one, so please don't send
+secrets. Ask me in words to forget something, or use /forget.
+You can always see and change what I remember:
+"""
+
+
+@dataclass(frozen=True)
+class CommandContext:
+    chat: ChatRef
+    user: UserRef
+    arg: str
+    is_admin: bool = False
+    message_id: int | None = None
+
+
+Handler = Callable[[Engine, CommandContext], Awaitable[Reply]]
+
+
+@dataclass(frozen=True)
+class Command:
+    """One command: its handler and everything said about it to users and adapters."""
+
+    name: str
+    help: str  # one line for /help and the Telegram menu
+    handler: Handler
+    arg: str = ""  # the argument's placeholder ("<text>"); "" when it takes none
+    arg_required: bool = False  # a bare `/name` answers with its usage line
+    admin_only: bool = False  # only the bot's admins (telegram.admin_ids; the terminal's user)
+    private_only: bool = False  # refused in groups: the answer holds other members' data
+    needs_memory: bool = False  # answers "memory is off" on a bot without long-term memory
+    bare_word: bool = False  # the terminal runs it when the word is typed alone on a line
+    fresh: bool = False  # waits for the chat's after-reply work, so what it shows is current
+    exclusive: bool = False  # runs under the chat's lock: no turn of the chat interleaves
+    runs_turn: bool = False  # with an argument it also asks the model (adapters show typing)
+
+    @property
+    def description(self) -> str:
+        """The help line with its argument: "<text> — save a memory for you"."""
+        return f"{self.arg} — {self.help}" if self.arg else self.help
+
+    @property
+    def usage(self) -> str:
+        return f"Usage: /{self.name} {self.arg}".rstrip()
+
+
+COMMANDS: dict[str, Command] = {}
+"""Every command by name, in the order /help lists them."""
+
+
+def command(name: str, help: str, **flags: Any) -> Callable[[Handler], Handler]:
+    """Register the decorated handler as /name; `flags` are Command's fields (arg, admin_only,
+    ...), checked when this module is imported."""
+
+    def register(handler: Handler) -> Handler:
+        if name in COMMANDS:
+            raise ValueError(f"/{name} is registered twice")
+        COMMANDS[name] = Command(name, help, handler, **flags)
+        return handler
+
+    return register
+
+
+async def run_command(engine: Engine, name: str, ctx: CommandContext) -> Reply:
+    """Run one command after the checks its registration asks for; unknown names get a pointer."""
+    cmd = COMMANDS.get(name.lower())
+    if cmd is None:
+        return Reply(f"I don't know /{name}. Try /help for the list.", ok=False)
+    refused = _refusal(engine, cmd, ctx)
+    if refused is not None:
+        return refused
+    if cmd.exclusive:
+        async with engine.exclusive(ctx.chat.id, ctx.user.id):
+            return await cmd.handler(engine, ctx)
+    if cmd.fresh:
+        await engine.settle(ctx.chat.id, ctx.user.id)
+    return await cmd.handler(engine, ctx)
+
+
+def _refusal(engine: Engine, cmd: Command, ctx: CommandContext) -> Reply | None:
+    if cmd.admin_only and not ctx.is_admin:
+        return Reply(f"Only the bot's admins can use /{cmd.name}.", ok=False)
+    if cmd.private_only and ctx.chat.is_group:
+        return Reply(
+            f"/{cmd.name} shows everyone's data: ask for it in a private chat with me.", ok=False
+        )
+    if cmd.arg_required and not ctx.arg.strip():
+        return Reply(cmd.usage, ok=False)
+    if cmd.needs_memory and not engine.has_memory:
+        return Reply("Long-term memory is turned off on this bot.", ok=False)
+    return None
+
+
+def help_text() -> str:
+    return HELP + "\n".join(f"/{c.name} {c.description}" for c in COMMANDS.values())
+
+
+@command("help", "what I remember and the command list", bare_word=True)
+@command("start", "who I am and how to use me")  # registered first: the decorator nearest
+async def _help(engine: Engine, ctx: CommandContext) -> Reply:
+    return Reply(help_text())

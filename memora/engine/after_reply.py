@@ -1,0 +1,212 @@
+"""The work after a reply: folding the window into the summary, and extracting memories and the
+learner model from the exchange (forgetting what the learner asked in words to forget)."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import replace
+from datetime import datetime
+
+from memora.clock import utcnow
+from memora.engine.base import Answered
+from memora.engine.queries import Queries
+from memora.errors import LLMError
+from memora.longterm import Memory, extraction
+from memora.longterm.extraction import ExtractionOutcome
+from memora.shortterm import Window, summarize
+from memora.storage import ExtractionLog, TurnUsage
+from memora.types import ChatRef, UserRef
+
+log = logging.getLogger(__name__)
+
+
+def forgotten_notice(forgotten: list[Memory], *, group: bool) -> str:
+    """What a learner who asked in words to forget something is told once it is done. In a
+    group the texts are not repeated: a memory from a private chat stays private."""
+    if not forgotten:
+        return (
+            "You asked me to forget something, but I couldn't tell which memory you meant, so "
+            "nothing was deleted. /memories lists them; /forget <n> deletes one."
+        )
+    if group:
+        n = len(forgotten)
+        return f"🗑 Forgotten, as you asked: {n} memor{'y' if n == 1 else 'ies'}."
+    return "🗑 Forgotten, as you asked (deleted for good):\n" + "\n".join(
+        f"• {m.text}" for m in forgotten
+    )
+
+
+class AfterReply(Queries):
+    """Fold, extract, apply, log."""
+
+    async def _after_reply(self, done: Answered) -> None:
+        """The chat's ordered work after a reply (the next turn waits for it)."""
+        if self.config.learner_enabled:  # a study day for /progress and the streak
+            await self.learner.note_message(done.user.id, self.clock())
+        await self._fold_backlog(done.chat, done.turn_id)
+
+    async def _fold_backlog(self, chat: ChatRef, turn_id: int) -> None:
+        row = await self.db.chat(chat.id)
+        pending = await self.db.messages(chat.id, from_seq=row.summarized_count)
+        backlog = Window(row.summary, row.summarized_count, pending).backlog(
+            self.config.max_recent_turns
+        )
+        if not backlog:
+            return
+        try:
+            fold = await summarize(self.summary_llm, row.summary, backlog, backlog[-1].seq + 1)
+        except LLMError as exc:
+            log.warning("summary update failed for chat %s: %s", chat.id, exc)
+            await self.db.note_summary_error(chat.id, f"{utcnow()}: {exc}")
+            return
+        await self.db.save_summary(
+            chat.id, fold.summary, fold.summarized_count, expected_from=row.summarized_count
+        )
+        await self.db.add_turn_usage(turn_id, TurnUsage(summary_tokens=fold.tokens))
+
+    async def _extract(self, done: Answered, now: datetime | None = None) -> None:
+        chat, user, text, turn_id = done.chat, done.user, done.text, done.turn_id
+        assert self.store is not None
+        now = now or self.clock()
+        try:
+            existing = await self.store.similar(user.id, text, k=5)
+            # This user's memories without search terms (a /remember fact, an older memory):
+            # the same call writes theirs. Only this user's: the call never sees another's. In a
+            # group, only those said in that group: /extraction there shows what was written.
+            origin = chat.id if chat.is_group else None
+            mine = await self.store.memories(user.id, origin_chat=origin)
+            unanswered = self._terms_unanswered.setdefault(user.id, {})
+            needs = extraction.needing_terms(mine, unanswered=unanswered)
+        except Exception as exc:
+            log.exception("memory lookup before extraction failed")
+            await self._log_extraction(user, chat, "failed", "", f"store: {exc}", 0)
+            return
+        outcome = await extraction.extract(
+            self.extraction_llm,
+            user_message=text,
+            assistant_reply=done.reply,
+            existing=existing,
+            now=now,
+            profile_lines=await self._profile_lines(user) if self.config.learner_enabled else None,
+            needs_terms=needs,
+            form=self.extraction_form,
+        )
+        self.extraction_form = outcome.form
+        tokens = outcome.usage.total_tokens
+        raw = outcome.raw  # extraction has masked every rejected secret in it already
+        if outcome.error:
+            spent = (turn_id, TurnUsage(extraction_tokens=tokens))
+            await self._log_extraction(user, chat, "failed", raw, outcome.error, tokens, spent)
+            return
+        learned, held = await self._apply_learner(done, outcome, now)
+        kept, moved = extraction.profile_first(outcome.memories, held)
+        outcome = replace(outcome, memories=kept, rejected=[*outcome.rejected, *moved])
+        forgotten = await self._forget_asked(done, outcome, existing)
+        try:
+            results = await extraction.apply(
+                self.store,
+                user.id,
+                outcome,
+                existing,
+                chat_id=chat.id,
+                message_id=done.message_id,  # the platform's id of the learner's message
+                now=now,
+            )
+            filled, filled_tokens = await extraction.apply_terms(
+                self.store, user.id, outcome, needs
+            )
+        except Exception as exc:  # the embedder or the store failed; the reply already went out
+            log.exception("storing extracted memories failed for user %s", user.id)
+            spent = (turn_id, TurnUsage(extraction_tokens=tokens))
+            await self._log_extraction(user, chat, "failed", raw, f"store: {exc}", tokens, spent)
+            return
+        got = {m.id for m in filled}
+        for memory in needs[: outcome.terms_listed]:  # listed in a call that was answered
+            if memory.id in got:
+                unanswered.pop(memory.id, None)
+            else:
+                unanswered[memory.id] = unanswered.get(memory.id, 0) + 1
+        embed = sum(r.embedding_tokens for r in results) + filled_tokens
+        spent = (turn_id, TurnUsage(extraction_tokens=tokens, embedding_tokens=embed))
+        detail = "\n".join(f"{r.action}: {r.memory.text}" for r in results)
+        detail += "".join(
+            f"\nsearch terms added: {m.text} ({', '.join([*m.terms, *m.situations])})"
+            for m in filled
+        )
+        detail += "".join(f"\nignored terms for unlisted memory {n}" for n in outcome.unlisted)
+        if outcome.rejected:
+            detail += "\n" + "\n".join(
+                f"rejected ({why}): {'[redacted]' if why is extraction.Rejection.SECRET else text}"
+                for text, why in outcome.rejected
+            )
+        if learned:
+            detail += "\n" + "\n".join(learned)
+        detail += "".join(f"\nforgotten, as the learner asked: {m.text}" for m in forgotten)
+        if outcome.asks_to_forget and not forgotten:
+            detail += "\nthe learner asked to forget, but no listed memory was named"
+        status = f"ok, {len(results)} memories" if results else "ok, nothing worth keeping"
+        await self._log_extraction(user, chat, status, raw, detail.strip(), tokens, spent)
+
+    async def _forget_asked(
+        self, done: Answered, outcome: ExtractionOutcome, existing: list[Memory]
+    ) -> list[Memory]:
+        """Delete the memories the learner asked in words to forget (as /forget does: gone, no
+        undo copy) and tell them in a short notice; the memories deleted."""
+        if not outcome.asks_to_forget:
+            return []
+        forgotten: list[Memory] = []
+        for n in outcome.forget:
+            memory = existing[n - 1]
+            if await self.forget_memory(done.user.id, memory):
+                forgotten.append(memory)
+        await self._notify(done, forgotten_notice(forgotten, group=done.chat.is_group))
+        return forgotten
+
+    async def _notify(self, done: Answered, text: str) -> None:
+        """Tell the learner something after the reply, through the adapter (if it listens)."""
+        if self.notify is None:
+            return
+        try:
+            await self.notify(done.chat, done.user, text)
+        except Exception:
+            log.exception("the notice to chat %s could not be delivered", done.chat.id)
+
+    async def _apply_learner(
+        self, done: Answered, outcome: ExtractionOutcome, now: datetime
+    ) -> tuple[list[str], frozenset[str]]:
+        """Store the extraction's learner part (profile, mistakes, words); lines for the log and
+        the profile fields that now hold what it said."""
+        found = outcome.learner
+        if found is None:
+            return [], frozenset()
+        try:
+            applied = await self.learner.apply(
+                done.user.id,
+                message=done.text,
+                profile=found.profile,
+                mistakes=found.mistakes,
+                words=found.vocabulary,
+                now=now,
+                chat_id=done.chat.id,
+                message_id=done.message_id,
+            )
+        except Exception as exc:
+            log.exception("storing the learner part failed for user %s", done.user.id)
+            return [f"learner: failed ({exc})"], frozenset()
+        return [f"learner {line}" for line in applied.lines()], applied.held
+
+    async def _log_extraction(
+        self,
+        user: UserRef,
+        chat: ChatRef,
+        status: str,
+        raw: str,
+        detail: str,
+        tokens: int,
+        spent: tuple[int, TurnUsage] | None = None,
+    ) -> None:
+        """Log the extraction; with `spent` (turn id, tokens) add them to the turn's usage in the
+        same commit."""
+        await self.db.log_extraction(
+            ExtractionLog(user.id, chat.id, utcnow(), status, raw, detail, tokens), spent=spent
+        )

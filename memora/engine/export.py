@@ -1,0 +1,76 @@
+"""/export: a chat's data (history, summary, usage, participants' memories and learner data) as
+JSON-able data."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from memora.clock import utcnow
+from memora.engine.base import EngineBase
+from memora.longterm import Memory
+
+
+class Export(EngineBase):
+    """A chat's data, as /export and `memora export` write it."""
+
+    async def export_chat(self, chat_id: int) -> dict[str, Any] | None:
+        """The chat's data (history, summary, usage, participants' memories and learner data) as
+        a JSON-able dict; None for a chat this bot has never seen."""
+        if chat_id not in await self.db.chat_ids():
+            return None
+        row = await self.db.chat(chat_id)
+        # A group's export holds that group's data: the memories its members shared there.
+        origin = None if row.kind == "private" else chat_id
+        participants: dict[str, Any] = {}
+        if self.store is not None:
+            for uid, name in await self.db.participants(chat_id):
+                mems = await self.store.memories(uid, origin_chat=origin)
+                participants[str(uid)] = {"name": name, "memories": [_exported(m) for m in mems]}
+        for uid, name in await self.db.participants(chat_id):  # profile, mistakes, words, cards
+            entry = participants.setdefault(str(uid), {"name": name})
+            if origin is None:  # a learner's model and reminder span their chats: not a group's
+                entry["learner"] = await self.learner.store.export(uid, self.clock())
+                entry["reminder"] = await self.reminders.export(uid)  # None without one
+                entry["weekly_report"] = await self.weekly.export(uid)  # setting, weeks sent
+        return {
+            "exported_at": utcnow(self.clock()),
+            "chat": {"id": chat_id, "kind": row.kind, "title": row.title},
+            "summary": row.summary,
+            "summarized_messages": row.summarized_count,
+            "history": [
+                {
+                    "seq": m.seq,
+                    "role": m.role,
+                    "content": m.content,
+                    "user_id": m.user_id,
+                    "user_name": m.user_name,
+                    "at": m.created_at,
+                }
+                for m in await self.db.messages(chat_id)
+            ],
+            "last_context": [m.as_dict() for m in row.last_context],
+            "usage": {
+                "turns": await self.db.turn_rows(chat_id),
+                "total_tokens": (await self.db.total_usage(chat_id)).total,
+            },
+            "participants": participants,
+        }
+
+
+def _exported(m: Memory) -> dict[str, Any]:
+    """One memory as /export writes it, with its history of replaced texts."""
+    return {
+        "id": m.id,
+        "text": m.text,
+        "source": m.source,
+        "category": m.category,
+        "created_at": m.created_at,
+        "updated_at": m.updated_at,
+        "chat_id": m.chat_id,
+        "message_id": m.message_id,
+        "terms": list(m.terms),  # the search terms indexed with the text (not shown by /memories)
+        "situations": list(m.situations),  # indexed with them too
+        "history": [
+            {"text": r.text, "replaced_at": r.replaced_at, "reason": r.reason} for r in m.history
+        ],
+    }

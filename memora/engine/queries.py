@@ -1,0 +1,110 @@
+"""What commands and adapters read or change, without reaching into the stores: a chat's state
+and history, /status, memories, forgetting."""
+
+from __future__ import annotations
+
+import logging
+
+from memora.engine.lanes import Lanes
+from memora.longterm import AddResult, Memory, SearchResult
+from memora.storage import ChatRow, ExtractionLog, StoredMessage
+from memora.types import ChatRef, UserRef
+from memora.views import Status
+
+log = logging.getLogger(__name__)
+
+
+class Queries(Lanes):
+    """The engine's reads and the changes a learner asks for."""
+
+    async def forget_user(self, user_id: int) -> dict[str, int]:
+        """Delete everything stored about a user, including what in-flight work would write."""
+        self._epochs[user_id] = self._epochs.get(user_id, 0) + 1
+        await self.drain()  # summaries and extractions already under way finish first
+        self._terms_unanswered.pop(user_id, None)
+        counts = await self.db.forget_user(user_id)
+        counts["reminders"] = await self.reminders.delete_user(user_id)
+        counts["weekly_reports"] = await self.weekly.delete_user(user_id)
+        counts["memories"] = await self.store.delete_user(user_id) if self.store else 0
+        self._forget_recent_vectors()
+        return counts
+
+    def _forget_recent_vectors(self) -> None:
+        """A local embedder keeps the vectors of the last texts it embedded: deleted words go
+        from the process's memory too."""
+        forget = getattr(self.store.embedder, "forget_recent", None) if self.store else None
+        if forget is not None:
+            forget()
+
+    async def chat_state(self, chat_id: int) -> ChatRow:
+        """The chat's summary, summary offset and last request context."""
+        return await self.db.chat(chat_id)
+
+    async def history(self, chat_id: int) -> list[StoredMessage]:
+        return await self.db.messages(chat_id)
+
+    async def message_count(self, chat_id: int) -> int:
+        return await self.db.message_count(chat_id)
+
+    async def last_speaker(self, chat_id: int) -> tuple[int, str] | None:
+        """Who sent the chat's last user message: whose memories the last context holds."""
+        return await self.db.last_speaker(chat_id)
+
+    async def extraction_log(self, user_id: int) -> ExtractionLog | None:
+        return await self.db.extraction(user_id)
+
+    async def status(self, chat_id: int, user_id: int) -> Status:
+        """The /status figures for this chat and (memories, extraction) this user."""
+        row = await self.db.chat(chat_id)
+        log = await self.db.extraction(user_id)
+        return Status(
+            history_messages=await self.db.message_count(chat_id),
+            summarized_messages=row.summarized_count,
+            last_context_messages=len(row.last_context),
+            summary_available=bool(row.summary),
+            memory_count=await self.store.count(user_id) if self.store else None,
+            last=await self.db.last_usage(chat_id),
+            session=await self.db.total_usage(chat_id),
+            extraction_status=f"{log.status} at {log.at}" if log else "none yet",
+            summary_error=row.last_summary_error,
+            embedding_model=self.store.embedder.name if self.store else "off",
+        )
+
+    async def memories(self, user_id: int, *, origin_chat: int | None = None) -> list[Memory]:
+        """The user's long-term memories, in the order /memories numbers them; with
+        `origin_chat`, only those that came from that chat (see `memory_origin`)."""
+        return await self._memory().memories(user_id, origin_chat=origin_chat)
+
+    async def search_memories(
+        self, user_id: int, query: str, top_k: int = 10, *, origin_chat: int | None = None
+    ) -> SearchResult:
+        """The user's memories ranked for `query`, below the reply's score floor too."""
+        return await self._memory().search(
+            user_id, query, top_k=top_k, min_score=0.0, origin_chat=origin_chat
+        )
+
+    async def remember(
+        self, chat: ChatRef, user: UserRef, text: str, *, message_id: int | None = None
+    ) -> AddResult:
+        """Save a memory the user asked for, and note it in their extraction log."""
+        result = await self._memory().add(
+            user.id, text, source="manual", category="other", chat_id=chat.id, message_id=message_id
+        )
+        await self.db.log_extraction_manual(user.id, chat.id, text)
+        return result
+
+    async def forget_memory(self, user_id: int, memory: Memory) -> bool:
+        """Delete the memory, and its words (and earlier versions) wherever SQLite kept them."""
+        deleted = await self._memory().delete(user_id, memory.id)
+        for text in {memory.text, *(r.text for r in memory.history)}:
+            await self.db.forget_memory_text(user_id, text)
+        self._forget_recent_vectors()
+        return deleted
+
+    async def undo_memory(self, user_id: int, memory_id: str) -> Memory | None:
+        """Restore the memory's previous text; None if it was never updated."""
+        return await self._memory().revert(user_id, memory_id)
+
+    async def reset_chat(self, chat_id: int) -> int:
+        """Forget the chat's short-term memory; return how many messages went."""
+        return await self.db.reset_chat(chat_id)

@@ -1,0 +1,276 @@
+"""One turn: the learner's message → context in budget → the reply → the turn stored in one
+transaction → the after-reply work scheduled."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from datetime import datetime
+
+from memora.engine.after_reply import AfterReply
+from memora.engine.base import Answered
+from memora.engine.retrieval import Retrieval
+from memora.errors import LLMError, OverBudget
+from memora.llm import Completion, OnDelta
+from memora.llm.audio import Transcript
+from memora.secretfilter import mask_secrets
+from memora.shortterm import BuiltContext, Window, build_context
+from memora.storage import NewTurn, TurnUsage
+from memora.types import ChatMessage, ChatRef, UserRef
+from memora.views import Reply, TurnStats
+
+log = logging.getLogger(__name__)
+
+
+LLM_FAILED = (
+    "Sorry — I couldn't reach my language model just now ({why}). Nothing was saved; "
+    "please send your message again in a moment."
+)
+TOO_LONG_CHARS = (
+    "That message is too long for me ({n} characters; the limit is {limit}). "
+    "Please send it in shorter parts. Nothing was saved."
+)
+OVER_BUDGET = (
+    "That message is too long to fit my memory budget ({counted} tokens; the limit is "
+    "{budget}). Please shorten it or split it into parts. Nothing was saved."
+)
+FORWARDED = "[forwarded message, not the learner's own words] "
+EMPTY = "I didn't get any text. Write a message, or /help for what I can do."
+
+
+@dataclass(frozen=True)
+class _Turn:
+    """One learner message on its way through the reply path."""
+
+    chat: ChatRef
+    user: UserRef
+    text: str
+    message_id: int | None
+    extract: bool
+    transcript: Transcript | None
+    update_id: int | None = None  # the platform update it answers
+
+
+@dataclass(frozen=True)
+class _Prepared:
+    """The context built for a turn, and what building it cost."""
+
+    window: Window
+    built: BuiltContext
+    memories_used: int
+    embedding_tokens: int
+    summary_tokens: int
+
+
+def _shielded(on_delta: OnDelta) -> OnDelta:
+    """The adapter's progress callback, never able to break the turn."""
+    broken = False
+
+    async def deliver(text: str) -> None:
+        nonlocal broken
+        if broken:
+            return
+        try:
+            await on_delta(text)
+        except Exception:
+            broken = True
+            log.exception("the progress callback failed; the reply goes on without it")
+
+    return deliver
+
+
+class Turns(AfterReply, Retrieval):
+    """Answering messages (and taking in exchanges from elsewhere)."""
+
+    async def handle_turn(
+        self,
+        chat: ChatRef,
+        user: UserRef,
+        text: str,
+        *,
+        message_id: int | None = None,
+        update_id: int | None = None,
+        extract: bool = True,
+        on_delta: OnDelta | None = None,
+        transcript: Transcript | None = None,
+        forwarded: bool = False,
+    ) -> Reply:
+        """Answer one learner message; the whole turn is stored only once the reply exists.
+
+        `forwarded` says the text is someone else's (a forwarded message): it is answered and
+        kept in the history marked as forwarded, and no memory is extracted from it.
+
+        `transcript` is set when `text` was spoken: what its transcription cost is recorded with
+        the turn, like every other call's usage.
+
+        With `on_delta`, the reply is streamed: it is awaited with the reply text so far as the
+        model writes it. It only shows progress: what counts is the Reply returned, and a turn
+        that fails part-way stores nothing, like any failed turn. A callback that raises is
+        logged and not called again; the turn goes on.
+
+        `update_id` names the platform update being answered; it is stored with the turn, and an
+        update answered before (delivered again after a crash) gets the stored reply back without
+        a new turn."""
+        text = text.strip()
+        if not text:
+            return Reply(EMPTY, ok=False)
+        if len(text) > self.config.max_message_chars:
+            return Reply(
+                TOO_LONG_CHARS.format(n=len(text), limit=self.config.max_message_chars), ok=False
+            )
+        if forwarded:
+            text, extract = FORWARDED + text, False
+        async with self.lock(chat.id):
+            answered = None if update_id is None else await self.db.answer_to(update_id)
+            if answered is not None:  # delivered again after a crash: answered once, ever
+                return Reply(answered, stored=True, markdown=True)
+            await self.settle(chat.id)
+            # Replicas on one PostgreSQL: the chat is theirs too, so hold it in the database
+            # for the turn and its after-reply work (handed to that work's task, see _schedule).
+            self._held[chat.id] = await self.db.lock_chat(chat.id)
+            try:
+                turn = _Turn(chat, user, text, message_id, extract, transcript, update_id)
+                return await self._turn(turn, on_delta)
+            finally:
+                unclaimed = self._held.pop(chat.id, None)  # no after-reply work was scheduled
+                if unclaimed is not None:
+                    await unclaimed.release()
+
+    async def _turn(self, turn: _Turn, on_delta: OnDelta | None) -> Reply:
+        """Context → reply → store; each step answers the learner itself when it fails."""
+        epoch = self._epoch(turn.user.id)
+        prepared = await self._prepare(turn)
+        if isinstance(prepared, Reply):
+            return prepared
+        answer = await self._answer(turn.chat, prepared.built, on_delta)
+        if isinstance(answer, Reply):
+            return answer
+        if self._epoch(turn.user.id) != epoch:  # the user asked to be forgotten meanwhile
+            return Reply(answer.text, markdown=True)
+        return await self._store(turn, prepared, answer)
+
+    async def _prepare(self, turn: _Turn) -> _Prepared | Reply:
+        """Retrieve memories and build the context inside the budget (folding if needed)."""
+        chat, user = turn.chat, turn.user
+        await self.db.ensure_chat(chat.id, chat.kind, chat.title)
+        row = await self.db.chat(chat.id)
+        pending = await self.db.messages(chat.id, from_seq=row.summarized_count)
+        window = Window(row.summary, row.summarized_count, pending)
+        memory_lines, embed_tokens = await self._retrieve(chat, user, turn.text, pending)
+        # In a group under the default scope only what pitches the English: the rest of the
+        # profile spans the member's private chats, like their memories.
+        teaching_only = self.memory_origin(chat) is not None
+        profile_lines = await self._profile_lines(user, teaching_only=teaching_only)
+        shown = f"[{user.name}] {turn.text}" if chat.is_group and user.name else turn.text
+        try:
+            built = await build_context(
+                window=window,
+                current=ChatMessage("user", shown),
+                memory_lines=memory_lines,
+                instructions=self.config.instructions,
+                counter=self.counter,
+                budget=self.config.max_input_tokens,
+                max_recent_turns=self.config.max_recent_turns,
+                llm=self.summary_llm,
+                group=chat.is_group,
+                profile_lines=profile_lines,
+            )
+        except OverBudget as exc:
+            return Reply(OVER_BUDGET.format(counted=exc.counted, budget=exc.budget), ok=False)
+        except LLMError as exc:
+            return Reply(LLM_FAILED.format(why=exc), ok=False)
+        summary_tokens = await self._save_folds(chat.id, window, built)
+        return _Prepared(
+            window=window,
+            built=built,
+            memories_used=len(memory_lines) - built.memories_dropped,
+            embedding_tokens=embed_tokens,
+            summary_tokens=summary_tokens,
+        )
+
+    async def _answer(
+        self, chat: ChatRef, built: BuiltContext, on_delta: OnDelta | None
+    ) -> Completion | Reply:
+        """The one LLM call of the reply path (streamed when the adapter asked)."""
+        try:
+            if on_delta is None:
+                return await self.llm.complete(self.config.instructions, built.messages)
+            return await self.llm.complete(
+                self.config.instructions, built.messages, on_delta=_shielded(on_delta)
+            )
+        except LLMError as exc:
+            log.warning("reply failed for chat %s: %s", chat.id, exc)
+            return Reply(LLM_FAILED.format(why=exc), ok=False)
+
+    async def _store(self, turn: _Turn, prepared: _Prepared, answer: Completion) -> Reply:
+        """Write the whole turn in one transaction, then schedule the after-reply work."""
+        chat, transcript = turn.chat, turn.transcript
+        built = prepared.built
+        self.counter.observe(built.counted, answer.usage.input_tokens)  # the budget learns
+        usage = TurnUsage(
+            counted_input=built.counted,
+            actual_input=answer.usage.input_tokens,
+            output_tokens=answer.usage.output_tokens,
+            summary_tokens=prepared.summary_tokens,
+            embedding_tokens=prepared.embedding_tokens,
+            memories_used=prepared.memories_used,
+            transcription_tokens=transcript.tokens if transcript else 0,
+            transcription_seconds=round(transcript.seconds) if transcript else 0,
+        )
+        # The model saw any secret once, in this request; nothing stored (and so nothing sent
+        # later: history, summaries, extraction) keeps it. The context's other messages were
+        # masked when they were stored (history, summary) or never take a secret (memories and
+        # profile values are screened): only its last, the message itself, is new.
+        kept_text, kept_reply = mask_secrets(turn.text), mask_secrets(answer.text)
+        *earlier, current = built.messages
+        context = [*earlier, ChatMessage(current.role, mask_secrets(current.content))]
+        turn_id = await self.db.record_turn(
+            NewTurn(
+                chat_id=chat.id,
+                user_id=turn.user.id,
+                user_name=turn.user.name,
+                user_text=kept_text,
+                reply_text=kept_reply,
+                context=context,
+                usage=usage,
+                external_id=turn.message_id,
+                update_id=turn.update_id,
+            )
+        )
+        was = prepared.window.summarized_count
+        stats = TurnStats(
+            usage=usage,
+            newly_summarized=built.folds[-1].summarized_count - was if built.folds else 0,
+            context_messages=len(built.messages),
+            session_total=(await self.db.total_usage(chat.id)).total,
+        )
+        done = Answered(chat, turn.user, kept_text, kept_reply, turn_id, turn.message_id)
+        self._schedule(chat.id, self._after_reply(done))  # the next turn waits for it
+        if turn.extract and self.store is not None and self.config.extraction_enabled:
+            self._extract_later(turn.user.id, self._extract(done))
+        return Reply(answer.text, stats=stats, stored=True, markdown=True)
+
+    async def import_exchange(
+        self, chat: ChatRef, user: UserRef, text: str, reply: str, *, at: datetime | None = None
+    ) -> None:
+        """Take in an exchange that happened elsewhere (an imported history, the LoCoMo harness
+        in benchmarks/memory_eval.py): store it as a turn, then extract memories from it with the
+        same code as after a live reply, `at` standing for the time it was said (relative dates
+        in it resolve against that). No reply is generated and nothing is folded into the running
+        summary here: the chat's next live turn folds whatever is due."""
+        async with self.exclusive(chat.id):
+            await self.db.ensure_chat(chat.id, chat.kind, chat.title)
+            turn_id = await self.db.record_turn(
+                NewTurn(chat.id, user.id, user.name, text, reply, [], TurnUsage())
+            )
+            if self.store is not None and self.config.extraction_enabled:
+                await self._extract(Answered(chat, user, text, reply, turn_id, None), now=at)
+
+    async def _save_folds(self, chat_id: int, window: Window, built: BuiltContext) -> int:
+        tokens = sum(f.tokens for f in built.folds)
+        if built.folds:
+            last = built.folds[-1]
+            await self.db.save_summary(
+                chat_id, last.summary, last.summarized_count, expected_from=window.summarized_count
+            )
+        return tokens

@@ -1,0 +1,153 @@
+"""What the learner got wrong and the words they met (each also a review card), and the days they
+practised: the learner model's logs."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from memora.learner import review
+from memora.learner.cards import insert_card
+from memora.learner.model import ExtractedMistake, ExtractedWord
+from memora.learner.screen import vocab_key
+from memora.learner.tables import LearnerTables
+
+
+class EntryStore(LearnerTables):
+    """Mistakes, vocabulary and study days."""
+
+    async def add_mistakes(
+        self,
+        user_id: int,
+        mistakes: Sequence[ExtractedMistake],
+        *,
+        now: datetime,
+        chat_id: int | None = None,
+        message_id: int | None = None,
+    ) -> int:
+        """Log mistakes (each with a review card); the same wrong sentence is logged once."""
+        added = 0
+        for m in mistakes:
+            dup = await self._one(
+                "SELECT 1 FROM learner_mistakes WHERE user_id=? AND lower(original)=lower(?) "
+                "AND lower(corrected)=lower(?)",
+                (user_id, m.original, m.corrected),
+            )
+            if dup:
+                continue
+            async with self.database.transaction() as db:
+                cur = await db.execute(
+                    "INSERT INTO learner_mistakes(user_id, chat_id, message_id, original, "
+                    "corrected, category, reason, at) VALUES (?,?,?,?,?,?,?,?)",
+                    (
+                        user_id,
+                        chat_id,
+                        message_id,
+                        m.original,
+                        m.corrected,
+                        m.category,
+                        m.reason,
+                        review.iso(now),
+                    ),
+                )
+                await insert_card(db, user_id, "mistake", int(cur.lastrowid or 0), now)
+            added += 1
+        return added
+
+    async def add_words(
+        self,
+        user_id: int,
+        words: Sequence[ExtractedWord],
+        *,
+        now: datetime,
+        chat_id: int | None = None,
+        message_id: int | None = None,
+    ) -> int:
+        """Add words (each with a review card); a word already known in any inflection is kept
+        as it was."""
+        added = 0
+        for w in words:
+            async with self.database.transaction() as db:
+                cur = await db.execute(
+                    "INSERT OR IGNORE INTO learner_words(user_id, key, term, meaning, example, "
+                    "chat_id, message_id, at) VALUES (?,?,?,?,?,?,?,?)",
+                    (
+                        user_id,
+                        vocab_key(w.term),
+                        " ".join(w.term.split()),
+                        " ".join(w.meaning.split()),
+                        " ".join(w.example.split()),
+                        chat_id,
+                        message_id,
+                        review.iso(now),
+                    ),
+                )
+                if cur.rowcount:
+                    await insert_card(db, user_id, "word", int(cur.lastrowid or 0), now)
+                    added += 1
+        return added
+
+    async def mistakes(self, user_id: int, limit: int = 1000) -> list[dict[str, Any]]:
+        rows = await self._rows(
+            "SELECT id, original, corrected, category, reason, at, chat_id, message_id "
+            "FROM learner_mistakes WHERE user_id=? ORDER BY id DESC LIMIT ?",
+            (user_id, limit),
+        )
+        return [dict(r) for r in rows]
+
+    async def words(self, user_id: int, limit: int = 1000) -> list[dict[str, Any]]:
+        rows = await self._rows(
+            "SELECT id, term, meaning, example, at, chat_id, message_id "
+            "FROM learner_words WHERE user_id=? ORDER BY id DESC LIMIT ?",
+            (user_id, limit),
+        )
+        return [dict(r) for r in rows]
+
+    async def delete_entry(self, user_id: int, kind: str, ref_id: int) -> bool:
+        """Delete one of the user's mistakes ("mistake") or words ("word") with its review card
+        and that card's reviews, in one transaction; False if the user has no such entry."""
+        table = {"mistake": "learner_mistakes", "word": "learner_words"}[kind]
+        async with self.database.transaction() as db:
+            cur = await db.execute(
+                f"DELETE FROM {table} WHERE id=? AND user_id=?", (ref_id, user_id)
+            )
+            if not cur.rowcount:
+                return False
+            await db.execute(
+                "DELETE FROM learner_reviews WHERE user_id=? AND card_id IN "
+                "(SELECT id FROM learner_cards WHERE kind=? AND ref_id=? AND user_id=?)",
+                (user_id, kind, ref_id, user_id),
+            )
+            await db.execute(
+                "DELETE FROM learner_cards WHERE kind=? AND ref_id=? AND user_id=?",
+                (kind, ref_id, user_id),
+            )
+        await self.database.checkpoint()  # deleted means gone from the files (memora/erase.py)
+        return True
+
+    # -- activity --------------------------------------------------------------------------------
+    async def note_day(
+        self, user_id: int, day: str, *, messages: int = 0, reviews: int = 0
+    ) -> None:
+        """Count a message or a review on the learner's local calendar day."""
+        await self.database._write(
+            "INSERT INTO learner_days(user_id, day, messages, reviews) VALUES (?,?,?,?) "
+            "ON CONFLICT(user_id, day) DO UPDATE SET "
+            "messages=learner_days.messages+excluded.messages, "
+            "reviews=learner_days.reviews+excluded.reviews",
+            (user_id, day, messages, reviews),
+        )
+
+    async def days(self, user_id: int) -> list[tuple[str, int, int]]:
+        rows = await self._rows(
+            "SELECT day, messages, reviews FROM learner_days WHERE user_id=? ORDER BY day",
+            (user_id,),
+        )
+        return [(r[0], int(r[1]), int(r[2])) for r in rows]
+
+    async def mistake_dates(self, user_id: int) -> list[tuple[str, str]]:
+        rows = await self._rows(
+            "SELECT at, category FROM learner_mistakes WHERE user_id=? ORDER BY at", (user_id,)
+        )
+        return [(r[0], r[1]) for r in rows]

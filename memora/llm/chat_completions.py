@@ -1,0 +1,133 @@
+"""The Chat Completions API: what OpenAI-compatible servers speak (Ollama, vLLM, llama.cpp)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from openai import AsyncOpenAI
+
+from memora.errors import LLMError
+from memora.llm.base import CONTEXT_EXCEEDED, Completion, OnDelta, Parsed, T, Usage
+from memora.llm.openai_base import OpenAILLM
+from memora.llm.sdk_errors import mid_stream, refusable, translated
+from memora.llm.structured import StructuredMode, json_schema, response_format, validated
+from memora.types import ChatMessage
+
+
+class ChatCompletionsLLM(OpenAILLM):
+    """Chat Completions: what every OpenAI-compatible server speaks; the instructions become the
+    system message, and no reasoning effort is sent (compatible servers may reject it)."""
+
+    api = "chat_completions"
+    usage_fields = ("prompt_tokens", "completion_tokens")
+
+    def _extra(self) -> dict[str, Any]:
+        # `max_tokens`, which every compatible server reads (llama.cpp's, Ollama, vLLM);
+        # OpenAI's reasoning models want `max_completion_tokens`: use the Responses API there.
+        return {"max_tokens": self.max_output_tokens} if self.max_output_tokens else {}
+
+    @staticmethod
+    def _messages(instructions: str, messages: list[ChatMessage]) -> Any:
+        out = [{"role": "system", "content": instructions}]
+        # "developer" is a Responses/OpenAI role; older compatible servers only know "system".
+        out += [
+            {"role": "system" if m.role == "developer" else m.role, "content": m.content}
+            for m in messages
+        ]
+        return out
+
+    async def _create(self, instructions: str, messages: list[ChatMessage]) -> Completion:
+        resp = await self._client.chat.completions.create(
+            model=self.model, messages=self._messages(instructions, messages), **self._extra()
+        )
+        if not resp.choices:
+            raise LLMError("the model returned no choices")
+        text = resp.choices[0].message.content or ""
+        return Completion(text=text, usage=self._usage(resp.usage))
+
+    async def _stream(
+        self, instructions: str, messages: list[ChatMessage], on_delta: OnDelta
+    ) -> Completion:
+        """`choices[0].delta.content` pieces until a finish_reason; usage from the last chunk
+        (`stream_options.include_usage`)."""
+        text = ""
+        finished = False
+        usage: object = None
+        with translated():
+            stream = await refusable(
+                self._client.chat.completions.create(
+                    model=self.model,
+                    messages=self._messages(instructions, messages),
+                    stream=True,
+                    stream_options={"include_usage": True},
+                    **self._extra(),
+                )
+            )
+            async with stream:
+                with mid_stream():
+                    async for chunk in stream:
+                        if chunk.usage is not None:
+                            usage = chunk.usage
+                        for choice in chunk.choices:
+                            if choice.index != 0:
+                                continue
+                            if choice.delta is not None and choice.delta.content:
+                                text += choice.delta.content
+                                await on_delta(text)
+                            if choice.finish_reason is not None:
+                                finished = True
+        if not finished:
+            raise LLMError("the answer stream ended before the answer was complete")
+        return Completion(text=text, usage=self._usage(usage))
+
+    async def _parse(
+        self,
+        client: AsyncOpenAI,
+        mode: StructuredMode,
+        instructions: str,
+        messages: list[ChatMessage],
+        schema: type[T],
+    ) -> Parsed[T]:
+        extra = self._extra()
+        if mode == "json_schema":
+            extra["response_format"] = response_format(schema)
+        elif mode == "json_object":  # llama.cpp's server constrains the output to `schema`
+            extra["response_format"] = {
+                "type": "json_object",
+                "schema": json_schema(schema),
+            }
+        resp = await client.chat.completions.create(
+            model=self.model,
+            messages=self._messages(
+                self._format_instructions(mode, instructions, schema), messages
+            ),
+            **extra,
+        )
+        if not resp.choices:
+            raise LLMError("the model returned no choices")
+        choice = resp.choices[0]
+        msg = choice.message
+        usage = self._usage(resp.usage)
+        if msg.refusal:
+            return Parsed(text=msg.refusal, usage=usage, problem="the model refused")
+        text = msg.content or ""
+        parsed, problem = validated(schema, text)
+        if parsed is None and choice.finish_reason == "length" and self._cut_by_context(usage):
+            # llama.cpp answers a prompt that fits and stops the answer where its context ends
+            # (it lowers max_tokens to the room left): asking again, longer, cannot fit more.
+            # Said as the server says a prompt too long, so the caller can ask in fewer tokens.
+            self._structured_confirmed = True  # the server took the form: it answered 200
+            raise LLMError(
+                f"the answer was cut at the end of the model's context ({usage.input_tokens} "
+                f"prompt + {usage.output_tokens} answer tokens)",
+                CONTEXT_EXCEEDED,
+            )
+        return Parsed(text=text, usage=usage, parsed=parsed, problem=problem)
+
+    def _cut_by_context(self, usage: Usage) -> bool:
+        """Whether an answer that stopped for length stopped before the cap it was sent with
+        (`max_tokens`): then the server's context ended it. Without a cap, the server's limit
+        is its context; with one and no usage reported, it cannot be told: no."""
+        if not self.max_output_tokens:
+            return True
+        return 0 < usage.output_tokens < self.max_output_tokens

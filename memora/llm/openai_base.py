@@ -1,0 +1,191 @@
+"""What both OpenAI APIs share (`OpenAILLM`): the client, errors as LLMError, streaming with its
+fallback, structured output in the best form the server accepts. One subclass per API
+(responses.py, chat_completions.py) says what its API can do with class attributes instead of
+branching on the API name."""
+
+from __future__ import annotations
+
+import logging
+from abc import ABC, abstractmethod
+from typing import Any, ClassVar, Literal
+
+import openai
+from openai import AsyncOpenAI
+
+from memora.errors import LLMError
+from memora.llm.base import Completion, OnDelta, Parsed, T, Usage
+from memora.llm.sdk_errors import FormatRefused, StreamRefused, guard, refuses_format, translated
+from memora.llm.structured import (
+    SCHEMA_INSTRUCTIONS,
+    STRUCTURED_MODES,
+    StructuredMode,
+    schema_sketch,
+)
+from memora.types import ChatMessage
+
+log = logging.getLogger(__name__)
+
+Api = Literal["responses", "chat_completions"]
+
+
+class OpenAILLM(ABC):
+    """What both OpenAI APIs share: the client, errors as LLMError, streaming with its fallback.
+
+    A subclass per API implements `_create` (one plain answer), `_stream` (the answer as it is
+    written) and `_parse` (structured output); `OpenAILLM.for_api(...)` picks the class.
+    """
+
+    api: ClassVar[Api]
+    usage_fields: ClassVar[tuple[str, str]]
+    """The names of the input and output token counts in this API's usage object."""
+    _by_api: ClassVar[dict[str, type[OpenAILLM]]] = {}
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        OpenAILLM._by_api[cls.api] = cls  # what `for_api` picks from
+
+    def __init__(
+        self,
+        *,
+        model: str,
+        api_key: str,
+        base_url: str | None = None,
+        timeout: float = 60.0,
+        max_retries: int = 2,
+        reasoning_effort: str | None = None,
+        max_output_tokens: int | None = None,
+    ) -> None:
+        self.model = model
+        self.reasoning_effort = reasoning_effort
+        # A cap on each answer, for local servers: without one, llama.cpp's server lets a small
+        # model that repeats itself write until its context is full (minutes on a CPU).
+        self.max_output_tokens = max_output_tokens
+        # Learned, not configured: some OpenAI-compatible servers answer stream=true with 400.
+        self._stream_refused = False
+        # Learned too: the best structured-output form this server accepts, and whether it has
+        # answered one yet (until then a refusal is not retried: it cannot succeed).
+        self._structured: StructuredMode = "json_schema"
+        self._structured_confirmed = False
+        self._client = AsyncOpenAI(
+            api_key=api_key, base_url=base_url, timeout=timeout, max_retries=max_retries
+        )
+
+    @staticmethod
+    def for_api(api: Api, **kwargs: Any) -> OpenAILLM:
+        """The client for `api` ("responses" or "chat_completions"), built with `kwargs`."""
+        return OpenAILLM._by_api[api](**kwargs)
+
+    @property
+    def streams(self) -> bool:
+        """Whether a reply asked for with `on_delta` is streamed (False once the server refused)."""
+        return not self._stream_refused
+
+    @property
+    def structured_mode(self) -> StructuredMode:
+        """How structured output is asked for now (it only moves down STRUCTURED_MODES)."""
+        return self._structured
+
+    def _usage(self, raw: object) -> Usage:
+        if raw is None:
+            return Usage()
+        inp, out = self.usage_fields
+        return Usage(int(getattr(raw, inp, 0) or 0), int(getattr(raw, out, 0) or 0))
+
+    # -- the protocol --------------------------------------------------------------------------
+    async def complete(
+        self,
+        instructions: str,
+        messages: list[ChatMessage],
+        on_delta: OnDelta | None = None,
+    ) -> Completion:
+        if on_delta is None or self._stream_refused:
+            completion = await guard(self._create(instructions, messages))
+        else:
+            try:
+                completion = await self._stream(instructions, messages, on_delta)
+            except StreamRefused:
+                # Some OpenAI-compatible servers reject stream=true (or stream_options). Ask
+                # again without streaming; if that works, the server cannot stream: stop trying.
+                completion = await guard(self._create(instructions, messages))
+                log.warning("the model server refuses streamed requests; replies are not streamed")
+                self._stream_refused = True
+        if not completion.text.strip():
+            raise LLMError("the model returned an empty answer")
+        return completion
+
+    async def parse(
+        self, instructions: str, messages: list[ChatMessage], schema: type[T]
+    ) -> Parsed[T]:
+        """The answer as a `schema` instance, asked for in the best form the server accepts.
+
+        A server that refuses the form (HTTP 400/422/500 naming it) is asked again, once, in the
+        next form of STRUCTURED_MODES, and the client remembers it for the rest of the process,
+        as it does for streaming. Until a form has worked once, its request is sent without the
+        SDK's retries: a refusal would only be refused again.
+        """
+        while True:
+            mode = self._structured
+            client = self._client
+            if not self._structured_confirmed:
+                client = client.with_options(max_retries=0)
+            try:
+                with translated():
+                    try:
+                        answer = await self._parse(client, mode, instructions, messages, schema)
+                    except openai.APIStatusError as exc:
+                        if mode != STRUCTURED_MODES[-1] and refuses_format(exc):
+                            raise FormatRefused from exc
+                        raise
+            except FormatRefused as refused:
+                self._structured = STRUCTURED_MODES[STRUCTURED_MODES.index(mode) + 1]
+                log.warning(
+                    "the model server refuses structured output as %s (%s); using %s from now on",
+                    mode,
+                    refused.__cause__,
+                    self._structured,
+                )
+                continue
+            self._structured_confirmed = True
+            return answer
+
+    def _format_instructions(self, mode: StructuredMode, instructions: str, schema: Any) -> str:
+        """The instructions, with the schema spelled out unless the server enforces it."""
+        if mode == "json_schema":
+            return instructions
+        return instructions + SCHEMA_INSTRUCTIONS.format(schema=schema_sketch(schema))
+
+    async def count_input_tokens(self, instructions: str, messages: list[ChatMessage]) -> int:
+        """The provider's own count (the Responses API's endpoint, whichever API replies)."""
+        resp = await guard(
+            self._client.responses.input_tokens.count(
+                model=self.model,
+                instructions=instructions,
+                input=[m.as_dict() for m in messages],  # type: ignore[misc]
+            )
+        )
+        return int(resp.input_tokens)
+
+    async def aclose(self) -> None:
+        await self._client.close()
+
+    # -- per API ---------------------------------------------------------------------------------
+    @abstractmethod
+    async def _create(self, instructions: str, messages: list[ChatMessage]) -> Completion:
+        """One plain (not streamed) answer."""
+
+    @abstractmethod
+    async def _stream(
+        self, instructions: str, messages: list[ChatMessage], on_delta: OnDelta
+    ) -> Completion:
+        """The answer, `on_delta` awaited as it grows; raises StreamRefused on an HTTP 400."""
+
+    @abstractmethod
+    async def _parse(
+        self,
+        client: AsyncOpenAI,
+        mode: StructuredMode,
+        instructions: str,
+        messages: list[ChatMessage],
+        schema: type[T],
+    ) -> Parsed[T]:
+        """The answer asked for in `mode` and read as `schema` (see `Parsed` for None)."""

@@ -1,0 +1,121 @@
+"""OpenAI's Responses API."""
+
+from __future__ import annotations
+
+from typing import Any, cast
+
+from openai import AsyncOpenAI, AsyncStream
+from openai.types.responses import (
+    ResponseCompletedEvent,
+    ResponseErrorEvent,
+    ResponseFailedEvent,
+    ResponseIncompleteEvent,
+    ResponseStreamEvent,
+    ResponseTextDeltaEvent,
+)
+
+from memora.errors import LLMError
+from memora.llm.base import Completion, OnDelta, Parsed, T
+from memora.llm.openai_base import OpenAILLM
+from memora.llm.sdk_errors import mid_stream, refusable, translated
+from memora.llm.structured import StructuredMode, text_format, validated
+from memora.types import ChatMessage
+
+
+class ResponsesLLM(OpenAILLM):
+    """OpenAI's Responses API: instructions apart from the input, reasoning effort, SSE events."""
+
+    api = "responses"
+    usage_fields = ("input_tokens", "output_tokens")
+
+    def _extra(self) -> dict[str, Any]:
+        extra: dict[str, Any] = {}
+        if self.reasoning_effort:
+            extra["reasoning"] = {"effort": self.reasoning_effort}
+        if self.max_output_tokens:
+            extra["max_output_tokens"] = self.max_output_tokens
+        return extra
+
+    async def _create(self, instructions: str, messages: list[ChatMessage]) -> Completion:
+        resp = await self._client.responses.create(
+            model=self.model,
+            instructions=instructions,
+            input=[m.as_dict() for m in messages],  # type: ignore[misc]
+            **self._extra(),
+        )
+        return Completion(text=resp.output_text or "", usage=self._usage(resp.usage))
+
+    async def _stream(
+        self, instructions: str, messages: list[ChatMessage], on_delta: OnDelta
+    ) -> Completion:
+        """Text from `response.output_text.delta` events; the final text and usage from the
+        `response.completed` (or `.incomplete`) event."""
+        text = ""
+        final: Any = None
+        with translated():
+            created = self._client.responses.create(
+                model=self.model,
+                instructions=instructions,
+                input=[m.as_dict() for m in messages],  # type: ignore[misc]
+                stream=True,
+                **self._extra(),
+            )
+            stream = cast(AsyncStream[ResponseStreamEvent], await refusable(created))
+            async with stream:
+                with mid_stream():
+                    async for event in stream:
+                        if isinstance(event, ResponseTextDeltaEvent):
+                            text += event.delta
+                            await on_delta(text)
+                        elif isinstance(event, ResponseCompletedEvent | ResponseIncompleteEvent):
+                            final = event.response
+                            break
+                        elif isinstance(event, ResponseFailedEvent):
+                            error = event.response.error
+                            code = error.code if error is not None else "failed"
+                            raise LLMError(f"the model service failed mid-answer: {code}")
+                        elif isinstance(event, ResponseErrorEvent):
+                            why = event.code or "error"
+                            raise LLMError(f"the model service failed mid-answer: {why}")
+        if final is None:
+            raise LLMError("the answer stream ended before the answer was complete")
+        return Completion(text=final.output_text or text, usage=self._usage(final.usage))
+
+    async def _parse(
+        self,
+        client: AsyncOpenAI,
+        mode: StructuredMode,
+        instructions: str,
+        messages: list[ChatMessage],
+        schema: type[T],
+    ) -> Parsed[T]:
+        fmt: Any = {"type": "text"}
+        if mode == "json_schema":
+            fmt = text_format(schema)
+        elif mode == "json_object":
+            fmt = {"type": "json_object"}
+        text_config: Any = {"format": fmt}
+        input_items: Any = [m.as_dict() for m in messages]
+        resp = await client.responses.create(
+            model=self.model,
+            instructions=self._format_instructions(mode, instructions, schema),
+            input=input_items,
+            text=text_config,
+            **self._extra(),
+        )
+        usage = self._usage(resp.usage)
+        refusal = next(
+            (
+                part.refusal
+                for item in resp.output
+                if item.type == "message"
+                for part in item.content
+                if part.type == "refusal"
+            ),
+            None,
+        )
+        if refusal is not None:
+            return Parsed(text=refusal, usage=usage, problem="the model refused")
+        text = resp.output_text or ""
+        parsed, problem = validated(schema, text)
+        return Parsed(text=text, usage=usage, parsed=parsed, problem=problem)

@@ -1,0 +1,106 @@
+"""The OpenAI SDK's failures as LLMError with a short, true reason (nothing of the request in it),
+and the two refusals the clients learn from: a streamed request, a structured-output form."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from collections.abc import Awaitable, Iterator
+from contextlib import contextmanager
+from typing import TypeVar
+
+import openai
+from pydantic import ValidationError
+
+from memora.errors import LLMError
+
+T_ = TypeVar("T_")
+
+
+class StreamRefused(Exception):
+    """The server answered a streamed request with HTTP 400 before any text."""
+
+
+class FormatRefused(Exception):
+    """The server rejected the way structured output was asked for (see `refuses_format`)."""
+
+
+_FORMAT_WORDS = ("response_format", "json_schema", "json_object", "schema", "format", "grammar")
+
+
+def refuses_format(exc: openai.APIStatusError) -> bool:
+    """Whether an error answer says the server cannot do the structured-output form asked for.
+
+    llama.cpp's server (llama-cpp-python) answers `json_schema` with HTTP 500 and a validation
+    error naming `response_format`; others answer 400 or 422. An error that does not name the
+    format (an outage, a context too long) is not a refusal: the form is kept.
+    """
+    if exc.status_code not in (400, 422, 500, 501):
+        return False
+    said = f"{exc.message} {exc.body}".lower()
+    return any(word in said for word in _FORMAT_WORDS)
+
+
+_ERROR_CODE = re.compile(r"[a-z0-9_.-]{1,64}")
+
+
+def _code_of(exc: openai.APIStatusError) -> str | None:
+    """The code the error names, if it looks like one (llama.cpp's server answers an over-long
+    request with HTTP 400 and "context_length_exceeded"), so /extraction and /status say why.
+    Only the code: an error's message may quote the request, and what reaches the log stays
+    short."""
+    code = exc.code if isinstance(exc.code, str) else None
+    return code if code and _ERROR_CODE.fullmatch(code) else None
+
+
+@contextmanager
+def translated(service: str = "the model service") -> Iterator[None]:
+    """Turn every SDK failure raised inside the block into an LLMError with a short, true reason."""
+    try:
+        yield
+    except asyncio.CancelledError:
+        raise
+    except openai.APIStatusError as exc:
+        code = _code_of(exc)
+        named = f" ({code})" if code else ""
+        raise LLMError(f"{service} answered HTTP {exc.status_code}{named}", code) from exc
+    except openai.APITimeoutError as exc:
+        raise LLMError(f"{service} timed out") from exc
+    except openai.APIConnectionError as exc:
+        raise LLMError(f"{service} could not be reached") from exc
+    except openai.OpenAIError as exc:
+        raise LLMError(f"the call to {service} failed: {type(exc).__name__}") from exc
+    except ValidationError as exc:  # structured output that does not fit the schema
+        raise LLMError("the model returned malformed structured output") from exc
+
+
+async def guard(call: Awaitable[T_], service: str = "the model service") -> T_:
+    """Await an SDK call; turn every SDK failure into an LLMError with a short, true reason."""
+    with translated(service):
+        return await call
+
+
+async def refusable(coro: Awaitable[T_]) -> T_:
+    """Start a streamed request; an HTTP 400 becomes StreamRefused (see OpenAILLM.complete)."""
+    try:
+        return await coro
+    except openai.BadRequestError as exc:
+        raise StreamRefused from exc
+
+
+@contextmanager
+def mid_stream() -> Iterator[None]:
+    """Failures while an answer streams in: a broken connection is not "could not be reached"."""
+    try:
+        yield
+    except openai.APITimeoutError:
+        raise
+    except openai.APIConnectionError as exc:
+        raise LLMError("the connection to the model service broke mid-answer") from exc
+    except openai.APIStatusError:
+        raise
+    except openai.APIError as exc:  # an error event in the stream
+        raise LLMError("the model service failed mid-answer") from exc
+    except json.JSONDecodeError as exc:
+        raise LLMError("the model service sent a malformed stream") from exc

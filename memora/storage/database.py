@@ -1,0 +1,12 @@
+"""`Database`: the short-term store as one object, composed of its connection and its queries."""
+
+from __future__ import annotations
+
+from memora.storage.chats import ChatQueries
+from memora.storage.erasure import UserErasure
+from memora.storage.turns import TurnQueries
+
+
+class Database(ChatQueries, TurnQueries, UserErasure):
+    """The short-term store: chats and their history (ChatQueries), turns, usage and the
+    extraction log (TurnQueries), erasure (UserErasure), over one Connection."""

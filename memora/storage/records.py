@@ -1,0 +1,94 @@
+"""The rows the short-term store reads and writes, as values: messages, chats, turns and what
+they cost, the extraction log."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from typing import Protocol
+
+from memora.clock import utcnow
+from memora.types import ChatMessage
+
+
+@dataclass(frozen=True)
+class StoredMessage:
+    seq: int
+    role: str
+    content: str
+    user_id: int | None
+    user_name: str
+    created_at: str
+
+
+@dataclass(frozen=True)
+class ChatRow:
+    chat_id: int
+    kind: str
+    title: str
+    summary: str
+    summarized_count: int
+    last_context: list[ChatMessage]
+    last_summary_error: str
+
+
+@dataclass(frozen=True)
+class TurnUsage:
+    counted_input: int = 0
+    actual_input: int = 0
+    output_tokens: int = 0
+    summary_tokens: int = 0
+    extraction_tokens: int = 0
+    embedding_tokens: int = 0
+    memories_used: int = 0
+    transcription_tokens: int = 0  # a voice message's transcription (token-billed models)
+    transcription_seconds: int = 0  # … or its audio length (duration-billed models)
+
+    @property
+    def total(self) -> int:
+        return (
+            self.actual_input
+            + self.output_tokens
+            + self.summary_tokens
+            + self.extraction_tokens
+            + self.embedding_tokens
+            + self.transcription_tokens
+        )
+
+
+@dataclass(frozen=True)
+class NewTurn:
+    """Everything one answered turn writes, in one transaction."""
+
+    chat_id: int
+    user_id: int | None
+    user_name: str
+    user_text: str
+    reply_text: str
+    context: list[ChatMessage]
+    usage: TurnUsage
+    external_id: int | None = None
+    update_id: int | None = None  # the platform update it answers: answered once, ever
+    at: str = field(default_factory=utcnow)
+
+
+@dataclass(frozen=True)
+class ExtractionLog:
+    user_id: int
+    chat_id: int | None
+    at: str
+    status: str
+    raw: str
+    detail: str
+    tokens: int
+
+
+USAGE_COLS = tuple(f.name for f in fields(TurnUsage))  # the turns table's usage columns
+ADD_USAGE = f"UPDATE turns SET {', '.join(f'{c} = {c} + ?' for c in USAGE_COLS)} WHERE id=?"
+
+
+def usage_values(usage: TurnUsage) -> tuple[int, ...]:
+    return tuple(getattr(usage, c) for c in USAGE_COLS)
+
+
+class SharedChatLock(Protocol):
+    async def release(self) -> None: ...
