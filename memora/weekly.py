@@ -32,7 +32,7 @@ from zoneinfo import ZoneInfo
 
 from memora.blocking import background, run_blocking
 from memora.learner import progress
-from memora.learner import weekly as report
+from memora.learner import weekly as week_text
 from memora.reminders import DAY_NAMES, ReminderError, Reminders, expires_at
 from memora.storage import Database
 from memora.storage.durable import WEEKLY, Kept, keep
@@ -231,14 +231,14 @@ class WeeklyReports:
     # -- what and the claim ---------------------------------------------------------------------
     async def report(self, user_id: int, now: datetime, name: str = "") -> Report:
         """This week's report from the learner model (no LLM call), with /progress's chart."""
-        week = await report.gather(self.reminders.learner, user_id, now)
+        week = await week_text.gather(self.reminders.learner, user_id, now)
         try:
             with background():  # one report's chart at a time, in a thread: replies go first
                 chart: bytes | None = await run_blocking(progress.chart, week.progress)
         except Exception:
             log.exception("the weekly chart of user %s could not be drawn; text only", user_id)
             chart = None
-        return Report(report.compose(week, name), chart)
+        return Report(week_text.compose(week, name), chart)
 
     async def queue(self, setting: WeeklySetting, day: date, rep: Report, zone: str) -> bool:
         """Claim the week and keep the report in the outbox, in one transaction: False (and
