@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from datetime import UTC, date, datetime, time, timedelta
 from pathlib import Path
 from typing import Any
@@ -324,6 +324,13 @@ async def live(tg: FakeTelegram, db: Database) -> AsyncIterator[tuple[Engine, Cl
     await engine.drain()
 
 
+async def until(ready: Callable[[], bool], seconds: float = 5.0) -> None:
+    deadline = asyncio.get_running_loop().time() + seconds
+    while not ready():
+        assert asyncio.get_running_loop().time() < deadline, "timed out"
+        await asyncio.sleep(0.02)
+
+
 def photo_caption(tg: FakeTelegram, chat_id: int) -> str:
     (photo,) = tg.photos(chat_id)
     content = photo["content"]
@@ -370,10 +377,7 @@ async def test_a_learner_who_blocked_the_bot_is_switched_off_not_retried(
         await tg.await_for(
             lambda: [e for e in tg.errors if e[0] == "sendPhoto"], 10, "the refused report"
         )
-        for _ in range(50):
-            if not (await engine.weekly.get(ALICE)).enabled:  # type: ignore[union-attr]
-                break
-            await asyncio.sleep(0.02)
+        await until(lambda: ALICE not in jobs.weekly)  # the scheduler heard: after the write
         setting = await engine.weekly.get(ALICE)
         assert setting is not None and not setting.enabled and setting.off_reason == "blocked"
         assert ALICE not in jobs.weekly and BOB in jobs.weekly
@@ -381,10 +385,7 @@ async def test_a_learner_who_blocked_the_bot_is_switched_off_not_retried(
         assert "Weekly report: off because Telegram said you blocked me" in shown
         # Blocked on a daily reminder: the report goes off too (it could not arrive either).
         await engine.reminders.off(BOB, reason="blocked")
-        for _ in range(50):
-            if not (await engine.weekly.get(BOB)).enabled:  # type: ignore[union-attr]
-                break
-            await asyncio.sleep(0.02)
+        await until(lambda: BOB not in jobs.weekly)
         bob = await engine.weekly.get(BOB)
         assert bob is not None and bob.off_reason == "blocked" and BOB not in jobs.weekly
     finally:
@@ -411,10 +412,7 @@ async def test_remind_weekly_in_telegram_schedules_it_and_previews_the_chart(
         tg.user_sends("/remind weekly fri", user_id=ALICE)
         answer = await said(tg, "📅 Weekly report:")
         assert answer.startswith("📅 Weekly report: on, Fris at 19:00")
-        for _ in range(50):
-            if ALICE in jobs.weekly:
-                break
-            await asyncio.sleep(0.02)
+        await until(lambda: ALICE in jobs.weekly)
         fields = {f.name: str(f) for f in jobs.weekly[ALICE].job.trigger.fields}
         assert (fields["hour"], fields["minute"], fields["day_of_week"]) == ("19", "0", "fri")
         tg.user_sends("/remind 07:30", user_id=ALICE)  # a reminder time: the report's too
@@ -440,11 +438,7 @@ async def test_remind_weekly_in_telegram_schedules_it_and_previews_the_chart(
         assert photo_caption(tg, ALICE).startswith("📅 Your week in English")
         tg.user_sends("/remind weekly off", user_id=ALICE)
         assert (await said(tg, "Weekly report off")).startswith("Weekly report off.")
-        for _ in range(50):
-            if ALICE not in jobs.weekly:
-                break
-            await asyncio.sleep(0.02)
-        assert ALICE not in jobs.weekly
+        await until(lambda: ALICE not in jobs.weekly)
         assert await engine.weekly.weeks(ALICE) == []  # the preview claimed nothing
     finally:
         await stop(app)
