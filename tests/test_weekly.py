@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import AsyncIterator, Callable, Iterator
+from dataclasses import replace
 from datetime import UTC, date, datetime, time, timedelta
 from pathlib import Path
 from typing import Any
@@ -362,6 +363,32 @@ async def test_the_report_goes_out_once_as_the_chart_with_its_text_across_a_rest
     await stop(again)
     assert len(tg.calls_to("sendPhoto")) == 1
     assert [w for w, _ in await engine.weekly.weeks(ALICE)] == [week_key(datetime.now(UTC).date())]
+
+
+async def test_a_report_claimed_by_a_process_that_died_before_sending_arrives_once(
+    tg: FakeTelegram, live: tuple[Engine, Clock]
+) -> None:
+    """The job's one transaction (claim + outbox row) committed, then the process died: the
+    next start claims nothing again, and the outbox sends the kept report, once."""
+    engine, clock = live
+    setting = await engine.weekly.get(ALICE)
+    assert setting is not None
+    day = await engine.weekly.due(setting, clock.now)
+    assert day is not None
+    kept = await engine.weekly.report(ALICE, clock.now)
+    assert await engine.weekly.queue(
+        setting, day, replace(kept, text="📅 kept before the crash"), "UTC"
+    )
+    app = build(tg, engine)
+    jobs = await start(app)  # restore: the week is claimed, so no catch-up; the outbox sends
+    try:
+        await tg.await_for(lambda: tg.photos(ALICE), 10, "the kept report")
+        assert photo_caption(tg, ALICE) == "📅 kept before the crash"
+        assert await jobs.deliver(ALICE) is False
+        await asyncio.sleep(0.3)
+        assert len(tg.calls_to("sendPhoto")) == 1
+    finally:
+        await stop(app)
 
 
 async def test_a_learner_who_blocked_the_bot_is_switched_off_not_retried(
