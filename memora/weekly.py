@@ -294,11 +294,16 @@ class WeeklyReports:
             why = " because Telegram said you blocked me" if setting.off_reason == "blocked" else ""
             return f"Weekly report: off{why} (/remind weekly turns it on)."
         at = await self.at(user_id)
+        whose = (
+            "your reminder time"
+            if await self.reminders.get(user_id)
+            else "until you set a reminder"
+        )
         nxt = await self.next_time(setting, now)
         when = f"; next: {nxt:%a %d %b %H:%M}" if nxt else ""
         day = DAY_NAMES[setting.weekday].capitalize()
         return (
-            f"Weekly report: on, {day}s at {at:%H:%M} (your reminder time){when}. "
+            f"Weekly report: on, {day}s at {at:%H:%M} ({whose}){when}. "
             "/remind weekly off to stop it; /remind weekly now to see it now."
         )
 

@@ -209,12 +209,12 @@ async def test_remind_weekly_turns_it_on_moves_previews_and_stops_it(engine: Eng
     await run_command(engine, "timezone", CommandContext(chat, UserRef(ALICE, "A"), "UTC"))
     assert [h.user_id for h in heard] == [ALICE]  # no daily reminder: the report follows anyway
     assert on.startswith(
-        "📅 Weekly report: on, Mons at 19:00 (your reminder time); next: Mon 07 Dec 19:00."
+        "📅 Weekly report: on, Mons at 19:00 (until you set a reminder); next: Mon 07 Dec 19:00."
     )
     await remind(engine, "20:00 mon-fri")  # the daily reminder's time is the report's too
     shown = (await remind(engine, "")).text
     assert shown.splitlines()[0].startswith("Your practice reminder: 20:00 Mon–Fri")
-    assert shown.splitlines()[1].startswith("Weekly report: on, Mons at 20:00")
+    assert shown.splitlines()[1].startswith("Weekly report: on, Mons at 20:00 (your reminder time)")
     assert (await remind(engine, "weekly fri")).text.startswith(
         "📅 Weekly report: on, Fris at 20:00"
     )
@@ -518,7 +518,7 @@ def test_the_terminal_turns_it_on_and_previews_the_report_as_text(tmp_path: Path
             ["Hello, I practise every day.", "/remind weekly sun", "/remind", "/remind weekly now"],
             "--quiet",
         )
-    assert "📅 Weekly report: on, Suns at 19:00 (your reminder time)" in out
+    assert "📅 Weekly report: on, Suns at 19:00 (until you set a reminder)" in out
     assert "You have no practice reminder." in out and "Weekly report: on, Suns" in out
     assert "📅 Your week in English" in out and "/remind weekly off to stop" in out
 
