@@ -21,6 +21,7 @@ from memora.startup import StartupError, check_stores
 from memora.storage import Database
 from memora.text import warm_in_background
 from memora.tokens import LocalTokenCounter, ProviderTokenCounter, TokenCounter
+from memora.usage import Metering, UsageLedger
 
 log = logging.getLogger(__name__)
 
@@ -63,6 +64,19 @@ def setup_logging(settings: Settings) -> None:
     # httpx2 logs every model call. Neither belongs in an operator's INFO log.
     for noisy in ("httpx", "httpx2", "httpcore", "chromadb"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
+
+
+def metering(settings: Settings, db: Database, embedding_model: str) -> Metering:
+    """What each learner spends, counted against `[limits]`, by the models configured here."""
+    cfg = settings.llm
+    models = {
+        "reply": cfg.model,
+        "summary": cfg.summary_model or cfg.model,
+        "extraction": cfg.extraction_model or cfg.model,
+        "transcription": cfg.transcription_model,
+        "embedding": embedding_model,
+    }
+    return Metering(UsageLedger(db), settings.limits, models, settings.pricing)
 
 
 def _llm(settings: Settings, model: str, *, background: bool = False) -> OpenAILLM:
@@ -191,6 +205,7 @@ async def open_engine(
             config=EngineConfig.from_settings(settings),
             transcriber=audio,
             speaker=audio if settings.voice.spoken_replies else None,
+            metering=metering(settings, db, embedder.name),
         )
         stack.push_async_callback(engine.drain)
         log.info(
