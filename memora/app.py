@@ -13,6 +13,7 @@ from memora.blocking import run_blocking
 from memora.config import ConfigError, Settings, require_llm
 from memora.engine import Engine, EngineConfig
 from memora.llm import LLM, ChatMessage, OpenAIAudio, OpenAILLM
+from memora.llm.pacing import AdaptiveTimeout
 from memora.longterm import MemoryStore
 from memora.longterm.embeddings import Embedder, LocalUSE, OpenAIEmbedder
 from memora.prompts import TUTOR_INSTRUCTIONS
@@ -91,6 +92,10 @@ def _llm(settings: Settings, model: str, *, background: bool = False) -> OpenAIL
         max_retries=cfg.background_max_retries if background else cfg.max_retries,
         reasoning_effort=cfg.reasoning_effort or None,
         max_output_tokens=cfg.max_output_tokens or None,
+        # a background call's limit follows what the endpoint has shown (a CPU-bound local model)
+        pacing=AdaptiveTimeout(cfg.background_timeout, cfg.background_timeout_max)
+        if background
+        else None,
     )
 
 

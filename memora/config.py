@@ -66,6 +66,7 @@ class LLMConfig(_Section):
     timeout: float = Field(60.0, gt=0)
     max_retries: int = Field(2, ge=0, le=10)
     background_timeout: float = Field(30.0, gt=0)
+    background_timeout_max: float = Field(300.0, gt=0)
     background_max_retries: int = Field(1, ge=0, le=10)
     reasoning_effort: Literal["", "minimal", "low", "medium", "high"] = ""
     max_output_tokens: int = Field(0, ge=0)
