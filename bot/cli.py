@@ -1,4 +1,4 @@
-"""The `memora` command: run (Telegram), chat (terminal), export (admin)."""
+"""The `memora` command: run (Telegram), chat (terminal), export and usage (admin)."""
 
 from __future__ import annotations
 
@@ -29,7 +29,16 @@ def _parser() -> argparse.ArgumentParser:
     exp = sub.add_parser("export", help="write one chat's data as JSON")
     exp.add_argument("--chat-id", type=int, required=True)
     exp.add_argument("-o", "--output", default="-", help="file to write (default: stdout)")
+    use = sub.add_parser("usage", help="what each learner spent, with the estimated cost")
+    use.add_argument("--days", type=int, default=7, help="the last N UTC days (default 7)")
     return p
+
+
+async def _usage(settings: Settings, args: argparse.Namespace) -> int:
+    async with open_engine(settings, needs_model=False) as engine:
+        assert engine.metering is not None  # open_engine always counts usage
+        print(await engine.metering.report(max(1, args.days), engine.clock()))
+    return 0
 
 
 async def _chat(settings: Settings, args: argparse.Namespace) -> None:
@@ -64,6 +73,8 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         if args.command == "export":
             return asyncio.run(_export(settings, args))
+        if args.command == "usage":
+            return asyncio.run(_usage(settings, args))
         # imported lazily: python-telegram-bot and the bot take ~0.3 s that chat and export skip
         from bot.telegram import check_config, run_bot
 

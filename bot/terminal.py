@@ -84,7 +84,7 @@ async def chat_loop(
                 await asyncio.to_thread(path.write_bytes, reply.document.content)
                 print(f"(wrote {reply.document.filename})", file=out)
         else:
-            reply = await engine.handle_turn(chat, user, line)
+            reply = await engine.handle_turn(chat, user, line, unlimited=True)  # the operator
         print(f"\nMemora: {reply.plain}" if not cmd else f"\n{reply.plain}", file=out, flush=True)
         if show_stats and reply.stats is not None:
             print(reply.stats.render(), file=out, flush=True)

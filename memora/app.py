@@ -13,6 +13,7 @@ from memora.blocking import run_blocking
 from memora.config import ConfigError, Settings, require_llm
 from memora.engine import Engine, EngineConfig
 from memora.llm import LLM, ChatMessage, OpenAIAudio, OpenAILLM
+from memora.llm.pacing import AdaptiveTimeout
 from memora.longterm import MemoryStore
 from memora.longterm.embeddings import Embedder, LocalUSE, OpenAIEmbedder
 from memora.prompts import TUTOR_INSTRUCTIONS
@@ -21,6 +22,7 @@ from memora.startup import StartupError, check_stores
 from memora.storage import Database
 from memora.text import warm_in_background
 from memora.tokens import LocalTokenCounter, ProviderTokenCounter, TokenCounter
+from memora.usage import Metering, UsageLedger
 
 log = logging.getLogger(__name__)
 
@@ -65,6 +67,19 @@ def setup_logging(settings: Settings) -> None:
         logging.getLogger(noisy).setLevel(logging.WARNING)
 
 
+def metering(settings: Settings, db: Database, embedding_model: str) -> Metering:
+    """What each learner spends, counted against `[limits]`, by the models configured here."""
+    cfg = settings.llm
+    models = {
+        "reply": cfg.model,
+        "summary": cfg.summary_model or cfg.model,
+        "extraction": cfg.extraction_model or cfg.model,
+        "transcription": cfg.transcription_model,
+        "embedding": embedding_model,
+    }
+    return Metering(UsageLedger(db), settings.limits, models, settings.pricing)
+
+
 def _llm(settings: Settings, model: str, *, background: bool = False) -> OpenAILLM:
     """A model client; `background` ones (summary, extraction) get their own, shorter limits."""
     cfg = settings.llm
@@ -77,6 +92,10 @@ def _llm(settings: Settings, model: str, *, background: bool = False) -> OpenAIL
         max_retries=cfg.background_max_retries if background else cfg.max_retries,
         reasoning_effort=cfg.reasoning_effort or None,
         max_output_tokens=cfg.max_output_tokens or None,
+        # a background call's limit follows what the endpoint has shown (a CPU-bound local model)
+        pacing=AdaptiveTimeout(cfg.background_timeout, cfg.background_timeout_max)
+        if background
+        else None,
     )
 
 
@@ -191,6 +210,7 @@ async def open_engine(
             config=EngineConfig.from_settings(settings),
             transcriber=audio,
             speaker=audio if settings.voice.spoken_replies else None,
+            metering=metering(settings, db, embedder.name),
         )
         stack.push_async_callback(engine.drain)
         log.info(

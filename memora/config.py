@@ -66,6 +66,7 @@ class LLMConfig(_Section):
     timeout: float = Field(60.0, gt=0)
     max_retries: int = Field(2, ge=0, le=10)
     background_timeout: float = Field(30.0, gt=0)
+    background_timeout_max: float = Field(300.0, gt=0)
     background_max_retries: int = Field(1, ge=0, le=10)
     reasoning_effort: Literal["", "minimal", "low", "medium", "high"] = ""
     max_output_tokens: int = Field(0, ge=0)
@@ -75,14 +76,7 @@ class LLMConfig(_Section):
     speech_model: str = "gpt-4o-mini-tts"
 
 
-# The input budget: the seeds' 1000 tokens for the conversation (system prompt, summary, recent
-# turns, message) plus DEFAULT_MEMORY_TOKENS for the memory block. A context over the budget
-# folds its oldest recent turn into the summary before the reply (an LLM call on the reply
-# path). `benchmarks/core_turns.py --grid` (3 recent turns, o200k counting): without memories
-# at 1000 that starts once the tutor's replies reach ~200 tokens; a full memory block at the
-# same 1000 brought it down to ~100-150-token replies (1.89 calls a turn at ~150 with 250
-# memory tokens); 1000 + the memory budget puts it back at ~200 (1.00 at ~150 with 250 / 1250
-# and with 500 / 1500). The budget is a cap: a turn that fits sends the same either way.
+# The input budget: the conversation's 1000 tokens plus the memory block's (docs/decisions/0105).
 DEFAULT_MAX_INPUT_TOKENS = 1500
 
 
@@ -94,22 +88,7 @@ class MemoryConfig(_Section):
     safety_margin: float = Field(0.0, ge=0.0, le=1.0)
 
 
-# The memory token budget: every memory of the learner goes into the context while they fit in
-# this many tokens (best first); past it, the best-ranked until it is spent (by rank alone,
-# min_score does not cut; memora.longterm.policy). `benchmarks/retrieval.py
-# --quick`, section (f), learner set with search terms and situations (8 memories a user, ~100
-# tokens in all), tuning / held-out users: top_k 3 + min_score puts the relevant memory in the
-# context for 0.79 / 0.81 of answerable messages at 13 / 16 memory tokens a turn; with a
-# budget, every memory: 1.00 / 1.00 at 90 / 95 tokens a turn. The misses it removes are
-# inference hops ("plan my weekend" needs "has a daughter") that no ranking finds.
-# Why 500 and not 250 (benchmarks/data/README.md, "Heavy learners"): learners with 120 memories
-# of their own (`benchmarks/heavy_learners.py`) get the relevant memory into the context for
-# 0.88 / 0.76 of answerable messages at 250 and 0.92 / 0.86 at 500 (development sets), and on
-# three learners written after the rule was fixed 0.90 → 0.96, at ~210 → ~425 memory tokens a
-# turn. 500 tokens hold ~25 memories, "a learner with a few dozen short memories can afford to
-# send them all" (issue 12); a learner with fewer sends what they have. The cost: an unrelated
-# message also carries the memory block (data, not instructions), which is what lets the model
-# use a fact the message never mentions.
+# The memory block's budget: every memory of a typical learner fits (docs/decisions/0105).
 DEFAULT_MEMORY_TOKENS = 500
 
 

@@ -67,3 +67,12 @@ class NotYourCard(MemoraError, PermissionError):
 
 class AlreadyGraded(MemoraError, RuntimeError):
     """The review card was graded since it was shown (a second tap, an old message)."""
+
+
+class StoreError(MemoraError):
+    """The long-term store cannot be used as asked (not open, wrong embedder for the stored
+    vectors)."""
+
+
+class MemoryNotFound(MemoraError, KeyError):
+    """No memory with that id belongs to that user."""

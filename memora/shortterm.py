@@ -19,8 +19,9 @@ class Fold:
 
     summary: str
     summarized_count: int
-    tokens: int
+    tokens: int  # input + output of the summary call
     pinned: list[str] = field(default_factory=list)
+    output_tokens: int = 0
 
 
 def label(m: StoredMessage, group: bool) -> ChatMessage:
@@ -49,7 +50,9 @@ async def summarize(
     new_summary = done.text.strip()
     sources = [m.content for m in messages if m.role == "user"]
     pinned_summary, missing = pin_missing(new_summary, sources, old_summary)
-    return Fold(pinned_summary, covered_until, done.usage.total_tokens, missing)
+    return Fold(
+        pinned_summary, covered_until, done.usage.total_tokens, missing, done.usage.output_tokens
+    )
 
 
 @dataclass

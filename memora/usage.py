@@ -15,7 +15,8 @@ is an estimate from those prices, which the operator keeps true (none is built i
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import logging
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -27,12 +28,15 @@ from memora.storage import Database
 __all__ = [
     "Call",
     "LearnerUsage",
+    "Metering",
     "Spent",
     "UsageLedger",
     "cost",
     "month_start",
     "over_limit",
 ]
+
+log = logging.getLogger(__name__)
 
 KINDS = ("reply", "summary", "extraction", "transcription", "embedding")
 
@@ -257,3 +261,80 @@ class UsageLedger:
             "turns",
         )
         return [dict(zip(keys, row, strict=True)) for row in rows]
+
+
+class Metering:
+    """The engine's side of usage: which model each kind of call uses, the ledger it is counted
+    in, and the limits checked before a reply."""
+
+    def __init__(
+        self,
+        ledger: UsageLedger,
+        limits: LimitsConfig,
+        models: Mapping[str, str],
+        pricing: PricingConfig | None = None,
+    ) -> None:
+        self.ledger = ledger
+        self.limits = limits
+        self.models = dict(models)  # kind → model name, as configured
+        self.pricing = pricing or PricingConfig()
+
+    async def report(self, days: int, now: datetime) -> str:
+        """Every learner's usage over the last `days` UTC days, with the estimated cost."""
+        since = as_utc(now) - timedelta(days=days - 1)
+        return render_report(await self.ledger.report(since), self.pricing, days, since)
+
+    def call(
+        self, kind: str, input_tokens: int = 0, output_tokens: int = 0, audio_seconds: float = 0.0
+    ) -> Call:
+        """One call of this kind, on the model configured for it."""
+        return Call(kind, self.models.get(kind, ""), input_tokens, output_tokens, audio_seconds)
+
+    async def refusal(self, user_id: int, now: datetime) -> str | None:
+        """Why this learner may not send another message now; None if they may."""
+        return await self.ledger.over_limit(self.limits, user_id, now)
+
+    async def add(
+        self, user_id: int, now: datetime, calls: Sequence[Call], *, turns: int = 0
+    ) -> None:
+        """Count the calls; a failure is logged, never the turn's (the reply went out)."""
+        try:
+            await self.ledger.record(user_id, calls, now, turns=turns)
+        except Exception:
+            log.exception("counting the usage of user %s failed", user_id)
+
+
+def render_report(
+    learners: Sequence[LearnerUsage], pricing: PricingConfig, days: int, since: datetime
+) -> str:
+    """/usage and `memora usage`: one line per learner, most tokens first."""
+    span = f"the last {days} days" if days > 1 else "today"
+    head = f"Usage, {span} (since {as_utc(since):%Y-%m-%d}, UTC)"
+    if not learners:
+        return f"{head}: nobody has used the bot."
+    all_calls = [c for learner in learners for c in learner.calls]
+    total = cost(pricing, all_calls)
+    money = "" if total is None else f", est. cost {total:.4f} {pricing.currency}"
+    lines = [
+        f"{head}: {len(learners)} learner(s), {sum(u.total_tokens for u in learners):,}"
+        f" tokens{money}"
+    ]
+    for u in learners:
+        kinds = " · ".join(f"{k} {n:,}" for k, n in u.tokens.items())
+        each = cost(pricing, u.calls)
+        parts = [
+            f"{u.turns} turns",
+            f"{u.total_tokens:,} tokens" + (f" ({kinds})" if kinds else ""),
+        ]
+        if u.voice_seconds:
+            parts.append(f"voice {u.voice_seconds:.0f} s")
+        if each is not None:
+            parts.append(f"≈ {each:.4f} {pricing.currency}")
+        who = f"{u.name} ({u.user_id})" if u.name else str(u.user_id)
+        lines.append(f"• {who}: " + " · ".join(parts))
+    missing = unpriced(pricing, all_calls)
+    if missing:
+        lines.append(
+            "No price in [pricing] for: " + ", ".join(missing) + " (no cost shown where they count)"
+        )
+    return "\n".join(lines)

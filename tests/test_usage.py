@@ -3,13 +3,27 @@ stores, then the real bot refusing a learner over the limit before any model req
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
 
-from memora.config import LimitsConfig, ModelPrice, PricingConfig
+from memora.app import metering
+from memora.commands import CommandContext, run_command
+from memora.config import LimitsConfig, LLMConfig, ModelPrice, PricingConfig, Settings
+from memora.engine import Engine, EngineConfig
+from memora.longterm import MemoryStore
 from memora.storage import Database
+from memora.tokens import LocalTokenCounter
+from memora.types import ChatRef, UserRef
 from memora.usage import Call, Spent, UsageLedger, cost, over_limit, unpriced
+from tests.fake_openai import FakeOpenAI
+from tests.fake_telegram import FakeTelegram
+from tests.fakes import FakeLLM
+from tests.test_e2e_telegram import ADMIN, ALICE, ROOT, WAIT, BotProcess, ask
 
 NOW = datetime(2026, 12, 5, 14, 30, tzinfo=UTC)
 
@@ -77,3 +91,97 @@ async def test_the_ledger_adds_up_per_learner_and_day_on_both_stores(db: Databas
     assert len(await ledger.export(1)) == 4
     assert await ledger.delete_user(1) == 4
     assert await ledger.spent(1, NOW - timedelta(days=60)) == Spent()
+
+
+# -- through the engine -------------------------------------------------------------------------
+LEARNER = UserRef(1, "Alice")
+
+
+async def metered_engine(db: Database, llm: FakeLLM, store: MemoryStore, **limits: int) -> Engine:
+    settings = Settings(llm=LLMConfig(api_key="k", model="m1", extraction_model="m2"))
+    settings = settings.model_copy(update={"limits": LimitsConfig(**limits)})
+    return Engine(
+        db=db,
+        llm=llm,
+        counter=LocalTokenCounter(),
+        store=store,
+        config=EngineConfig(max_recent_turns=1),
+        metering=metering(settings, db, "use"),
+    )
+
+
+async def test_every_call_of_a_turn_is_counted_as_the_turns_record_it(
+    db: Database, llm: FakeLLM, store: MemoryStore
+) -> None:
+    engine = await metered_engine(db, llm, store)
+    for text in ("I'm a nurse in Taipei.", "I want TOEIC 850.", "How do I say 塞車?"):
+        llm.parsed.append({"memories": []})
+        assert (await engine.handle_turn(ChatRef(1), LEARNER, text)).ok
+        await engine.drain()
+    (alice,) = await UsageLedger(db).report(NOW - timedelta(days=1))
+    rows = await db.rows(
+        "SELECT SUM(actual_input + output_tokens), SUM(summary_tokens), SUM(extraction_tokens) "
+        "FROM turns WHERE user_id=?",
+        (LEARNER.id,),
+    )
+    reply, summary, extracted = (int(v) for v in rows[0])
+    assert alice.turns == 3 and summary > 0  # folds happened (one recent turn kept)
+    assert alice.tokens == {"reply": reply, "summary": summary, "extraction": extracted}
+    assert {c.model for c in alice.calls} == {"m1", "m2"}  # extraction on its own model
+    assert await engine.reset_chat(1) == 6
+    assert (await UsageLedger(db).spent(LEARNER.id, NOW - timedelta(days=1))).tokens == (
+        alice.total_tokens
+    )  # /reset keeps what was spent
+    await engine.forget_user(LEARNER.id)
+    assert await UsageLedger(db).report(NOW - timedelta(days=1)) == []
+
+
+async def test_a_learner_over_the_limit_is_refused_before_any_model_call(
+    db: Database, llm: FakeLLM, store: MemoryStore
+) -> None:
+    engine = await metered_engine(db, llm, store, daily_tokens=1)
+    llm.parsed.append({"memories": []})
+    assert (await engine.handle_turn(ChatRef(1), LEARNER, "Hello there")).ok
+    await engine.drain()
+    calls = len(llm.calls)
+    refused = await engine.handle_turn(ChatRef(1), LEARNER, "One more question")
+    assert not refused.ok and "resets on" in refused.text and "Nothing was saved" in refused.text
+    assert len(llm.calls) == calls  # no model call at all
+    assert [m.content for m in await engine.history(1)] == ["Hello there", "Echo: Hello there"]
+    admin = await engine.handle_turn(ChatRef(1), LEARNER, "I am the admin", unlimited=True)
+    assert admin.ok
+    report = await run_command(engine, "usage", CommandContext(ChatRef(1), LEARNER, "", True))
+    assert "Alice (1)" in report.text and "2 turns" in report.text
+    assert not (await run_command(engine, "usage", CommandContext(ChatRef(1), LEARNER, ""))).ok
+
+
+# -- the real bot ------------------------------------------------------------------------------
+@pytest.mark.slow
+def test_the_real_bot_refuses_a_learner_over_the_limit_and_reports_usage(tmp_path: Path) -> None:
+    with FakeTelegram() as tg, FakeOpenAI() as llm:
+        bot = BotProcess(tg, llm, tmp_path / "data", tmp_path / "bot.log")
+        bot.env["MEMORA_LIMITS__DAILY_TOKENS"] = "1"
+        bot.env["MEMORA_PRICING__MODELS"] = json.dumps({"gpt-5-mini": {"input": 1, "output": 4}})
+        bot.start()
+        try:
+            assert ask(tg, "Hello! I'm Alice.") == "Echo: Hello! I'm Alice."
+            tg.wait_for(lambda: llm.requests_of("structured"), WAIT, "the extraction call")
+            before = len(llm.requests)
+            refused = ask(tg, "Can you check my essay?")
+            assert "allowance" in refused and "resets on" in refused
+            assert len(llm.requests) == before  # refused before any model request
+            assert ask(tg, "Admin here", user_id=ADMIN, first_name="Ada") == "Echo: Admin here"
+            report = ask(tg, "/usage 1", user_id=ADMIN, first_name="Ada")
+        finally:
+            assert bot.stop() == 0, bot.output()
+    assert f"Alice ({ALICE})" in report and "1 turns" in report and "USD" in report
+    done = subprocess.run(
+        [sys.executable, "-m", "bot.cli", "usage", "--days", "1"],
+        cwd=ROOT,
+        env=bot.env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert f"Alice ({ALICE})" in done.stdout and f"Ada ({ADMIN})" in done.stdout

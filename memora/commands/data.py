@@ -55,3 +55,19 @@ async def _export(engine: Engine, ctx: CommandContext) -> Reply:
         f"Export of chat {target}: {n} messages.",
         document=Document(f"memora-chat-{target}.json", blob, f"chat {target}, {n} messages"),
     )
+
+
+@command(
+    "usage",
+    "(admin) what each learner spent: /usage [days]",
+    arg="[days]",
+    admin_only=True,
+    private_only=True,
+)
+async def _usage(engine: Engine, ctx: CommandContext) -> Reply:
+    arg = ctx.arg.strip() or "7"
+    if not arg.isdigit() or not 1 <= int(arg) <= 366:
+        return Reply("Usage: /usage [days] — 1 to 366 days, 7 if left out.", ok=False)
+    if engine.metering is None:
+        return Reply("Usage is not counted on this bot.", ok=False)
+    return Reply(await engine.metering.report(int(arg), engine.clock()))

@@ -43,9 +43,9 @@ class AfterReply(Queries):
         """The chat's ordered work after a reply (the next turn waits for it)."""
         if self.config.learner_enabled:  # a study day for /progress and the streak
             await self.learner.note_message(done.user.id, self.clock())
-        await self._fold_backlog(done.chat, done.turn_id)
+        await self._fold_backlog(done.chat, done.user, done.turn_id)
 
-    async def _fold_backlog(self, chat: ChatRef, turn_id: int) -> None:
+    async def _fold_backlog(self, chat: ChatRef, user: UserRef, turn_id: int) -> None:
         row = await self.db.chat(chat.id)
         pending = await self.db.messages(chat.id, from_seq=row.summarized_count)
         backlog = Window(row.summary, row.summarized_count, pending).backlog(
@@ -63,6 +63,10 @@ class AfterReply(Queries):
             chat.id, fold.summary, fold.summarized_count, expected_from=row.summarized_count
         )
         await self.db.add_turn_usage(turn_id, TurnUsage(summary_tokens=fold.tokens))
+        await self._meter(
+            user,
+            [self._usage_call("summary", fold.tokens - fold.output_tokens, fold.output_tokens)],
+        )
 
     async def _extract(self, done: Answered, now: datetime | None = None) -> None:
         chat, user, text, turn_id = done.chat, done.user, done.text, done.turn_id
@@ -92,6 +96,10 @@ class AfterReply(Queries):
             form=self.extraction_form,
         )
         self.extraction_form = outcome.form
+        used = outcome.usage
+        await self._meter(
+            user, [self._usage_call("extraction", used.input_tokens, used.output_tokens)]
+        )
         tokens = outcome.usage.total_tokens
         raw = outcome.raw  # extraction has masked every rejected secret in it already
         if outcome.error:
@@ -127,6 +135,7 @@ class AfterReply(Queries):
             else:
                 unanswered[memory.id] = unanswered.get(memory.id, 0) + 1
         embed = sum(r.embedding_tokens for r in results) + filled_tokens
+        await self._meter(user, [self._usage_call("embedding", embed)])
         spent = (turn_id, TurnUsage(extraction_tokens=tokens, embedding_tokens=embed))
         detail = "\n".join(f"{r.action}: {r.memory.text}" for r in results)
         detail += "".join(

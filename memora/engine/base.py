@@ -22,6 +22,7 @@ from memora.reminders import Reminders
 from memora.storage import Database, SharedChatLock
 from memora.tokens import TokenCounter
 from memora.types import ChatRef, UserRef
+from memora.usage import Call, Metering
 from memora.weekly import WeeklyReports
 
 log = logging.getLogger(__name__)
@@ -58,6 +59,7 @@ class EngineBase:
         clock: Callable[[], datetime] = as_utc,
         transcriber: Transcriber | None = None,
         speaker: Speaker | None = None,
+        metering: Metering | None = None,
     ) -> None:
         self.db = db
         self.llm = llm
@@ -70,6 +72,7 @@ class EngineBase:
         self.clock = clock
         self.transcriber = transcriber  # voice messages (None: turned off)
         self.speaker = speaker  # spoken answers (None: turned off, the default)
+        self.metering = metering  # usage per learner, its limits (None: not counted)
         # How the adapter tells a learner something after the reply (what they asked to be
         # forgotten); None: nobody listens (benchmarks, imports)
         self.notify: Notify | None = None
@@ -111,6 +114,25 @@ class EngineBase:
         if chat.is_group and self.config.group_memories == "group":
             return chat.id
         return None
+
+    def _usage_call(
+        self, kind: str, input_tokens: int = 0, output_tokens: int = 0, audio_seconds: float = 0.0
+    ) -> Call:
+        """One call of this kind as the ledger counts it (on the model configured for it)."""
+        if self.metering is None:
+            return Call(kind, "", input_tokens, output_tokens, audio_seconds)
+        return self.metering.call(kind, input_tokens, output_tokens, audio_seconds)
+
+    async def _meter(self, user: UserRef, calls: list[Call], *, turns: int = 0) -> None:
+        """Count what these calls of the learner's turn cost (see memora.usage)."""
+        if self.metering is not None:
+            await self.metering.add(user.id, self.clock(), calls, turns=turns)
+
+    async def over_limit(self, user: UserRef) -> str | None:
+        """Why the learner may not be answered now (a usage limit); None if they may."""
+        if self.metering is None:
+            return None
+        return await self.metering.refusal(user.id, self.clock())
 
     def _epoch(self, user_id: int) -> int:
         return self._epochs.get(user_id, 0)

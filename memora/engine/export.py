@@ -8,6 +8,7 @@ from typing import Any
 from memora.clock import utcnow
 from memora.engine.base import EngineBase
 from memora.longterm import Memory
+from memora.usage import UsageLedger
 
 
 class Export(EngineBase):
@@ -31,6 +32,7 @@ class Export(EngineBase):
             if origin is None:  # a learner's model and reminder span their chats: not a group's
                 entry["learner"] = await self.learner.store.export(uid, self.clock())
                 entry["reminder"] = await self.reminders.export(uid)  # None without one
+                entry["usage"] = await UsageLedger(self.db).export(uid)  # counts, no words
                 entry["weekly_report"] = await self.weekly.export(uid)  # setting, weeks sent
         return {
             "exported_at": utcnow(self.clock()),

@@ -9,6 +9,7 @@ from memora.engine.lanes import Lanes
 from memora.longterm import AddResult, Memory, SearchResult
 from memora.storage import ChatRow, ExtractionLog, StoredMessage
 from memora.types import ChatRef, UserRef
+from memora.usage import UsageLedger
 from memora.views import Status
 
 log = logging.getLogger(__name__)
@@ -26,6 +27,7 @@ class Queries(Lanes):
         counts["reminders"] = await self.reminders.delete_user(user_id)
         counts["weekly_reports"] = await self.weekly.delete_user(user_id)
         counts["memories"] = await self.store.delete_user(user_id) if self.store else 0
+        counts["usage"] = await UsageLedger(self.db).delete_user(user_id)
         self._forget_recent_vectors()
         return counts
 

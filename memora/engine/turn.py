@@ -94,6 +94,7 @@ class Turns(AfterReply, Retrieval):
         on_delta: OnDelta | None = None,
         transcript: Transcript | None = None,
         forwarded: bool = False,
+        unlimited: bool = False,
     ) -> Reply:
         """Answer one learner message; the whole turn is stored only once the reply exists.
 
@@ -110,7 +111,10 @@ class Turns(AfterReply, Retrieval):
 
         `update_id` names the platform update being answered; it is stored with the turn, and an
         update answered before (delivered again after a crash) gets the stored reply back without
-        a new turn."""
+        a new turn.
+
+        A learner over a usage limit (`[limits]`; `unlimited` for the bot's admins) is told when
+        it resets, before any model call; nothing is stored."""
         text = text.strip()
         if not text:
             return Reply(EMPTY, ok=False)
@@ -120,6 +124,10 @@ class Turns(AfterReply, Retrieval):
             )
         if forwarded:
             text, extract = FORWARDED + text, False
+        if not unlimited and transcript is None:  # a voice turn was checked before transcribing
+            refused = await self.over_limit(user)
+            if refused is not None:
+                return Reply(refused, ok=False)
         async with self.lock(chat.id):
             answered = None if update_id is None else await self.db.answer_to(update_id)
             if answered is not None:  # delivered again after a crash: answered once, ever
@@ -244,6 +252,23 @@ class Turns(AfterReply, Retrieval):
             context_messages=len(built.messages),
             session_total=(await self.db.total_usage(chat.id)).total,
         )
+        calls = [
+            self._usage_call("reply", answer.usage.input_tokens, answer.usage.output_tokens),
+            self._usage_call("embedding", prepared.embedding_tokens),
+            *(
+                self._usage_call("summary", f.tokens - f.output_tokens, f.output_tokens)
+                for f in built.folds
+            ),
+        ]
+        if transcript is not None:
+            calls.append(
+                self._usage_call(
+                    "transcription",
+                    transcript.tokens,
+                    audio_seconds=transcript.length or transcript.seconds,
+                )
+            )
+        await self._meter(turn.user, calls, turns=1)
         done = Answered(chat, turn.user, kept_text, kept_reply, turn_id, turn.message_id)
         self._schedule(chat.id, self._after_reply(done))  # the next turn waits for it
         if turn.extract and self.store is not None and self.config.extraction_enabled:

@@ -37,11 +37,18 @@ class VoiceTurns(Turns):
         *,
         message_id: int | None = None,
         update_id: int | None = None,
+        seconds: float = 0.0,
+        unlimited: bool = False,
     ) -> Reply:
         """Transcribe, then run the words as a typed message would run; the reply's note says what
-        was heard. A failed or empty transcription stores nothing."""
+        was heard. A failed or empty transcription stores nothing. `seconds` is the recording's
+        length as the platform said (counted against the learner's voice limits); a learner over
+        a usage limit is told so before the transcription call (`unlimited`: an admin)."""
         if self.transcriber is None:
             return Reply(VOICE_OFF, ok=False)
+        refused = None if unlimited else await self.over_limit(user)
+        if refused is not None:
+            return Reply(refused, ok=False)
         try:
             heard = await self.transcriber.transcribe(audio, filename)
         except LLMError as exc:
@@ -51,7 +58,13 @@ class VoiceTurns(Turns):
         if not text:
             return Reply(NOTHING_HEARD, ok=False)
         reply = await self.handle_turn(
-            chat, user, text, message_id=message_id, update_id=update_id, transcript=heard
+            chat,
+            user,
+            text,
+            message_id=message_id,
+            update_id=update_id,
+            transcript=replace(heard, length=seconds),
+            unlimited=unlimited,
         )
         return replace(reply, note=HEARD.format(text=text))
 

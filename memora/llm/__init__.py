@@ -4,7 +4,15 @@ OpenAI-compatible server understands), sharing `OpenAILLM`; `OpenAIAudio` hears 
 
 from memora.errors import LLMError
 from memora.llm.audio import OpenAIAudio, Speaker, Transcriber, Transcript
-from memora.llm.base import CONTEXT_EXCEEDED, LLM, Completion, OnDelta, Parsed, Usage
+from memora.llm.base import (
+    CONTEXT_EXCEEDED,
+    LLM,
+    TIMED_OUT,
+    Completion,
+    OnDelta,
+    Parsed,
+    Usage,
+)
 from memora.llm.chat_completions import ChatCompletionsLLM
 from memora.llm.openai_base import Api, OpenAILLM
 from memora.llm.responses import ResponsesLLM
@@ -24,6 +32,7 @@ __all__ = [
     "LLM",
     "SCHEMA_INSTRUCTIONS",
     "STRUCTURED_MODES",
+    "TIMED_OUT",
     "Api",
     "ChatCompletionsLLM",
     "ChatMessage",

@@ -20,6 +20,7 @@ class Transcript:
     text: str
     tokens: int = 0
     seconds: float = 0.0
+    length: float = 0.0  # the recording's length in seconds, as the platform said (0: unknown)
 
 
 class Transcriber(Protocol):

@@ -50,6 +50,7 @@ class Parsed(Completion, Generic[T]):
 
 
 CONTEXT_EXCEEDED = "context_length_exceeded"
+TIMED_OUT = "timed_out"  # LLMError.code of a call that hit its time limit
 """The error code of a request longer than the model's context (OpenAI's, llama.cpp's server's),
 also given to a structured answer the context cut short (ChatCompletionsLLM._parse)."""
 

@@ -36,8 +36,10 @@ class ChatCompletionsLLM(OpenAILLM):
         ]
         return out
 
-    async def _create(self, instructions: str, messages: list[ChatMessage]) -> Completion:
-        resp = await self._client.chat.completions.create(
+    async def _create(
+        self, client: AsyncOpenAI, instructions: str, messages: list[ChatMessage]
+    ) -> Completion:
+        resp = await client.chat.completions.create(
             model=self.model, messages=self._messages(instructions, messages), **self._extra()
         )
         if not resp.choices:

@@ -5,15 +5,19 @@ branching on the API name."""
 
 from __future__ import annotations
 
+import functools
 import logging
+import time
 from abc import ABC, abstractmethod
-from typing import Any, ClassVar, Literal
+from collections.abc import Awaitable, Callable
+from typing import Any, ClassVar, Literal, TypeVar
 
 import openai
 from openai import AsyncOpenAI
 
 from memora.errors import LLMError
-from memora.llm.base import Completion, OnDelta, Parsed, T, Usage
+from memora.llm.base import TIMED_OUT, Completion, OnDelta, Parsed, T, Usage
+from memora.llm.pacing import AdaptiveTimeout
 from memora.llm.sdk_errors import FormatRefused, StreamRefused, guard, refuses_format, translated
 from memora.llm.structured import (
     SCHEMA_INSTRUCTIONS,
@@ -26,6 +30,9 @@ from memora.types import ChatMessage
 log = logging.getLogger(__name__)
 
 Api = Literal["responses", "chat_completions"]
+
+
+R = TypeVar("R")
 
 
 class OpenAILLM(ABC):
@@ -54,8 +61,11 @@ class OpenAILLM(ABC):
         max_retries: int = 2,
         reasoning_effort: str | None = None,
         max_output_tokens: int | None = None,
+        pacing: AdaptiveTimeout | None = None,
     ) -> None:
         self.model = model
+        # Background clients (summary, extraction): the time limit follows the endpoint
+        self.pacing = pacing
         self.reasoning_effort = reasoning_effort
         # A cap on each answer, for local servers: without one, llama.cpp's server lets a small
         # model that repeats itself write until its context is full (minutes on a CPU).
@@ -99,14 +109,16 @@ class OpenAILLM(ABC):
         on_delta: OnDelta | None = None,
     ) -> Completion:
         if on_delta is None or self._stream_refused:
-            completion = await guard(self._create(instructions, messages))
+            completion = await self._paced(
+                lambda client: guard(self._create(client, instructions, messages))
+            )
         else:
             try:
                 completion = await self._stream(instructions, messages, on_delta)
             except StreamRefused:
                 # Some OpenAI-compatible servers reject stream=true (or stream_options). Ask
                 # again without streaming; if that works, the server cannot stream: stop trying.
-                completion = await guard(self._create(instructions, messages))
+                completion = await guard(self._create(self._client, instructions, messages))
                 log.warning("the model server refuses streamed requests; replies are not streamed")
                 self._stream_refused = True
         if not completion.text.strip():
@@ -131,7 +143,16 @@ class OpenAILLM(ABC):
             try:
                 with translated():
                     try:
-                        answer = await self._parse(client, mode, instructions, messages, schema)
+                        answer = await self._paced(
+                            functools.partial(
+                                self._parse,
+                                mode=mode,
+                                instructions=instructions,
+                                messages=messages,
+                                schema=schema,
+                            ),
+                            client,
+                        )
                     except openai.APIStatusError as exc:
                         if mode != STRUCTURED_MODES[-1] and refuses_format(exc):
                             raise FormatRefused from exc
@@ -165,13 +186,40 @@ class OpenAILLM(ABC):
         )
         return int(resp.input_tokens)
 
+    async def _paced(
+        self, call: Callable[[AsyncOpenAI], Awaitable[R]], client: AsyncOpenAI | None = None
+    ) -> R:
+        """Run one call through `client` (this one's by default) with the background time limit
+        when this client has one (`pacing`): what the call took, or that it timed out, sets the
+        next call's limit, and a timeout says both limits."""
+        client = client or self._client
+        if self.pacing is None:
+            return await call(client)
+        limit = self.pacing.current
+        started = time.monotonic()
+        try:
+            result = await call(client.with_options(timeout=limit))
+        except (openai.APITimeoutError, LLMError) as exc:
+            if isinstance(exc, LLMError) and exc.code != TIMED_OUT:
+                raise
+            self.pacing.timed_out(limit)
+            raise LLMError(
+                f"the model service timed out after {limit:.0f} s; its next background call "
+                f"may take {self.pacing.current:.0f} s ([llm] background_timeout_max)",
+                TIMED_OUT,
+            ) from exc
+        self.pacing.took(time.monotonic() - started)
+        return result
+
     async def aclose(self) -> None:
         await self._client.close()
 
     # -- per API ---------------------------------------------------------------------------------
     @abstractmethod
-    async def _create(self, instructions: str, messages: list[ChatMessage]) -> Completion:
-        """One plain (not streamed) answer."""
+    async def _create(
+        self, client: AsyncOpenAI, instructions: str, messages: list[ChatMessage]
+    ) -> Completion:
+        """One plain (not streamed) answer, asked through `client`."""
 
     @abstractmethod
     async def _stream(

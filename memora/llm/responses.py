@@ -36,8 +36,10 @@ class ResponsesLLM(OpenAILLM):
             extra["max_output_tokens"] = self.max_output_tokens
         return extra
 
-    async def _create(self, instructions: str, messages: list[ChatMessage]) -> Completion:
-        resp = await self._client.responses.create(
+    async def _create(
+        self, client: AsyncOpenAI, instructions: str, messages: list[ChatMessage]
+    ) -> Completion:
+        resp = await client.responses.create(
             model=self.model,
             instructions=instructions,
             input=[m.as_dict() for m in messages],  # type: ignore[misc]

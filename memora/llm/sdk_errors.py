@@ -14,6 +14,7 @@ import openai
 from pydantic import ValidationError
 
 from memora.errors import LLMError
+from memora.llm.base import TIMED_OUT
 
 T_ = TypeVar("T_")
 
@@ -66,7 +67,7 @@ def translated(service: str = "the model service") -> Iterator[None]:
         named = f" ({code})" if code else ""
         raise LLMError(f"{service} answered HTTP {exc.status_code}{named}", code) from exc
     except openai.APITimeoutError as exc:
-        raise LLMError(f"{service} timed out") from exc
+        raise LLMError(f"{service} timed out", TIMED_OUT) from exc
     except openai.APIConnectionError as exc:
         raise LLMError(f"{service} could not be reached") from exc
     except openai.OpenAIError as exc:

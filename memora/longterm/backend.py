@@ -69,8 +69,8 @@ class ChromaBackend:
 
     # -- lifecycle ---------------------------------------------------------------------------
     def open_sync(self, *, upgrade: bool = True) -> tuple[Any, Any]:
-        import chromadb  # heavy: loaded when a store opens
-        from chromadb.config import Settings
+        import chromadb  # imported lazily: heavy, loaded when a store opens
+        from chromadb.config import Settings  # lazily, with chromadb
 
         if self.url:
             client: Any = http_client(self.url)

@@ -9,6 +9,7 @@ from typing import Literal, Protocol
 
 import numpy as np
 import numpy.typing as npt
+from openai import AsyncOpenAI
 
 from memora.blocking import run_blocking
 from memora.llm import guard
@@ -108,8 +109,6 @@ class OpenAIEmbedder:
         max_retries: int = 2,
         dim: int = 1536,
     ) -> None:
-        from openai import AsyncOpenAI
-
         self.name = model
         self.dim = dim
         self._client = AsyncOpenAI(

@@ -11,6 +11,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
+from memora.errors import MemoryNotFound, StoreError
+
 __all__ = [
     "MAX_MEMORY_CHARS",
     "MAX_SITUATIONS",
@@ -52,14 +54,6 @@ MAX_TERMS = 12
 # though they never name it, each in both languages.
 MAX_SITUATIONS = 8
 MAX_TERM_CHARS = 40
-
-
-class StoreError(Exception):
-    """The store cannot be used as asked (not open, wrong embedder for the stored vectors)."""
-
-
-class MemoryNotFound(KeyError):
-    """No memory with that id belongs to that user."""
 
 
 @dataclass(frozen=True)

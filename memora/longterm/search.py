@@ -46,7 +46,7 @@ WAIT_FOR_LOAD = 500
 
 @functools.cache
 def _blas() -> Any:
-    from threadpoolctl import ThreadpoolController  # loads every BLAS library: only when used
+    from threadpoolctl import ThreadpoolController  # lazily: it loads every BLAS library
 
     return ThreadpoolController()
 

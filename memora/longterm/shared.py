@@ -27,8 +27,8 @@ VERSIONS = "memory_versions"
 
 def http_client(url: str) -> Any:
     """A `chromadb.HttpClient` for an http(s)://host:port URL."""
-    import chromadb
-    from chromadb.config import Settings
+    import chromadb  # imported lazily: heavy, and only a Chroma server needs it here
+    from chromadb.config import Settings  # lazily, with chromadb
 
     parts = urlsplit(url)
     ssl = parts.scheme == "https"

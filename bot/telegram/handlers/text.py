@@ -58,6 +58,7 @@ async def on_text(update: Update, context: Context) -> None:
             update_id=update.update_id,
             on_delta=on_delta,
             forwarded=forwarded,
+            unlimited=user.id in state.telegram.admin_ids,  # [limits] spare the bot's admins
         )
 
     def deliver(reply: Reply, preview: Message | None = None) -> Awaitable[None]:

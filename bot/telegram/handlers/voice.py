@@ -87,6 +87,8 @@ async def on_voice(update: Update, context: Context) -> None:
                 _filename(media),
                 message_id=message.message_id,
                 update_id=update.update_id,
+                seconds=float(_seconds(media) or 0),
+                unlimited=user.id in state.telegram.admin_ids,
             )
             del audio  # nothing of the recording outlives the turn
     answer = Answer(message, reply, markdown=reply.markdown, quote=chat.is_group)
