@@ -31,19 +31,12 @@ from memora.weekly import WeeklyReports, WeeklySetting, week_key
 from tests.fake_openai import FakeOpenAI
 from tests.fake_telegram import FakeTelegram
 from tests.fakes import FakeLLM
+from tests.test_reminders import Clock
 from tests.test_terminal import chat, memora_env
 
 ALICE, BOB = 1001, 1002
 # Monday 7 December 2026, 12:05 UTC = 20:05 in Taipei. "This week" is 30 Nov – 6 Dec.
 MONDAY = datetime(2026, 12, 7, 12, 5, tzinfo=UTC)
-
-
-class Clock:
-    def __init__(self, now: datetime) -> None:
-        self.now = now
-
-    def __call__(self) -> datetime:
-        return self.now
 
 
 def at(day: str, hour: int = 3) -> datetime:
