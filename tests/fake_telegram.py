@@ -424,7 +424,7 @@ class FakeTelegram:
         self._answers: list[JSON] = []  # answerCallbackQuery calls: {id, text, show_alert}
         self._open_queries: set[str] = set()
         self._chat_actions: list[tuple[int, str]] = []
-        self._commands: list[JSON] = []
+        self._commands: dict[str, list[JSON]] = {}  # by language_code ("" for the default)
         self._failures: dict[str, deque[ApiError]] = {}
 
     def fail_next(
@@ -812,8 +812,11 @@ class FakeTelegram:
             re.fullmatch(r"[a-z0-9_]{1,32}", str(c.get("command"))) for c in commands
         ):
             raise ApiError(400, "Bad Request: BOT_COMMAND_INVALID")
+        code = str(p.get("language_code") or "")
+        if code and not re.fullmatch(r"[a-z]{2}", code):  # two-letter ISO 639-1, or none
+            raise ApiError(400, "Bad Request: invalid language code specified")
         with self._cond:
-            self._commands = copy.deepcopy(commands)
+            self._commands[code] = copy.deepcopy(commands)
         return True
 
     # -- playing users -----------------------------------------------------------------------------
@@ -831,8 +834,15 @@ class FakeTelegram:
         return copy.deepcopy(update)
 
     @staticmethod
-    def make_user(user_id: int = DEFAULT_USER_ID, first_name: str = "Alice") -> JSON:
-        return {"id": user_id, "is_bot": False, "first_name": first_name, "language_code": "en"}
+    def make_user(
+        user_id: int = DEFAULT_USER_ID, first_name: str = "Alice", language_code: str = "en"
+    ) -> JSON:
+        return {
+            "id": user_id,
+            "is_bot": False,
+            "first_name": first_name,
+            "language_code": language_code,
+        }
 
     @staticmethod
     def text_entities(text: str) -> list[JSON]:
@@ -857,17 +867,26 @@ class FakeTelegram:
         chat_title: str | None = None,
         reply_to_bot_message_id: int | None = None,
         forward_origin: JSON | None = None,
+        language_code: str = "en",
     ) -> JSON:
         """Queue a text message from a user; returns the Update. ``chat_id`` defaults to the
         user's id in a private chat and to DEFAULT_GROUP_ID otherwise. ``forward_origin``
-        (a MessageOrigin object) makes it a forwarded message."""
+        (a MessageOrigin object) makes it a forwarded message; ``language_code`` is the user's
+        app language ("zh-TW", "zh-hans", ...)."""
         body: JSON = {"text": text}
         if forward_origin is not None:
             body["forward_origin"] = forward_origin
         if entities := self.text_entities(text):
             body["entities"] = entities
         return self._user_message(
-            body, chat_id, user_id, first_name, chat_type, chat_title, reply_to_bot_message_id
+            body,
+            chat_id,
+            user_id,
+            first_name,
+            chat_type,
+            chat_title,
+            reply_to_bot_message_id,
+            language_code,
         )
 
     def add_user_file(
@@ -925,8 +944,9 @@ class FakeTelegram:
         chat_type: str = "private",
         chat_title: str | None = None,
         reply_to_bot_message_id: int | None = None,
+        language_code: str = "en",
     ) -> JSON:
-        user = self.make_user(user_id, first_name)
+        user = self.make_user(user_id, first_name, language_code)
         if chat_type == "private":
             chat: JSON = {"id": user_id if chat_id is None else chat_id, "type": "private"}
             chat["first_name"] = first_name
@@ -1028,9 +1048,15 @@ class FakeTelegram:
         with self._cond:
             return copy.deepcopy(self._updates)
 
-    def commands(self) -> list[JSON]:
+    def commands(self, language_code: str = "") -> list[JSON]:
+        """The command menu set for users of this language ("": the default menu)."""
         with self._cond:
-            return copy.deepcopy(self._commands)
+            return copy.deepcopy(self._commands.get(language_code, []))
+
+    def menu_languages(self) -> list[str]:
+        """The language codes a command menu was set for ("" for the default), in order."""
+        with self._cond:
+            return list(self._commands)
 
     def sent_messages(self, chat_id: int | None = None) -> list[JSON]:
         """Messages the bot sent, in order, deleted ones left out, as the learner sees them now

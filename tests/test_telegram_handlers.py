@@ -207,10 +207,13 @@ class Harness:
         group: bool = False,
         reply_to_bot: bool = False,
         reply_to_user: int | None = None,
+        language: str | None = None,
         **extra: Any,
     ) -> dict[str, Any]:
         self._message_id += 1
-        sender = {"id": user, "is_bot": False, "first_name": NAMES[user]}
+        sender: dict[str, Any] = {"id": user, "is_bot": False, "first_name": NAMES[user]}
+        if language is not None:  # the app's language, as Telegram sends it ("zh-TW")
+            sender["language_code"] = language
         chat: dict[str, Any] = (
             {"id": GROUP, "type": "supergroup", "title": "Study group"}
             if group
@@ -325,9 +328,11 @@ class Recorder:
 
 # -- wiring ----------------------------------------------------------------------------------
 async def test_startup_publishes_the_command_menu(h: Harness) -> None:
-    (call,) = h.req.of("setMyCommands")
-    listed = [c["command"] for c in call.params["commands"]]
-    assert listed == list(COMMANDS)
+    calls = h.req.of("setMyCommands")  # one menu per language: the default (English) and zh
+    assert [c.params.get("language_code") for c in calls] == [None, "zh"]
+    for call in calls:
+        listed = [c["command"] for c in call.params["commands"]]
+        assert listed == list(COMMANDS)
     assert isinstance(h.app.update_processor, PerChatUpdateProcessor)
     assert isinstance(h.app.bot.rate_limiter, AIORateLimiter)
     assert h.app.bot.base_url.startswith("https://api.telegram.org/bot")

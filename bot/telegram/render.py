@@ -18,6 +18,7 @@ from telegram import Message, ReplyParameters
 from telegram.constants import MessageLimit, ParseMode
 from telegram.error import BadRequest, TelegramError
 
+from memora.i18n import _
 from memora.views import Document, Reply
 
 log = logging.getLogger(__name__)
@@ -231,10 +232,9 @@ def plan(reply: Reply, *, markdown: bool, name: str = "reply") -> Outgoing:
         chunks = split_text(text)
     if len(chunks) <= MAX_MESSAGES:
         return Outgoing(chunks, markdown, documents)
-    note = (
-        f"That is long ({len(text):,} characters, about {len(chunks)} messages), "
-        f"so here it is as a file."
-    )
+    note = _(
+        "That is long ({chars} characters, about {n} messages), so here it is as a file."
+    ).format(chars=f"{len(text):,}", n=len(chunks))
     return Outgoing([], False, [Document(f"{name}.txt", text.encode("utf-8"), note), *documents])
 
 

@@ -11,6 +11,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 
+from memora.i18n import _
 from memora.learner import review
 from memora.learner.model import MISTAKE_CATEGORIES
 from memora.learner.profile import Profile, difficulty_line, goal_countdown
@@ -105,35 +106,43 @@ def _trend(counts: list[int]) -> str:
     """Compare the last four weeks with the four before."""
     before, after = sum(counts[-8:-4]), sum(counts[-4:])
     if before == after:
-        return "steady"
-    return "falling ↓" if after < before else "rising ↑"
+        return _("steady")
+    return _("falling ↓") if after < before else _("rising ↑")
 
 
 def render(p: Progress, now: datetime) -> str:
-    levels = " → ".join(f"{lvl} ({d[:10]})" for d, lvl in p.level_history) or "not known yet"
+    levels = " → ".join(f"{lvl} ({d[:10]})" for d, lvl in p.level_history) or _("not known yet")
+    days = _("{n} day") if p.streak == 1 else _("{n} days")
     lines = [
-        "Your progress",
-        f"• Level: {levels}",
-        f"• Days studied: {p.days_studied} · streak: {p.streak} day{'s' if p.streak != 1 else ''}",
-        "• Messages per week (oldest → this week): "
-        + " ".join(str(n) for n in p.messages_per_week),
+        _("Your progress"),
+        _("• Level: {levels}").format(levels=levels),
+        _("• Days studied: {days} · streak: {streak}").format(
+            days=p.days_studied, streak=days.format(n=p.streak)
+        ),
+        _("• Messages per week (oldest → this week): {counts}").format(
+            counts=" ".join(str(n) for n in p.messages_per_week)
+        ),
     ]
     if p.mistakes_per_week:
-        lines.append("• Mistakes per week by category (oldest → this week):")
+        lines.append(_("• Mistakes per week by category (oldest → this week):"))
         for cat, counts in p.mistakes_per_week.items():
             lines.append(f"    {cat}: {' '.join(str(n) for n in counts)} ({_trend(counts)})")
     else:
-        lines.append("• Mistakes: none logged yet")
+        lines.append(_("• Mistakes: none logged yet"))
     if p.difficulties:
-        lines.append(f"• Recurring difficulties: {p.difficulties}")
+        lines.append(_("• Recurring difficulties: {what}").format(what=p.difficulties))
     pct = f" ({p.retained / p.vocabulary:.0%})" if p.vocabulary else ""
-    lines.append(f"• Vocabulary: {p.vocabulary} words, ≈{p.retained:.1f} retained now{pct}")
-    due = f"{p.due_now} due now" if p.due_now else "none due now"
+    lines.append(
+        _("• Vocabulary: {words} words, ≈{retained} retained now{pct}").format(
+            words=p.vocabulary, retained=f"{p.retained:.1f}", pct=pct
+        )
+    )
+    due = _("{n} due now").format(n=p.due_now) if p.due_now else _("none due now")
     if not p.due_now and p.next_due is not None:
-        due += f", next {review.until(p.next_due, now)}"
-    lines.append(f"• Review cards: {p.cards} ({due}) — /review")
+        due += _(", next {when}").format(when=review.until(p.next_due, now))
+    lines.append(_("• Review cards: {cards} ({due}) — /review").format(cards=p.cards, due=due))
     if p.countdown:
-        lines.append(f"• Goal: {p.countdown}")
+        lines.append(_("• Goal: {countdown}").format(countdown=p.countdown))
     return "\n".join(lines)
 
 
