@@ -8,6 +8,7 @@ import io
 import string
 import subprocess
 import sys
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -18,6 +19,7 @@ from babel.messages.pofile import read_po
 from memora import i18n
 from memora.commands import COMMANDS, CommandContext, help_text, run_command
 from memora.engine import Engine
+from memora.learner import progress
 from memora.types import ChatRef, UserRef
 
 LOCALE = i18n.LOCALE_DIR
@@ -235,3 +237,36 @@ async def test_engine_notices_are_in_the_learners_language(engine: Engine) -> No
     )
     long = await engine.handle_turn(PRIVATE, TAIPEI, "x" * (engine.config.max_message_chars + 1))
     assert not long.ok and long.text.startswith("這則訊息太長了（")
+
+
+def _progress(countdown: str | None = None) -> progress.Progress:
+    weeks = [date(2026, 11, 2) + timedelta(weeks=i) for i in range(4)]
+    return progress.Progress(
+        today=date(2026, 12, 1),
+        level_history=[("2026-11-02", "B1")],
+        days_studied=5,
+        streak=3,
+        weeks=weeks,
+        messages_per_week=[1, 4, 2, 6],
+        mistakes_per_week={"tense": [1, 0, 2, 1], "article": [0, 1, 0, 0]},
+        vocabulary=12,
+        retained=9.4,
+        cards=14,
+        due_now=2,
+        next_due=None,
+        countdown=countdown,
+        difficulties=None,
+    )
+
+
+@pytest.mark.parametrize("lang", i18n.LANGUAGES)
+def test_the_chart_draws_its_labels_in_the_learners_language(lang: str) -> None:
+    """Chinese labels are drawn with the packaged Noto Sans CJK: a glyph missing from the font
+    would be a matplotlib warning, an error under this suite's filterwarnings."""
+    assert progress.cjk_font() == "Noto Sans CJK TC"  # from the cvttf-notosanscjk-regular wheel
+    with i18n.speaking(lang):
+        png = progress.chart(_progress("多益 900 in 41 days (2027-01-10)"))
+        text = progress.render(_progress(), datetime(2026, 12, 1, tzinfo=UTC))
+    assert png.startswith(b"\x89PNG\r\n\x1a\n") and len(png) > 5000
+    first = {"en": "Your progress", "zh_Hant": "你的進度", "zh_Hans": "你的进度"}[lang]
+    assert text.startswith(first)

@@ -1,17 +1,23 @@
 """/progress: figures from the learner's own data, as text and as a chart (matplotlib, Agg).
 
 The chart is drawn in the core to PNG bytes, so any adapter can send it (Telegram sends a photo;
-the terminal prints the text only).
+the terminal prints the text only). Its labels are in the learner's language; Chinese ones are
+drawn with Noto Sans CJK from the `cvttf-notosanscjk-regular` package (a font file in the wheel).
 """
 
 from __future__ import annotations
 
 import io
 from collections import defaultdict
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
+from functools import cache
+from importlib.util import find_spec
+from pathlib import Path
+from typing import Any
 
-from memora.i18n import _
+from memora.i18n import DEFAULT, _, current
 from memora.learner import review
 from memora.learner.model import MISTAKE_CATEGORIES
 from memora.learner.profile import Profile, difficulty_line, goal_countdown
@@ -146,30 +152,63 @@ def render(p: Progress, now: datetime) -> str:
     return "\n".join(lines)
 
 
+CJK_FONT_PACKAGE = "cvttf_NotoSansCJK_Regular"  # pip: cvttf-notosanscjk-regular
+
+
+@cache
+def cjk_font() -> str | None:
+    """The family name of the packaged CJK font, registered with matplotlib once; None when the
+    package is missing (the chart then falls back to matplotlib's own font)."""
+    from matplotlib import font_manager  # imported lazily, like the Figure below
+
+    spec = find_spec(CJK_FONT_PACKAGE)  # the path is enough: its __init__ is not needed
+    if spec is None or spec.origin is None:
+        return None
+    fonts = sorted(Path(spec.origin).parent.glob("*.otf"))
+    if not fonts:
+        return None
+    font_manager.fontManager.addfont(str(fonts[0]))
+    return str(font_manager.FontProperties(fname=fonts[0]).get_name())
+
+
+def _fonts(texts: list[str]) -> AbstractContextManager[Any]:
+    """Matplotlib settings that can draw these labels: the CJK font first when any is not
+    plain ASCII (Chinese labels, a goal written in Chinese), matplotlib's own font otherwise."""
+    from matplotlib import rc_context  # lazily: matplotlib loads only when a chart is drawn
+
+    family = cjk_font() if current() != DEFAULT or not all(t.isascii() for t in texts) else None
+    if family is None:
+        return nullcontext()
+    return rc_context({"font.family": [family, "DejaVu Sans"]})
+
+
 def chart(p: Progress) -> bytes:
     """Messages per week and mistakes per week by category, as PNG bytes (Agg, no display)."""
     from matplotlib.figure import Figure  # imported lazily: ~0.5 s, and only /progress draws
 
-    fig = Figure(figsize=(8, 5.5), dpi=100)
-    top, bottom = fig.subplots(2, 1, sharex=True)
-    labels = [w.strftime("%m-%d") for w in p.weeks]
-    x = list(range(len(labels)))
-    top.bar(x, p.messages_per_week, color="#4C72B0")
-    top.set_ylabel("messages")
-    title = f"Streak {p.streak} d · {p.vocabulary} words (≈{p.retained:.0f} retained)"
+    title = _("Streak {streak} d · {words} words (≈{retained} retained)").format(
+        streak=p.streak, words=p.vocabulary, retained=f"{p.retained:.0f}"
+    )
     if p.countdown:
         title += f" · {p.countdown}"
-    top.set_title(title, fontsize=10)
-    base = [0] * len(x)
-    for category, counts in p.mistakes_per_week.items():
-        bottom.bar(x, counts, bottom=base, label=category)
-        base = [a + b for a, b in zip(base, counts, strict=True)]
-    bottom.set_ylabel("mistakes")
-    bottom.set_xticks(x, labels)
-    bottom.set_xlabel("week starting")
-    if p.mistakes_per_week:
-        bottom.legend(fontsize=8, ncols=3)
-    fig.tight_layout()
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png")  # a Figure without pyplot draws with Agg
+    with _fonts([title]):
+        fig = Figure(figsize=(8, 5.5), dpi=100)
+        top, bottom = fig.subplots(2, 1, sharex=True)
+        labels = [w.strftime("%m-%d") for w in p.weeks]
+        x = list(range(len(labels)))
+        top.bar(x, p.messages_per_week, color="#4C72B0")
+        top.set_ylabel(_("messages"))
+        top.set_title(title, fontsize=10)
+        base = [0] * len(x)
+        for category, counts in p.mistakes_per_week.items():
+            bottom.bar(x, counts, bottom=base, label=category)
+            base = [a + b for a, b in zip(base, counts, strict=True)]
+        bottom.set_ylabel(_("mistakes"))
+        bottom.set_xticks(x, labels)
+        bottom.set_xlabel(_("week starting"))
+        if p.mistakes_per_week:
+            bottom.legend(fontsize=8, ncols=3)
+        fig.tight_layout()
+        buf = io.BytesIO()
+        fig.savefig(buf, format="png")  # a Figure without pyplot draws with Agg
     return buf.getvalue()
