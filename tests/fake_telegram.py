@@ -425,6 +425,7 @@ class FakeTelegram:
         self._open_queries: set[str] = set()
         self._chat_actions: list[tuple[int, str]] = []
         self._commands: dict[str, list[JSON]] = {}  # by language_code ("" for the default)
+        self._chat_commands: dict[int, list[JSON]] = {}  # BotCommandScopeChat menus by chat
         self._failures: dict[str, deque[ApiError]] = {}
 
     def fail_next(
@@ -812,12 +813,36 @@ class FakeTelegram:
             re.fullmatch(r"[a-z0-9_]{1,32}", str(c.get("command"))) for c in commands
         ):
             raise ApiError(400, "Bad Request: BOT_COMMAND_INVALID")
+        code, chat = self._menu_of(p)
+        with self._cond:
+            if chat is None:
+                self._commands[code] = copy.deepcopy(commands)
+            else:
+                self._chat_commands[chat] = copy.deepcopy(commands)
+        return True
+
+    def _m_deleteMyCommands(self, p: JSON, f: Files) -> bool:
+        code, chat = self._menu_of(p)
+        with self._cond:
+            if chat is None:
+                self._commands.pop(code, None)
+            else:
+                self._chat_commands.pop(chat, None)
+        return True
+
+    @staticmethod
+    def _menu_of(p: JSON) -> tuple[str, int | None]:
+        """Which menu a set/deleteMyCommands means: its language_code ("" for none) and the
+        chat of a BotCommandScopeChat (None for the default scope; other scopes are refused)."""
         code = str(p.get("language_code") or "")
         if code and not re.fullmatch(r"[a-z]{2}", code):  # two-letter ISO 639-1, or none
             raise ApiError(400, "Bad Request: invalid language code specified")
-        with self._cond:
-            self._commands[code] = copy.deepcopy(commands)
-        return True
+        scope = p.get("scope") or {"type": "default"}
+        if scope.get("type") == "chat" and not code:
+            return code, int(scope["chat_id"])
+        if scope.get("type") != "default":
+            raise ApiError(400, f"Bad Request: the fake has no menus for scope {scope}")
+        return code, None
 
     # -- playing users -----------------------------------------------------------------------------
     def push_update(self, update: JSON) -> JSON:
@@ -1052,6 +1077,11 @@ class FakeTelegram:
         """The command menu set for users of this language ("": the default menu)."""
         with self._cond:
             return copy.deepcopy(self._commands.get(language_code, []))
+
+    def chat_commands(self, chat_id: int) -> list[JSON]:
+        """The command menu set for this one chat (BotCommandScopeChat), [] if none."""
+        with self._cond:
+            return copy.deepcopy(self._chat_commands.get(chat_id, []))
 
     def menu_languages(self) -> list[str]:
         """The language codes a command menu was set for ("" for the default), in order."""

@@ -229,9 +229,15 @@ def test_a_learner_reads_the_bot_in_their_language(bot: BotProcess) -> None:
     taiwan: dict[str, Any] = {"user_id": 2101, "first_name": "美玲", "language_code": "zh-TW"}
     china: dict[str, Any] = {"user_id": 2102, "first_name": "小明", "language_code": "zh-CN"}
     assert ask(tg, "/help", **taiwan).startswith("我是 Memora，你的英文家教。")
+    tg.wait_for(lambda: tg.chat_commands(2101) != [], WAIT, "the 繁體 menu of the chat")
+    taiwan_menu = {c["command"]: c["description"] for c in tg.chat_commands(2101)}
+    assert taiwan_menu["help"] == "我會記得什麼，以及指令清單"  # its own: `zh` is 简体
     assert ask(tg, "/help", **china).startswith("我是 Memora，你的英语老师。")
     assert ask(tg, "/language en", **taiwan) == "From now on I speak English to you."
     assert ask(tg, "/help", **taiwan).startswith("I'm Memora, your English tutor.")
+    english_menu = {c["command"]: c["description"] for c in tg.chat_commands(2101)}
+    assert english_menu["help"] == "what I remember and the command list"
+    assert tg.chat_commands(2102) == []  # the zh menu is already 简体
     assert ask(tg, "/help", **china).startswith("我是 Memora，你的英语老师。")  # theirs alone
 
 

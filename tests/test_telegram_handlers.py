@@ -1265,3 +1265,34 @@ async def test_the_command_menu_is_registered_per_language(h: Harness) -> None:
     assert chinese["help"] == "我会记得什么，以及命令列表"  # zh is 简体 (see bot.telegram.MENUS)
     hans = translator("zh_Hans")
     assert all(chinese[c.name].endswith(hans(c.help)[:200]) for c in COMMANDS.values())
+
+
+async def test_a_learner_whose_language_is_not_their_apps_menu_gets_a_chat_menu(
+    h: Harness,
+) -> None:
+    """A zh-TW app sees the `zh` menu (简体): the learner's private chat gets a 繁體 one, once;
+    /language en makes it English; back on the app's language, the chat menu goes."""
+    hant = translator("zh_Hant")
+
+    def chat_menus(calls: list[Call]) -> list[tuple[str, Any]]:
+        return [
+            (c.method, c.params.get("commands"))
+            for c in calls
+            if c.method in ("setMyCommands", "deleteMyCommands")
+        ]
+
+    calls = await h.send("/help", language="zh-TW")
+    ((method, menu),) = chat_menus(calls)
+    scope = next(c for c in calls if c.method == method).params["scope"]
+    assert method == "setMyCommands" and (scope["type"], scope["chat_id"]) == ("chat", ALICE)
+    assert {c["command"]: c["description"] for c in menu}["help"] == hant(
+        "what I remember and the command list"
+    )
+    assert chat_menus(await h.send("/help", language="zh-TW")) == []  # set once
+    ((method, menu),) = chat_menus(await h.send("/language en", language="zh-TW"))
+    assert {c["command"]: c["description"] for c in menu}[
+        "help"
+    ] == "what I remember and the command list"
+    ((method, _),) = chat_menus(await h.send("/language zh-Hans", language="zh-TW"))
+    assert method == "deleteMyCommands"  # 简体 is what the zh app menu shows
+    assert chat_menus(await h.send("/help", user=BOB, language="zh-CN")) == []  # app menu fits

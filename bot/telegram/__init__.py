@@ -17,7 +17,7 @@ from contextlib import AsyncExitStack
 from typing import Any, TypeAlias
 from urllib.parse import urlsplit
 
-from telegram import BotCommand, Update
+from telegram import Update
 from telegram.error import InvalidToken, RetryAfter, TelegramError
 from telegram.ext import (
     Application,
@@ -28,10 +28,8 @@ from telegram.ext import (
 from telegram.request import BaseRequest
 
 from memora.app import open_engine
-from memora.commands import COMMANDS
 from memora.config import ConfigError, Settings, require_llm, require_telegram
 from memora.engine import Engine
-from memora.i18n import translator
 from memora.storage.durable import MESSAGE, Inbox, Kept, Outbox, Replicas
 from memora.types import ChatRef, UserRef
 
@@ -40,6 +38,7 @@ from .context import CONTEXT_TYPES, BotState
 from .handlers import install
 from .inbox import DurableQueue, handled
 from .limits import ReplyFirstRateLimiter
+from .menus import set_menus
 from .outbox import Deliverer
 from .processor import PerChatUpdateProcessor
 from .reminders import ReminderJobs
@@ -127,25 +126,6 @@ async def _post_init(app: App) -> None:
         await _say_whose_webhook(app, state.telegram.webhook_url)
     await set_menus(app)
     log.info("bot @%s ready (replica %s)", app.bot.username, replicas.id)
-
-
-MENUS: dict[str | None, str] = {None: "en", "zh": "zh_Hans"}
-"""The command menu per Telegram language_code (None: everyone else) → the catalog it is in.
-The menu's language_code is a two-letter ISO 639-1 code, so one `zh` menu serves both scripts;
-it is 简体, as a bare `zh` is everywhere in Memora (memora.i18n.from_platform): Telegram's own
-apps have no Chinese interface, and the community language packs send "zh-hans" far more often
-than "zh-hant". A learner whose language resolves to 繁體 still gets 繁體 answers and /help."""
-
-
-async def set_menus(app: App) -> None:
-    """Register the command menu once per language in MENUS."""
-    for code, lang in MENUS.items():
-        gettext = translator(lang)
-        commands = [BotCommand(c.name, c.described(gettext)[:256]) for c in COMMANDS.values()]
-        try:
-            await app.bot.set_my_commands(commands, language_code=code)
-        except TelegramError as exc:  # the menu is a convenience; the bot works without it
-            log.warning("could not set the command menu (%s): %s", code or "default", exc)
 
 
 async def _say_whose_webhook(app: App, ours: str) -> None:

@@ -33,6 +33,9 @@ async def on_command(update: Update, context: Context) -> None:
     command = COMMANDS.get(name.lower())
     async with maybe_typing(message, command is not None and command.runs_turn and bool(arg)):
         reply = await run_command(state.need_engine(), name, ctx)
+    if command is not None and command.name == "language" and not chat.is_group:
+        lang = await state.need_engine().language(user)  # the menu follows at once
+        await state.menus.follow(context.bot, chat.id, lang, user.language)
     if needs_learner_rendering(reply):  # review cards, the progress chart
         await send_learner_reply(update, message, reply, context, name=name)
         return

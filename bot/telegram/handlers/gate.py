@@ -6,10 +6,11 @@ from __future__ import annotations
 import logging
 
 from telegram import Update, User
+from telegram.constants import ChatType
 from telegram.ext import ApplicationHandlerStop
 
 from memora.engine import Engine
-from memora.i18n import DEFAULT, N_, _, from_platform, switch
+from memora.i18n import DEFAULT, N_, _, current, from_platform, switch
 from memora.types import UserRef
 
 from ..context import Context
@@ -44,7 +45,9 @@ async def gate(update: Update, context: Context) -> None:
     if message is None or user is None or user.is_bot:
         return
     if state.allows(user.id):
-        await _learner_language(state.engine, user)
+        lang = await _learner_language(state.engine, user)
+        if message.chat.type == ChatType.PRIVATE and update.message is not None:
+            await state.menus.follow(context.bot, message.chat.id, lang, user.language_code)
         return
     log.info("user %s is not allowed; ignored their message", user.id)
     if update.message is not None and answers(message, context.bot.username, context.bot.id):
@@ -52,7 +55,8 @@ async def gate(update: Update, context: Context) -> None:
     raise ApplicationHandlerStop
 
 
-async def _learner_language(engine: Engine | None, user: User) -> None:
+async def _learner_language(engine: Engine | None, user: User) -> str:
     """The learner's language (their choice, profile, app) for this update's notices."""
     if engine is not None:
         switch(await engine.language(UserRef(user.id, user.first_name, user.language_code or "")))
+    return current()
