@@ -120,11 +120,11 @@ async def _post_init(app: App) -> None:
     limiter = app.bot.rate_limiter
     if isinstance(limiter, ReplyFirstRateLimiter):  # Telegram's budget is the bot's, not ours
         limiter.share = lambda: replicas.live
+    await set_menus(app)  # before the outbox sends: a kept answer waits a moment, not the menus
     state.deliverer.start()
     state.started = time.monotonic()  # polling (or the webhook) starts now
     if state.telegram.mode == "webhook":
         await _say_whose_webhook(app, state.telegram.webhook_url)
-    await set_menus(app)
     log.info("bot @%s ready (replica %s)", app.bot.username, replicas.id)
 
 

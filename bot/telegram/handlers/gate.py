@@ -28,8 +28,9 @@ NOT_ALLOWED_TAP = N_("Sorry, this bot is private and you are not on its list of 
 async def gate(update: Update, context: Context) -> None:
     """The allow-list, before every handler (group -1): a message from anyone else is answered
     with one line where the bot would have answered, a button tap with an alert, and neither
-    goes any further. Everyone else's notices are in their language for this update (the core
-    resolves it again for what it says itself)."""
+    goes any further. The rest of this update speaks the sender's language (their app's for a
+    stranger; a learner's own, from the core, otherwise), and a learner's private chat gets the
+    command menu in it."""
     state = context.bot_data
     sender = update.effective_user
     switch(from_platform(sender.language_code if sender else None) or DEFAULT)
