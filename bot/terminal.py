@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import sys
 from pathlib import Path
 from typing import TextIO
@@ -10,6 +11,7 @@ from typing import TextIO
 from bot.inputs import clean, split_command
 from memora.commands import COMMANDS, CommandContext, run_command
 from memora.engine import Engine
+from memora.i18n import _, switch
 from memora.types import ChatRef, UserRef
 
 
@@ -17,10 +19,18 @@ def banner() -> str:
     """The words that work alone on a line (Command.bare_word), then those that need the "/"."""
     bare = [c.name for c in COMMANDS.values() if c.bare_word]
     slashed = [f"/{c.name} {c.arg}".rstrip() for c in COMMANDS.values() if not c.bare_word]
-    return (
-        f"Memora — terminal chat. Alone on a line: {', '.join(bare)}, exit. "
-        f"With a slash: {', '.join(slashed)}."
-    )
+    return _(
+        "Memora — terminal chat. Alone on a line: {bare}, exit. With a slash: {slashed}."
+    ).format(bare=", ".join(bare), slashed=", ".join(slashed))
+
+
+def system_language() -> str:
+    """The terminal's language hint for the core: LC_ALL/LC_MESSAGES/LANG ("zh_TW.UTF-8")."""
+    for name in ("LC_ALL", "LC_MESSAGES", "LANG"):
+        value = os.environ.get(name, "")
+        if value:
+            return value.split(".")[0]
+    return ""
 
 
 async def _readline(stream: TextIO) -> str | None:
@@ -50,31 +60,37 @@ async def chat_loop(
     stdin: TextIO | None = None,
     stdout: TextIO | None = None,
     show_stats: bool = True,
+    language: str | None = None,
 ) -> None:
-    """Read lines, answer them, print a memory status line per turn; stop on exit or EOF."""
+    """Read lines, answer them, print a memory status line per turn; stop on exit or EOF.
+    `language` is the platform's hint (default: the terminal's locale); the core resolves it
+    with the learner's /language choice and profile."""
     inp, out = stdin or sys.stdin, stdout or sys.stdout
-    chat, user = ChatRef(chat_id, "private", "terminal"), UserRef(user_id, user_name)
+    hint = system_language() if language is None else language
+    chat, user = ChatRef(chat_id, "private", "terminal"), UserRef(user_id, user_name, hint)
 
     async def notify(_chat: ChatRef, _user: UserRef, text: str) -> None:
         print(f"\nMemora: {text}", file=out, flush=True)
 
     engine.notify = notify
     count = await engine.message_count(chat_id)
+    switch(await engine.language(user))
     print(banner(), file=out)
     if count:
-        print(f"(continuing: {count} messages in this chat's history)", file=out)
+        print(_("(continuing: {n} messages in this chat's history)").format(n=count), file=out)
     while True:
-        print("\nYou: ", end="", file=out, flush=True)
+        switch(await engine.language(user))  # /language may have changed it
+        print("\n" + _("You: "), end="", file=out, flush=True)
         line = await _readline(inp)
         if line is None:
-            print("\nBye!", file=out)
+            print("\n" + _("Bye!"), file=out)
             break
         if not line.strip():
             continue
         line = clean(line).strip()  # "" (nothing visible) gets the core's clear answer
         cmd = parse_command(line) if line else None
         if cmd and cmd[0] in {"exit", "quit"}:
-            print("Bye!", file=out)
+            print(_("Bye!"), file=out)
             break
         if cmd:
             ctx = CommandContext(chat, user, cmd[1], is_admin=True)
@@ -82,7 +98,7 @@ async def chat_loop(
             if reply.document is not None:
                 path = Path(reply.document.filename)
                 await asyncio.to_thread(path.write_bytes, reply.document.content)
-                print(f"(wrote {reply.document.filename})", file=out)
+                print(_("(wrote {name})").format(name=reply.document.filename), file=out)
         else:
             reply = await engine.handle_turn(chat, user, line, unlimited=True)  # the operator
         print(f"\nMemora: {reply.plain}" if not cmd else f"\n{reply.plain}", file=out, flush=True)

@@ -41,3 +41,4 @@ class UserRef:
 
     id: int
     name: str = ""
+    language: str = ""  # the platform's hint (Telegram's language_code); the core resolves it

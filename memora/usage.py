@@ -23,6 +23,7 @@ from typing import Any
 
 from memora.clock import as_utc
 from memora.config import LimitsConfig, PricingConfig
+from memora.i18n import N_, _
 from memora.storage import Database
 
 __all__ = [
@@ -79,17 +80,22 @@ def over_limit(limits: LimitsConfig, today: Spent, month: Spent, now: datetime) 
     now = as_utc(now)
     tomorrow = (now + timedelta(days=1)).replace(hour=0, minute=0, second=0, microsecond=0)
     checks = (
-        (limits.daily_tokens, today.tokens, "today's", tomorrow),
-        (limits.daily_voice_seconds, today.voice_seconds, "today's voice", tomorrow),
-        (limits.monthly_tokens, month.tokens, "this month's", _next_month(now)),
-        (limits.monthly_voice_seconds, month.voice_seconds, "this month's voice", _next_month(now)),
+        (limits.daily_tokens, today.tokens, N_("today's"), tomorrow),
+        (limits.daily_voice_seconds, today.voice_seconds, N_("today's voice"), tomorrow),
+        (limits.monthly_tokens, month.tokens, N_("this month's"), _next_month(now)),
+        (
+            limits.monthly_voice_seconds,
+            month.voice_seconds,
+            N_("this month's voice"),
+            _next_month(now),
+        ),
     )
     for cap, spent, what, resets in checks:
         if cap and spent >= cap:
-            return (
-                f"You have used {what} allowance on this bot, so I can't answer until it resets "
-                f"on {resets:%Y-%m-%d} at {resets:%H:%M} UTC. Nothing was saved."
-            )
+            return _(
+                "You have used {what} allowance on this bot, so I can't answer until it resets "
+                "on {day} at {time} UTC. Nothing was saved."
+            ).format(what=_(what), day=f"{resets:%Y-%m-%d}", time=f"{resets:%H:%M}")
     return None
 
 
@@ -209,7 +215,7 @@ class UsageLedger:
         for user_id, found in by_user.items():
             tokens: dict[str, int] = {}
             calls = []
-            for _, kind, model, _n, inp, outp, seconds, _t in found:
+            for _uid, kind, model, _n, inp, outp, seconds, _t in found:
                 if int(inp) + int(outp):
                     tokens[kind] = tokens.get(kind, 0) + int(inp) + int(outp)
                 calls.append(Call(str(kind), str(model), int(inp), int(outp), float(seconds)))

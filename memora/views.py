@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from memora.i18n import _
 from memora.llm import ChatMessage
 from memora.storage import StoredMessage, TurnUsage
 
@@ -21,7 +22,7 @@ def _reported(usage: TurnUsage) -> str:
     """The input tokens the server reported, or "not reported" for a reply that went out with
     none (llama.cpp's server streams without usage): a 0 there would read as a free request."""
     if usage.actual_input == 0 and usage.counted_input > 0:
-        return "not reported"
+        return _("not reported")
     return str(usage.actual_input)
 
 
@@ -88,20 +89,20 @@ class ButtonAnswer:
 
 def render_messages(title: str, messages: list[ChatMessage]) -> str:
     if not messages:
-        return f"{title}\n(empty)"
+        return f"{title}\n" + _("(empty)")
     body = "\n\n".join(f"[{i}] {m.role}: {m.content}" for i, m in enumerate(messages, 1))
-    return f"{title} ({len(messages)} messages)\n\n{body}"
+    return _("{title} ({n} messages)").format(title=title, n=len(messages)) + f"\n\n{body}"
 
 
 def render_history(messages: list[StoredMessage], summarized: int) -> str:
     if not messages:
-        return "History\n(empty — say something!)"
+        return _("History\n(empty — say something!)")
     lines = []
     for m in messages:
-        who = (m.user_name or "you") if m.role == "user" else "Memora"
+        who = (m.user_name or _("you")) if m.role == "user" else "Memora"
         mark = "·" if m.seq < summarized else " "
         lines.append(f"{mark}{m.seq + 1}. {who}: {m.content}")
-    head = f"History ({len(messages)} messages; · = folded into the summary)"
+    head = _("History ({n} messages; · = folded into the summary)").format(n=len(messages))
     return head + "\n\n" + "\n".join(lines)
 
 
@@ -121,31 +122,33 @@ class Status:
 
     def render(self) -> str:
         rows = [
-            ("History messages", str(self.history_messages)),
-            ("Summarized messages", str(self.summarized_messages)),
-            ("Last context messages", str(self.last_context_messages)),
-            ("Summary available", "yes" if self.summary_available else "no"),
+            (_("History messages"), str(self.history_messages)),
+            (_("Summarized messages"), str(self.summarized_messages)),
+            (_("Last context messages"), str(self.last_context_messages)),
+            (_("Summary available"), _("yes") if self.summary_available else _("no")),
             (
-                "Long-term memories",
-                "off" if self.memory_count is None else str(self.memory_count),
+                _("Long-term memories"),
+                _("off") if self.memory_count is None else str(self.memory_count),
             ),
-            ("Last turn: counted input tokens", str(self.last.counted_input)),
-            ("Last turn: actual input tokens", _reported(self.last)),
-            ("Last turn: output tokens", str(self.last.output_tokens)),
-            ("Last turn: summary tokens", str(self.last.summary_tokens)),
-            ("Last turn: extraction tokens", str(self.last.extraction_tokens)),
-            ("Last turn: embedding tokens", str(self.last.embedding_tokens)),
-            ("Last turn: memories used", str(self.last.memories_used)),
+            (_("Last turn: counted input tokens"), str(self.last.counted_input)),
+            (_("Last turn: actual input tokens"), _reported(self.last)),
+            (_("Last turn: output tokens"), str(self.last.output_tokens)),
+            (_("Last turn: summary tokens"), str(self.last.summary_tokens)),
+            (_("Last turn: extraction tokens"), str(self.last.extraction_tokens)),
+            (_("Last turn: embedding tokens"), str(self.last.embedding_tokens)),
+            (_("Last turn: memories used"), str(self.last.memories_used)),
             (
-                "Last turn: transcription",
-                f"{self.last.transcription_tokens} tokens, {self.last.transcription_seconds} s",
+                _("Last turn: transcription"),
+                _("{tokens} tokens, {seconds} s").format(
+                    tokens=self.last.transcription_tokens, seconds=self.last.transcription_seconds
+                ),
             ),
-            ("Last extraction", self.extraction_status),
-            ("Embedding model", self.embedding_model),
-            ("Session total tokens", str(self.session.total)),
+            (_("Last extraction"), self.extraction_status),
+            (_("Embedding model"), self.embedding_model),
+            (_("Session total tokens"), str(self.session.total)),
         ]
         if self.summary_error:
-            rows.append(("Last summary error", self.summary_error + " (retried next turn)"))
+            rows.append((_("Last summary error"), self.summary_error + _(" (retried next turn)")))
         rows += list(self.extra.items())
-        width = max(len(k) for k, _ in rows)
-        return "Status\n" + "\n".join(f"{k.ljust(width)} : {v}" for k, v in rows)
+        width = max(len(k) for k, _v in rows)
+        return _("Status") + "\n" + "\n".join(f"{k.ljust(width)} : {v}" for k, v in rows)

@@ -14,21 +14,23 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-HEARD = "🎤 I heard: {text}"  # Reply.note: shown above the reply, never spoken
-VOICE_OFF = "Voice messages are turned off on this bot — please type your message."
-TOO_LONG = (
+from memora.i18n import N_, _
+
+HEARD = N_("🎤 I heard: {text}")  # Reply.note: shown above the reply, never spoken
+VOICE_OFF = N_("Voice messages are turned off on this bot — please type your message.")
+TOO_LONG = N_(
     "That voice message is too long for me ({seconds} s; the limit is {limit} s). "
     "Please send a shorter one, or type it. Nothing was saved."
 )
-TOO_BIG = (
+TOO_BIG = N_(
     "That audio file is too large for me ({mb:.1f} MB; the limit is {limit:.1f} MB). "
     "Please send a shorter one. Nothing was saved."
 )
-FAILED = (
+FAILED = N_(
     "Sorry — I couldn't transcribe that voice message ({why}). Nothing was saved; "
     "please try again in a moment, or type it."
 )
-NOTHING_HEARD = (
+NOTHING_HEARD = N_(
     "I couldn't hear any words in that voice message. Nothing was saved — "
     "please try again closer to the microphone, or type it."
 )
@@ -44,7 +46,7 @@ class VoiceLimits:
     def refusal(self, seconds: int | None, size: int | None) -> str | None:
         """Why this audio is refused, or None when it fits."""
         if seconds is not None and seconds > self.max_seconds:
-            return TOO_LONG.format(seconds=seconds, limit=self.max_seconds)
+            return _(TOO_LONG).format(seconds=seconds, limit=self.max_seconds)
         if size is not None and size > self.max_bytes:
-            return TOO_BIG.format(mb=size / 1e6, limit=self.max_bytes / 1e6)
+            return _(TOO_BIG).format(mb=size / 1e6, limit=self.max_bytes / 1e6)
         return None

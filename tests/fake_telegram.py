@@ -424,7 +424,8 @@ class FakeTelegram:
         self._answers: list[JSON] = []  # answerCallbackQuery calls: {id, text, show_alert}
         self._open_queries: set[str] = set()
         self._chat_actions: list[tuple[int, str]] = []
-        self._commands: list[JSON] = []
+        self._commands: dict[str, list[JSON]] = {}  # by language_code ("" for the default)
+        self._chat_commands: dict[int, list[JSON]] = {}  # BotCommandScopeChat menus by chat
         self._failures: dict[str, deque[ApiError]] = {}
 
     def fail_next(
@@ -812,9 +813,36 @@ class FakeTelegram:
             re.fullmatch(r"[a-z0-9_]{1,32}", str(c.get("command"))) for c in commands
         ):
             raise ApiError(400, "Bad Request: BOT_COMMAND_INVALID")
+        code, chat = self._menu_of(p)
         with self._cond:
-            self._commands = copy.deepcopy(commands)
+            if chat is None:
+                self._commands[code] = copy.deepcopy(commands)
+            else:
+                self._chat_commands[chat] = copy.deepcopy(commands)
         return True
+
+    def _m_deleteMyCommands(self, p: JSON, f: Files) -> bool:
+        code, chat = self._menu_of(p)
+        with self._cond:
+            if chat is None:
+                self._commands.pop(code, None)
+            else:
+                self._chat_commands.pop(chat, None)
+        return True
+
+    @staticmethod
+    def _menu_of(p: JSON) -> tuple[str, int | None]:
+        """Which menu a set/deleteMyCommands means: its language_code ("" for none) and the
+        chat of a BotCommandScopeChat (None for the default scope; other scopes are refused)."""
+        code = str(p.get("language_code") or "")
+        if code and not re.fullmatch(r"[a-z]{2}", code):  # two-letter ISO 639-1, or none
+            raise ApiError(400, "Bad Request: invalid language code specified")
+        scope = p.get("scope") or {"type": "default"}
+        if scope.get("type") == "chat" and not code:
+            return code, int(scope["chat_id"])
+        if scope.get("type") != "default":
+            raise ApiError(400, f"Bad Request: the fake has no menus for scope {scope}")
+        return code, None
 
     # -- playing users -----------------------------------------------------------------------------
     def push_update(self, update: JSON) -> JSON:
@@ -831,8 +859,15 @@ class FakeTelegram:
         return copy.deepcopy(update)
 
     @staticmethod
-    def make_user(user_id: int = DEFAULT_USER_ID, first_name: str = "Alice") -> JSON:
-        return {"id": user_id, "is_bot": False, "first_name": first_name, "language_code": "en"}
+    def make_user(
+        user_id: int = DEFAULT_USER_ID, first_name: str = "Alice", language_code: str = "en"
+    ) -> JSON:
+        return {
+            "id": user_id,
+            "is_bot": False,
+            "first_name": first_name,
+            "language_code": language_code,
+        }
 
     @staticmethod
     def text_entities(text: str) -> list[JSON]:
@@ -857,17 +892,26 @@ class FakeTelegram:
         chat_title: str | None = None,
         reply_to_bot_message_id: int | None = None,
         forward_origin: JSON | None = None,
+        language_code: str = "en",
     ) -> JSON:
         """Queue a text message from a user; returns the Update. ``chat_id`` defaults to the
         user's id in a private chat and to DEFAULT_GROUP_ID otherwise. ``forward_origin``
-        (a MessageOrigin object) makes it a forwarded message."""
+        (a MessageOrigin object) makes it a forwarded message; ``language_code`` is the user's
+        app language ("zh-TW", "zh-hans", ...)."""
         body: JSON = {"text": text}
         if forward_origin is not None:
             body["forward_origin"] = forward_origin
         if entities := self.text_entities(text):
             body["entities"] = entities
         return self._user_message(
-            body, chat_id, user_id, first_name, chat_type, chat_title, reply_to_bot_message_id
+            body,
+            chat_id,
+            user_id,
+            first_name,
+            chat_type,
+            chat_title,
+            reply_to_bot_message_id,
+            language_code,
         )
 
     def add_user_file(
@@ -925,8 +969,9 @@ class FakeTelegram:
         chat_type: str = "private",
         chat_title: str | None = None,
         reply_to_bot_message_id: int | None = None,
+        language_code: str = "en",
     ) -> JSON:
-        user = self.make_user(user_id, first_name)
+        user = self.make_user(user_id, first_name, language_code)
         if chat_type == "private":
             chat: JSON = {"id": user_id if chat_id is None else chat_id, "type": "private"}
             chat["first_name"] = first_name
@@ -1028,9 +1073,20 @@ class FakeTelegram:
         with self._cond:
             return copy.deepcopy(self._updates)
 
-    def commands(self) -> list[JSON]:
+    def commands(self, language_code: str = "") -> list[JSON]:
+        """The command menu set for users of this language ("": the default menu)."""
         with self._cond:
-            return copy.deepcopy(self._commands)
+            return copy.deepcopy(self._commands.get(language_code, []))
+
+    def chat_commands(self, chat_id: int) -> list[JSON]:
+        """The command menu set for this one chat (BotCommandScopeChat), [] if none."""
+        with self._cond:
+            return copy.deepcopy(self._chat_commands.get(chat_id, []))
+
+    def menu_languages(self) -> list[str]:
+        """The language codes a command menu was set for ("" for the default), in order."""
+        with self._cond:
+            return list(self._commands)
 
     def sent_messages(self, chat_id: int | None = None) -> list[JSON]:
         """Messages the bot sent, in order, deleted ones left out, as the learner sees them now

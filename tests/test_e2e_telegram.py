@@ -218,6 +218,29 @@ def test_a_group_message_without_a_mention_is_ignored(bot: BotProcess) -> None:
     ]
 
 
+def test_a_learner_reads_the_bot_in_their_language(bot: BotProcess) -> None:
+    """A zh-TW user gets 繁體, a zh-CN user 简体, /language en switches back; the menu is
+    registered for the default (English) and for zh."""
+    tg = bot.tg
+    assert tg.menu_languages() == ["", "zh"]
+    english, chinese = tg.commands(), tg.commands("zh")
+    assert [c["command"] for c in english] == [c["command"] for c in chinese]
+    assert {c["command"]: c["description"] for c in chinese}["help"] == "我会记得什么，以及命令列表"
+    taiwan: dict[str, Any] = {"user_id": 2101, "first_name": "美玲", "language_code": "zh-TW"}
+    china: dict[str, Any] = {"user_id": 2102, "first_name": "小明", "language_code": "zh-CN"}
+    assert ask(tg, "/help", **taiwan).startswith("我是 Memora，你的英文家教。")
+    tg.wait_for(lambda: tg.chat_commands(2101) != [], WAIT, "the 繁體 menu of the chat")
+    taiwan_menu = {c["command"]: c["description"] for c in tg.chat_commands(2101)}
+    assert taiwan_menu["help"] == "我會記得什麼，以及指令清單"  # its own: `zh` is 简体
+    assert ask(tg, "/help", **china).startswith("我是 Memora，你的英语老师。")
+    assert ask(tg, "/language en", **taiwan) == "From now on I speak English to you."
+    assert ask(tg, "/help", **taiwan).startswith("I'm Memora, your English tutor.")
+    english_menu = {c["command"]: c["description"] for c in tg.chat_commands(2101)}
+    assert english_menu["help"] == "what I remember and the command list"
+    assert tg.chat_commands(2102) == []  # the zh menu is already 简体
+    assert ask(tg, "/help", **china).startswith("我是 Memora，你的英语老师。")  # theirs alone
+
+
 def test_a_config_error_is_one_line_and_nothing_starts(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("MEMORA_", "OPENAI_"))}
     env.pop("TELEGRAM_BOT_TOKEN", None)

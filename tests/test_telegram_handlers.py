@@ -32,6 +32,7 @@ from memora.commands import COMMANDS, CommandContext, run_command
 from memora.config import ConfigError, Settings, TelegramConfig
 from memora.engine import EMPTY as EMPTY_TEXT
 from memora.engine import Engine, EngineConfig
+from memora.i18n import translator
 from memora.llm import ChatMessage
 from memora.storage import Database, NewTurn, TurnUsage
 from memora.tokens import LocalTokenCounter
@@ -207,10 +208,13 @@ class Harness:
         group: bool = False,
         reply_to_bot: bool = False,
         reply_to_user: int | None = None,
+        language: str | None = None,
         **extra: Any,
     ) -> dict[str, Any]:
         self._message_id += 1
-        sender = {"id": user, "is_bot": False, "first_name": NAMES[user]}
+        sender: dict[str, Any] = {"id": user, "is_bot": False, "first_name": NAMES[user]}
+        if language is not None:  # the app's language, as Telegram sends it ("zh-TW")
+            sender["language_code"] = language
         chat: dict[str, Any] = (
             {"id": GROUP, "type": "supergroup", "title": "Study group"}
             if group
@@ -325,9 +329,11 @@ class Recorder:
 
 # -- wiring ----------------------------------------------------------------------------------
 async def test_startup_publishes_the_command_menu(h: Harness) -> None:
-    (call,) = h.req.of("setMyCommands")
-    listed = [c["command"] for c in call.params["commands"]]
-    assert listed == list(COMMANDS)
+    calls = h.req.of("setMyCommands")  # one menu per language: the default (English) and zh
+    assert [c.params.get("language_code") for c in calls] == [None, "zh"]
+    for call in calls:
+        listed = [c["command"] for c in call.params["commands"]]
+        assert listed == list(COMMANDS)
     assert isinstance(h.app.update_processor, PerChatUpdateProcessor)
     assert isinstance(h.app.bot.rate_limiter, AIORateLimiter)
     assert h.app.bot.base_url.startswith("https://api.telegram.org/bot")
@@ -1199,3 +1205,94 @@ async def test_telegram_messages_are_cleaned_before_the_core_sees_them(
     assert await h.say("caf\udce9 au lait") == ["Echo: caf\ufffd au lait"]
     stored = [text for _, text in await h.history(ALICE)]
     assert "\x00" not in "".join(stored) and "caf\ufffd au lait" in stored
+
+
+# -- the learner's language ------------------------------------------------------------------
+# The app's language_code picks 繁體 or 简体, /language overrides it, the adapter's own notices
+# follow, and the command menu is registered per language.
+HANT_HELP = "我是 Memora，你的英文家教。我會記得："
+HANS_HELP = "我是 Memora，你的英语老师。我会记得："
+
+
+async def test_a_zh_tw_user_reads_traditional_and_a_zh_cn_user_simplified(h: Harness) -> None:
+    (hant,) = await h.say("/help", language="zh-TW")
+    assert hant.startswith(HANT_HELP)
+    assert (
+        "/memories 你的長期記憶（有編號）" in hant and "/language [en|zh-Hant|zh-Hans|auto]" in hant
+    )
+    (hans,) = await h.say("/help", user=BOB, language="zh-CN")
+    assert hans.startswith(HANS_HELP) and "/memories 你的长期记忆（带编号）" in hans
+    (english,) = await h.say("/help", user=BOB, language="en")
+    assert english.startswith("I'm Memora, your English tutor.")
+
+
+async def test_language_en_switches_back_and_auto_follows_the_app(h: Harness) -> None:
+    assert (await h.say("/help", language="zh-hant"))[0].startswith(HANT_HELP)
+    assert await h.say("/language en", language="zh-hant") == [
+        "From now on I speak English to you."
+    ]
+    (help_text,) = await h.say("/help", language="zh-hant")
+    assert help_text.startswith("I'm Memora, your English tutor.")
+    assert await h.say("/frobnicate", language="zh-hant") == [
+        "I don't know /frobnicate. Try /help for the list of commands."
+    ]
+    assert await h.say("/language auto", language="zh-hant") == ["之後我會用繁體中文跟你說話。"]
+    assert await h.say("/frobnicate", language="zh-hant") == [
+        "我不認識 /frobnicate。輸入 /help 看指令清單。"
+    ]
+
+
+async def test_the_adapters_own_notices_follow_the_language(
+    make_harness: Callable[..., Awaitable[Harness]],
+) -> None:
+    h = await make_harness(allowed_user_ids=[ALICE])
+    (refused,) = await h.say("hello", user=BOB, language="zh-CN")
+    assert (
+        refused == f"抱歉，这是私人机器人，你不在学习者名单上。请管理者添加你的用户 ID（{BOB}）。"
+    )
+    sticker = await h.push("message", h.message(sticker=STICKER, language="zh-TW"))
+    assert replies(sticker) == ["我能讀文字、也能聽語音訊息，請打字或用說的。"]
+    assert h.llm.calls == []
+
+
+async def test_the_command_menu_is_registered_per_language(h: Harness) -> None:
+    menus = {c.params.get("language_code"): c.params["commands"] for c in h.req.of("setMyCommands")}
+    assert set(menus) == {None, "zh"}
+    english = {c["command"]: c["description"] for c in menus[None]}
+    chinese = {c["command"]: c["description"] for c in menus["zh"]}
+    assert list(english) == list(chinese) == list(COMMANDS)
+    assert english["help"] == "what I remember and the command list"
+    assert chinese["help"] == "我会记得什么，以及命令列表"  # zh is 简体 (see bot.telegram.MENUS)
+    hans = translator("zh_Hans")
+    assert all(chinese[c.name].endswith(hans(c.help)[:200]) for c in COMMANDS.values())
+
+
+async def test_a_learner_whose_language_is_not_their_apps_menu_gets_a_chat_menu(
+    h: Harness,
+) -> None:
+    """A zh-TW app sees the `zh` menu (简体): the learner's private chat gets a 繁體 one, once;
+    /language en makes it English; back on the app's language, the chat menu goes."""
+    hant = translator("zh_Hant")
+
+    def chat_menus(calls: list[Call]) -> list[tuple[str, Any]]:
+        return [
+            (c.method, c.params.get("commands"))
+            for c in calls
+            if c.method in ("setMyCommands", "deleteMyCommands")
+        ]
+
+    calls = await h.send("/help", language="zh-TW")
+    ((method, menu),) = chat_menus(calls)
+    scope = next(c for c in calls if c.method == method).params["scope"]
+    assert method == "setMyCommands" and (scope["type"], scope["chat_id"]) == ("chat", ALICE)
+    assert {c["command"]: c["description"] for c in menu}["help"] == hant(
+        "what I remember and the command list"
+    )
+    assert chat_menus(await h.send("/help", language="zh-TW")) == []  # set once
+    ((method, menu),) = chat_menus(await h.send("/language en", language="zh-TW"))
+    assert {c["command"]: c["description"] for c in menu}[
+        "help"
+    ] == "what I remember and the command list"
+    ((method, _),) = chat_menus(await h.send("/language zh-Hans", language="zh-TW"))
+    assert method == "deleteMyCommands"  # 简体 is what the zh app menu shows
+    assert chat_menus(await h.send("/help", user=BOB, language="zh-CN")) == []  # app menu fits

@@ -17,7 +17,7 @@ from contextlib import AsyncExitStack
 from typing import Any, TypeAlias
 from urllib.parse import urlsplit
 
-from telegram import BotCommand, Update
+from telegram import Update
 from telegram.error import InvalidToken, RetryAfter, TelegramError
 from telegram.ext import (
     Application,
@@ -28,7 +28,6 @@ from telegram.ext import (
 from telegram.request import BaseRequest
 
 from memora.app import open_engine
-from memora.commands import COMMANDS
 from memora.config import ConfigError, Settings, require_llm, require_telegram
 from memora.engine import Engine
 from memora.storage.durable import MESSAGE, Inbox, Kept, Outbox, Replicas
@@ -39,6 +38,7 @@ from .context import CONTEXT_TYPES, BotState
 from .handlers import install
 from .inbox import DurableQueue, handled
 from .limits import ReplyFirstRateLimiter
+from .menus import set_menus
 from .outbox import Deliverer
 from .processor import PerChatUpdateProcessor
 from .reminders import ReminderJobs
@@ -123,16 +123,11 @@ async def _post_init(app: App) -> None:
     limiter = app.bot.rate_limiter
     if isinstance(limiter, ReplyFirstRateLimiter):  # Telegram's budget is the bot's, not ours
         limiter.share = lambda: replicas.live
+    await set_menus(app)  # before the outbox sends: a kept answer waits a moment, not the menus
     state.deliverer.start()
     state.started = time.monotonic()  # polling (or the webhook) starts now
     if state.telegram.mode == "webhook":
         await _say_whose_webhook(app, state.telegram.webhook_url)
-    try:
-        await app.bot.set_my_commands(
-            [BotCommand(c.name, c.description[:256]) for c in COMMANDS.values()]
-        )
-    except TelegramError as exc:  # the menu is a convenience; the bot works without it
-        log.warning("could not set the command menu: %s", exc)
     log.info("bot @%s ready (replica %s)", app.bot.username, replicas.id)
 
 

@@ -17,6 +17,7 @@ from memora.engine import Engine
 from memora.views import Reply
 
 from .bodies import Answer
+from .menus import ChatMenus
 from .messages import is_group
 from .outbox import Deliverer
 from .reminders import ReminderJobs
@@ -46,6 +47,7 @@ class BotState:
         self.reminder_jobs: ReminderJobs | None = None  # after post_init
         self.weekly_jobs: WeeklyJobs | None = None  # after post_init
         self.deliverer: Deliverer | None = None  # the outbox's sender, from post_init
+        self.menus = ChatMenus()  # private chats' command menus in their learner's language
         self.conflict = False  # stopped: another instance was polling with this token first
         self.started = time.monotonic()  # reset when polling starts (post_init)
         self._conflict_said = -math.inf

@@ -13,6 +13,7 @@ import logging
 from telegram import InlineKeyboardMarkup, Message, Update
 from telegram.error import BadRequest, Forbidden
 
+from memora.i18n import N_, _
 from memora.storage.durable import MESSAGE, Kept
 from memora.views import Reply
 
@@ -22,8 +23,8 @@ from .render import split_text
 
 log = logging.getLogger(__name__)
 
-SENT_PRIVATELY = "📬 {name}, I sent your review to our private chat."
-CANNOT_DM = (
+SENT_PRIVATELY = N_("📬 {name}, I sent your review to our private chat.")
+CANNOT_DM = N_(
     "{name}, I can't message you privately yet: open a chat with me (@{bot}), press Start, "
     "then send /review there. Review cards are personal, so I don't show them in the group."
 )
@@ -55,10 +56,10 @@ async def send_learner_reply(
             await _send_to(context, who.id, reply)
         except (Forbidden, BadRequest) as exc:
             log.info("cannot message user %s privately: %s", who.id, exc)
-            text = CANNOT_DM.format(name=who.first_name, bot=context.bot.username)
+            text = _(CANNOT_DM).format(name=who.first_name, bot=context.bot.username)
             await state.notice(update, message, text)
             return
-        await state.notice(update, message, SENT_PRIVATELY.format(name=who.first_name))
+        await state.notice(update, message, _(SENT_PRIVATELY).format(name=who.first_name))
         return
     group = message.chat.type != "private"  # in a group the answer quotes the question
     if reply.buttons:

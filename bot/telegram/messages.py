@@ -29,9 +29,10 @@ def refs(message: Message) -> tuple[ChatRef, UserRef] | None:
     if user is None or user.is_bot:
         return None
     chat = message.chat
+    who = UserRef(user.id, user.first_name, user.language_code or "")
     if chat.type == ChatType.PRIVATE:
-        return ChatRef(chat.id, "private", chat.full_name or ""), UserRef(user.id, user.first_name)
-    return ChatRef(chat.id, "group", chat.title or ""), UserRef(user.id, user.first_name)
+        return ChatRef(chat.id, "private", chat.full_name or ""), who
+    return ChatRef(chat.id, "group", chat.title or ""), who
 
 
 def incoming_text(update: Update) -> tuple[Message, str, ChatRef, UserRef] | None:

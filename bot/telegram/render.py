@@ -18,6 +18,7 @@ from telegram import Message, ReplyParameters
 from telegram.constants import MessageLimit, ParseMode
 from telegram.error import BadRequest, TelegramError
 
+from memora.i18n import N_, _
 from memora.views import Document, Reply
 
 log = logging.getLogger(__name__)
@@ -25,7 +26,7 @@ log = logging.getLogger(__name__)
 MAX_TEXT = int(MessageLimit.MAX_TEXT_LENGTH)  # 4096, counted in UTF-16 code units
 MAX_CAPTION = int(MessageLimit.CAPTION_LENGTH)  # 1024
 MAX_MESSAGES = 5  # beyond this many messages' worth, a long text goes out as a .txt file
-EMPTY_ANSWER = "(The answer came back empty — please try again or rephrase.)"
+EMPTY_ANSWER = N_("(The answer came back empty — please try again or rephrase.)")
 
 # -- Markdown → Telegram HTML --------------------------------------------------------------------
 _OPEN, _CLOSE = "\ue000", "\ue001"  # private-use marks around stashed, already-safe HTML
@@ -231,10 +232,9 @@ def plan(reply: Reply, *, markdown: bool, name: str = "reply") -> Outgoing:
         chunks = split_text(text)
     if len(chunks) <= MAX_MESSAGES:
         return Outgoing(chunks, markdown, documents)
-    note = (
-        f"That is long ({len(text):,} characters, about {len(chunks)} messages), "
-        f"so here it is as a file."
-    )
+    note = _(
+        "That is long ({chars} characters, about {n} messages), so here it is as a file."
+    ).format(chars=f"{len(text):,}", n=len(chunks))
     return Outgoing([], False, [Document(f"{name}.txt", text.encode("utf-8"), note), *documents])
 
 
@@ -318,7 +318,7 @@ async def send_reply(
         return [photo, *await send_reply(message, rest, markdown=False, name=name)]
     out = plan(reply, markdown=markdown, name=name)
     if not out.messages and not out.documents:  # never leave a message unanswered
-        out = Outgoing([EMPTY_ANSWER], False)
+        out = Outgoing([_(EMPTY_ANSWER)], False)
     sent: list[Message] = []
     chunks = list(out.messages)
     if edit is not None:

@@ -7,6 +7,7 @@ import json
 
 from memora.commands.registry import CommandContext, command
 from memora.engine import Engine
+from memora.i18n import _
 from memora.views import Document, Reply
 
 
@@ -14,8 +15,10 @@ from memora.views import Document, Reply
 async def _reset(engine: Engine, ctx: CommandContext) -> Reply:
     n = await engine.reset_chat(ctx.chat.id)
     return Reply(
-        f"Fresh start: deleted this chat's history ({n} messages) and summary. "
-        "Your long-term memories stay (/memories)."
+        _(
+            "Fresh start: deleted this chat's history ({n} messages) and summary. "
+            "Your long-term memories stay (/memories)."
+        ).format(n=n)
     )
 
 
@@ -23,12 +26,16 @@ async def _reset(engine: Engine, ctx: CommandContext) -> Reply:
 async def _forgetme(engine: Engine, ctx: CommandContext) -> Reply:
     counts = await engine.forget_user(ctx.user.id)
     return Reply(
-        "Deleted everything I stored about you: "
-        f"{counts['memories']} long-term memories, {counts['private_messages']} messages of our "
-        f"private chat, {counts['group_messages']} of your messages in groups (with my replies "
-        "to them, and those groups' summaries), your extraction log, your practice reminder and "
-        "weekly report, and "
-        "your learner profile, mistakes, vocabulary and review cards."
+        _(
+            "Deleted everything I stored about you: {memories} long-term memories, {private} "
+            "messages of our private chat, {group} of your messages in groups (with my replies "
+            "to them, and those groups' summaries), your extraction log, your practice reminder, "
+            "and your learner profile, mistakes, vocabulary and review cards."
+        ).format(
+            memories=counts["memories"],
+            private=counts["private_messages"],
+            group=counts["group_messages"],
+        )
     )
 
 
@@ -45,14 +52,14 @@ async def _export(engine: Engine, ctx: CommandContext) -> Reply:
         try:
             target = int(ctx.arg.strip())
         except ValueError:
-            return Reply("Usage: /export [chat_id] — the chat id is a number.", ok=False)
+            return Reply(_("Usage: /export [chat_id] — the chat id is a number."), ok=False)
     data = await engine.export_chat(target)
     if data is None:
-        return Reply(f"I have no data for chat {target}.", ok=False)
+        return Reply(_("I have no data for chat {chat}.").format(chat=target), ok=False)
     blob = json.dumps(data, ensure_ascii=False, indent=2).encode()
     n = len(data["history"])
     return Reply(
-        f"Export of chat {target}: {n} messages.",
+        _("Export of chat {chat}: {n} messages.").format(chat=target, n=n),
         document=Document(f"memora-chat-{target}.json", blob, f"chat {target}, {n} messages"),
     )
 
@@ -67,7 +74,7 @@ async def _export(engine: Engine, ctx: CommandContext) -> Reply:
 async def _usage(engine: Engine, ctx: CommandContext) -> Reply:
     arg = ctx.arg.strip() or "7"
     if not arg.isdigit() or not 1 <= int(arg) <= 366:
-        return Reply("Usage: /usage [days] — 1 to 366 days, 7 if left out.", ok=False)
+        return Reply(_("Usage: /usage [days] — 1 to 366 days, 7 if left out."), ok=False)
     if engine.metering is None:
-        return Reply("Usage is not counted on this bot.", ok=False)
+        return Reply(_("Usage is not counted on this bot."), ok=False)
     return Reply(await engine.metering.report(int(arg), engine.clock()))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from memora.commands.registry import CommandContext, command
 from memora.engine import Engine
+from memora.i18n import _
 from memora.llm import ChatMessage
 from memora.prompts import MEMORY_BLOCK, PROFILE_BLOCK
 from memora.views import Reply, render_history, render_messages
@@ -20,13 +21,13 @@ async def _history(engine: Engine, ctx: CommandContext) -> Reply:
 async def _context(engine: Engine, ctx: CommandContext) -> Reply:
     row = await engine.chat_state(ctx.chat.id)
     if not row.last_context:
-        return Reply(render_messages("Last request context", []))
+        return Reply(render_messages(_("Last request context"), []))
     sent = [ChatMessage("system", engine.config.instructions), *row.last_context]
     if ctx.chat.is_group:
         speaker = await engine.last_speaker(ctx.chat.id)
         if speaker is not None and speaker[0] != ctx.user.id:
             sent = [_hide_memories(m, speaker[1]) for m in sent]
-    return Reply(render_messages("Last request context (system prompt first)", sent))
+    return Reply(render_messages(_("Last request context (system prompt first)"), sent))
 
 
 def _hide_memories(message: ChatMessage, owner: str) -> ChatMessage:
@@ -47,7 +48,8 @@ def _hide_memories(message: ChatMessage, owner: str) -> ChatMessage:
 @command("summary", "the rolling summary of older turns", bare_word=True, fresh=True)
 async def _summary(engine: Engine, ctx: CommandContext) -> Reply:
     row = await engine.chat_state(ctx.chat.id)
-    return Reply(f"Summary (covers {row.summarized_count} messages)\n{row.summary or '(empty)'}")
+    head = _("Summary (covers {n} messages)").format(n=row.summarized_count)
+    return Reply(f"{head}\n{row.summary or _('(empty)')}")
 
 
 @command("status", "memory and token figures", bare_word=True, fresh=True)

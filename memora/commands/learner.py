@@ -1,10 +1,11 @@
-"""Commands of the learner model (profile, review cards, progress, mistakes, words) and the tap
-on a review button; the work is in memora.learner.commands."""
+"""Commands of the learner model (profile, review cards, progress, mistakes, words, the language
+the bot speaks) and the tap on a review button; the work is in memora.learner.commands."""
 
 from __future__ import annotations
 
 from memora.commands.registry import CommandContext, command
 from memora.engine import Engine
+from memora.i18n import NAMES, _, choice, current, speaking
 from memora.learner.commands import (
     entries_command,
     profile_command,
@@ -73,7 +74,29 @@ async def _words(engine: Engine, ctx: CommandContext) -> Reply:
     return await entries_command(engine.learner, ctx.user.id, "word", ctx.arg)
 
 
+@command(
+    "language",
+    "the language of my own words: en, zh-Hant (繁體) or zh-Hans (简体); auto follows your profile",
+    arg="[en|zh-Hant|zh-Hans|auto]",
+)
+async def _language(engine: Engine, ctx: CommandContext) -> Reply:
+    word = ctx.arg.strip()
+    if not word:
+        return Reply(
+            _(
+                "I speak {name} to you. Change it with /language en, /language zh-Hant or "
+                "/language zh-Hans; /language auto follows your profile and your app's language."
+            ).format(name=NAMES[current()])
+        )
+    lang = None if word.lower() == "auto" else choice(word)
+    if lang is None and word.lower() != "auto":
+        return Reply(_("Usage: /language en|zh-Hant|zh-Hans|auto"), ok=False)
+    await engine.set_language(ctx.user.id, lang)
+    with speaking(await engine.language(ctx.user)) as now:
+        return Reply(_("From now on I speak {name} to you.").format(name=NAMES[now]))
+
+
 async def press_button(engine: Engine, user: UserRef, data: str) -> ButtonAnswer:
     """A tap on one of our buttons (only review cards have them), checked against the tapper."""
-
-    return await review_button(engine.learner, user.id, data, engine.clock())
+    with speaking(await engine.language(user)):
+        return await review_button(engine.learner, user.id, data, engine.clock())

@@ -7,6 +7,7 @@ from dataclasses import replace
 
 from memora.commands.registry import CommandContext, command
 from memora.engine import MAX_BUDGETED_MEMORIES, Engine
+from memora.i18n import N_, _
 from memora.learner.model import PROFILE_FIELDS
 from memora.learner.profile import TEACHING_FIELDS
 from memora.longterm import MAX_MEMORY_CHARS, Memory
@@ -25,28 +26,41 @@ async def _memories(engine: Engine, ctx: CommandContext) -> Reply:
     profile = await _profile_facts(engine, ctx)
     if not items and not profile:
         if scoped:
-            return Reply(f"I don't remember anything you said in this group yet. {PRIVATE_STAY}")
+            return Reply(
+                _("I don't remember anything you said in this group yet.") + " " + _(PRIVATE_STAY)
+            )
         return Reply(
-            "I don't remember anything about you yet. Tell me about yourself, or /remember"
+            _("I don't remember anything about you yet. Tell me about yourself, or /remember")
         )
-    who = f" for {ctx.user.name}" if ctx.chat.is_group and ctx.user.name else ""
+    named = ctx.chat.is_group and ctx.user.name
     parts = []
     if items:
         lines = []
         for i, m in enumerate(items, 1):
-            was = f"  (was: {m.history[-1].text}; /undo {i})" if m.history else ""
+            was = (
+                _("  (was: {text}; /undo {n})").format(text=m.history[-1].text, n=i)
+                if m.history
+                else ""
+            )
             lines.append(f"{i}. {m.text} [{m.category}, {m.source}]{was}")
-        parts.append(f"Memories{who} ({len(items)}):\n" + "\n".join(lines))
+        head = _("Memories for {name} ({n}):") if named else _("Memories ({n}):")
+        parts.append(head.format(name=ctx.user.name, n=len(items)) + "\n" + "\n".join(lines))
+    elif named:
+        parts.append(
+            _("No other memories for {name} yet: tell me about yourself, or /remember.").format(
+                name=ctx.user.name
+            )
+        )
     else:
-        parts.append(f"No other memories{who} yet: tell me about yourself, or /remember.")
+        parts.append(_("No other memories yet: tell me about yourself, or /remember."))
     if profile:
-        parts.append(PROFILE_FACTS + "\n" + "\n".join(profile))
+        parts.append(_(PROFILE_FACTS) + "\n" + "\n".join(profile))
     if scoped:
-        parts.append(f"({PRIVATE_STAY})")
+        parts.append(f"({_(PRIVATE_STAY)})")
     return Reply("\n\n".join(parts))
 
 
-PROFILE_FACTS = (
+PROFILE_FACTS = N_(
     "In your learner profile (always in my context; change with /profile set <field> <value> "
     "or /profile clear <field>):"
 )
@@ -67,7 +81,9 @@ async def _profile_facts(engine: Engine, ctx: CommandContext) -> list[str]:
     ]
 
 
-PRIVATE_STAY = "Memories from your other chats stay private: see them in a private chat with me."
+PRIVATE_STAY = N_(
+    "Memories from your other chats stay private: see them in a private chat with me."
+)
 SEARCH_SHOWN = 10  # the memories /search lists
 
 
@@ -87,13 +103,19 @@ async def _visible(engine: Engine, ctx: CommandContext) -> list[Memory]:
 async def _remember(engine: Engine, ctx: CommandContext) -> Reply:
     text = ctx.arg.strip()
     if not normalise_text(text):
-        return Reply("There is nothing to remember in that: write a few words.", ok=False)
+        return Reply(_("There is nothing to remember in that: write a few words."), ok=False)
     if looks_secret(text):
-        return Reply("That looks like a password, key or card number — I never store those.")
+        return Reply(_("That looks like a password, key or card number — I never store those."))
     if len(text) > MAX_MEMORY_CHARS:
-        return Reply(f"A memory must be short ({MAX_MEMORY_CHARS} characters at most).", ok=False)
+        return Reply(
+            _("A memory must be short ({n} characters at most).").format(n=MAX_MEMORY_CHARS),
+            ok=False,
+        )
     result = await engine.remember(ctx.chat, ctx.user, text, message_id=ctx.message_id)
-    note = "I already remembered that." if result.action == "duplicate" else f"Saved: {text}"
+    if result.action == "duplicate":
+        note = _("I already remembered that.")
+    else:
+        note = _("Saved: {text}").format(text=text)
     reply = await engine.handle_turn(
         ctx.chat, ctx.user, text, message_id=ctx.message_id, extract=False
     )
@@ -119,19 +141,26 @@ async def _search(engine: Engine, ctx: CommandContext) -> Reply:
         profile = await _profile_facts(engine, ctx)
         if profile:
             return Reply(
-                "No memories to search yet.\n\n" + PROFILE_FACTS + "\n" + "\n".join(profile)
+                _("No memories to search yet.")
+                + "\n\n"
+                + _(PROFILE_FACTS)
+                + "\n"
+                + "\n".join(profile)
             )
-        return Reply("No memories to search yet.")
+        return Reply(_("No memories to search yet."))
     used = {h.memory.id for h in engine.used_in_reply(found.hits)}
     rule = describe_policy(engine.retrieval_policy)
     lines = [
         f"{i}. {h.score:.2f} {'✓' if h.memory.id in used else ' '} {h.memory.text}"
         for i, h in enumerate(found.hits[:SEARCH_SHOWN], 1)
     ]
-    text = f"Search: {query}\n(✓ = would be used in a reply: {rule})\n" + "\n".join(lines)
+    head = _("Search: {query}\n(✓ = would be used in a reply: {rule})").format(
+        query=query, rule=rule
+    )
+    text = head + "\n" + "\n".join(lines)
     profile = await _profile_facts(engine, ctx)
     if profile:  # not ranked: the profile goes into every reply's context whole
-        text += "\n\n" + PROFILE_FACTS + "\n" + "\n".join(profile)
+        text += "\n\n" + _(PROFILE_FACTS) + "\n" + "\n".join(profile)
     return Reply(text)
 
 
@@ -139,11 +168,15 @@ async def _search(engine: Engine, ctx: CommandContext) -> Reply:
 async def _extraction(engine: Engine, ctx: CommandContext) -> Reply:
     log = await engine.extraction_log(ctx.user.id)
     if log is None:
-        return Reply("No extraction has run for you yet.")
-    parts = [f"Last extraction: {log.status} at {log.at} ({log.tokens} tokens)"]
-    parts.append("Raw output:\n" + (log.raw or "(none)"))
+        return Reply(_("No extraction has run for you yet."))
+    parts = [
+        _("Last extraction: {status} at {at} ({tokens} tokens)").format(
+            status=log.status, at=log.at, tokens=log.tokens
+        )
+    ]
+    parts.append(_("Raw output:") + "\n" + (log.raw or _("(none)")))
     if log.detail:
-        parts.append("Result:\n" + log.detail)
+        parts.append(_("Result:") + "\n" + log.detail)
     return Reply("\n\n".join(parts))
 
 
@@ -153,9 +186,15 @@ async def _pick(engine: Engine, ctx: CommandContext, name: str) -> Memory | Repl
     try:
         n = int(ctx.arg.strip().lstrip("#"))
     except ValueError:
-        return Reply(f"/{name} needs the number shown by /memories, e.g. /{name} 2", ok=False)
+        return Reply(
+            _("/{name} needs the number shown by /memories, e.g. /{name} 2").format(name=name),
+            ok=False,
+        )
     if not 1 <= n <= len(items):
-        return Reply(f"There is no memory number {n} (you have {len(items)}).", ok=False)
+        return Reply(
+            _("There is no memory number {n} (you have {count}).").format(n=n, count=len(items)),
+            ok=False,
+        )
     return items[n - 1]
 
 
@@ -165,7 +204,7 @@ async def _forget(engine: Engine, ctx: CommandContext) -> Reply:
     if isinstance(memory, Reply):
         return memory
     await engine.forget_memory(ctx.user.id, memory)
-    return Reply(f"Forgotten: {memory.text}")
+    return Reply(_("Forgotten: {text}").format(text=memory.text))
 
 
 @command(
@@ -181,5 +220,5 @@ async def _undo(engine: Engine, ctx: CommandContext) -> Reply:
         return memory
     restored = await engine.undo_memory(ctx.user.id, memory.id)
     if restored is None:
-        return Reply("That memory has never been updated; nothing to undo.", ok=False)
-    return Reply(f"Restored: {restored.text}")
+        return Reply(_("That memory has never been updated; nothing to undo."), ok=False)
+    return Reply(_("Restored: {text}").format(text=restored.text))

@@ -21,10 +21,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from memora.engine import Engine
+from memora.i18n import N_, _, speaking, translator
 from memora.types import ChatRef, UserRef
 from memora.views import Reply
 
-HELP = """\
+HELP = N_(
+    """\
 I'm Memora, your English tutor. I remember:
 • this conversation — the recent turns word for word, older ones as a short summary;
 • you — facts worth keeping across days (your level, goals, preferences, difficulties),
@@ -34,6 +36,7 @@ stored or logged (in Telegram, before I read them). I can miss one, so please do
 secrets. Ask me in words to forget something, or use /forget.
 You can always see and change what I remember:
 """
+)
 
 
 @dataclass(frozen=True)
@@ -67,12 +70,17 @@ class Command:
 
     @property
     def description(self) -> str:
-        """The help line with its argument: "<text> — save a memory for you"."""
-        return f"{self.arg} — {self.help}" if self.arg else self.help
+        """The help line with its argument, in the current language: "<text> — save a memory"."""
+        return self.described(_)
+
+    def described(self, gettext: Callable[[str], str]) -> str:
+        """The help line with its argument, translated by `gettext`."""
+        line = gettext(self.help)
+        return f"{self.arg} — {line}" if self.arg else line
 
     @property
     def usage(self) -> str:
-        return f"Usage: /{self.name} {self.arg}".rstrip()
+        return _("Usage: /{name} {arg}").format(name=self.name, arg=self.arg).rstrip()
 
 
 COMMANDS: dict[str, Command] = {}
@@ -93,10 +101,16 @@ def command(name: str, help: str, **flags: Any) -> Callable[[Handler], Handler]:
 
 
 async def run_command(engine: Engine, name: str, ctx: CommandContext) -> Reply:
-    """Run one command after the checks its registration asks for; unknown names get a pointer."""
+    """Run one command after the checks its registration asks for, in the caller's language;
+    unknown names get a pointer."""
+    with speaking(await engine.language(ctx.user)):
+        return await _run(engine, name, ctx)
+
+
+async def _run(engine: Engine, name: str, ctx: CommandContext) -> Reply:
     cmd = COMMANDS.get(name.lower())
     if cmd is None:
-        return Reply(f"I don't know /{name}. Try /help for the list.", ok=False)
+        return Reply(_("I don't know /{name}. Try /help for the list.").format(name=name), ok=False)
     refused = _refusal(engine, cmd, ctx)
     if refused is not None:
         return refused
@@ -110,20 +124,25 @@ async def run_command(engine: Engine, name: str, ctx: CommandContext) -> Reply:
 
 def _refusal(engine: Engine, cmd: Command, ctx: CommandContext) -> Reply | None:
     if cmd.admin_only and not ctx.is_admin:
-        return Reply(f"Only the bot's admins can use /{cmd.name}.", ok=False)
+        return Reply(_("Only the bot's admins can use /{name}.").format(name=cmd.name), ok=False)
     if cmd.private_only and ctx.chat.is_group:
         return Reply(
-            f"/{cmd.name} shows everyone's data: ask for it in a private chat with me.", ok=False
+            _("/{name} shows everyone's data: ask for it in a private chat with me.").format(
+                name=cmd.name
+            ),
+            ok=False,
         )
     if cmd.arg_required and not ctx.arg.strip():
         return Reply(cmd.usage, ok=False)
     if cmd.needs_memory and not engine.has_memory:
-        return Reply("Long-term memory is turned off on this bot.", ok=False)
+        return Reply(_("Long-term memory is turned off on this bot."), ok=False)
     return None
 
 
-def help_text() -> str:
-    return HELP + "\n".join(f"/{c.name} {c.description}" for c in COMMANDS.values())
+def help_text(lang: str | None = None) -> str:
+    """/help in `lang` (default: the current task's language)."""
+    gettext = translator(lang) if lang else _
+    return gettext(HELP) + "\n".join(f"/{c.name} {c.described(gettext)}" for c in COMMANDS.values())
 
 
 @command("help", "what I remember and the command list", bare_word=True)

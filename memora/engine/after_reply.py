@@ -11,6 +11,7 @@ from memora.clock import utcnow
 from memora.engine.base import Answered
 from memora.engine.queries import Queries
 from memora.errors import LLMError
+from memora.i18n import _, speaking
 from memora.longterm import Memory, extraction
 from memora.longterm.extraction import ExtractionOutcome
 from memora.shortterm import Window, summarize
@@ -24,15 +25,18 @@ def forgotten_notice(forgotten: list[Memory], *, group: bool) -> str:
     """What a learner who asked in words to forget something is told once it is done. In a
     group the texts are not repeated: a memory from a private chat stays private."""
     if not forgotten:
-        return (
+        return _(
             "You asked me to forget something, but I couldn't tell which memory you meant, so "
             "nothing was deleted. /memories lists them; /forget <n> deletes one."
         )
     if group:
         n = len(forgotten)
-        return f"🗑 Forgotten, as you asked: {n} memor{'y' if n == 1 else 'ies'}."
-    return "🗑 Forgotten, as you asked (deleted for good):\n" + "\n".join(
-        f"• {m.text}" for m in forgotten
+        one = _("🗑 Forgotten, as you asked: {n} memory.")
+        return (one if n == 1 else _("🗑 Forgotten, as you asked: {n} memories.")).format(n=n)
+    return (
+        _("🗑 Forgotten, as you asked (deleted for good):")
+        + "\n"
+        + "\n".join(f"• {m.text}" for m in forgotten)
     )
 
 
@@ -168,7 +172,9 @@ class AfterReply(Queries):
             memory = existing[n - 1]
             if await self.forget_memory(done.user.id, memory):
                 forgotten.append(memory)
-        await self._notify(done, forgotten_notice(forgotten, group=done.chat.is_group))
+        with speaking(await self.language(done.user)):  # background work: resolve again
+            notice = forgotten_notice(forgotten, group=done.chat.is_group)
+        await self._notify(done, notice)
         return forgotten
 
     async def _notify(self, done: Answered, text: str) -> None:

@@ -14,6 +14,7 @@ from typing import Literal
 
 from memora.clock import as_utc
 from memora.engine.config import EngineConfig
+from memora.i18n import resolve, speaking
 from memora.learner.service import Learner
 from memora.llm import LLM
 from memora.llm.audio import Speaker, Transcriber
@@ -26,6 +27,9 @@ from memora.usage import Call, Metering
 from memora.weekly import WeeklyReports
 
 log = logging.getLogger(__name__)
+LANGUAGE_FIELD = "bot_language"
+"""The learner_profile row holding a /language choice: exported and forgotten with the profile,
+never shown to the model (only PROFILE_FIELDS reach the context)."""
 
 
 @dataclass(frozen=True)
@@ -129,10 +133,28 @@ class EngineBase:
             await self.metering.add(user.id, self.clock(), calls, turns=turns)
 
     async def over_limit(self, user: UserRef) -> str | None:
-        """Why the learner may not be answered now (a usage limit); None if they may."""
+        """Why the learner may not be answered now (a usage limit), in their language; None if
+        they may."""
         if self.metering is None:
             return None
-        return await self.metering.refusal(user.id, self.clock())
+        now = self.clock()
+        if await self.metering.refusal(user.id, now) is None:
+            return None
+        with speaking(await self.language(user)):  # only a refusal pays for the lookup
+            return await self.metering.refusal(user.id, now)
+
+    async def language(self, user: UserRef) -> str:
+        """The language the bot speaks to this learner (see memora.i18n.resolve)."""
+        profile = await self.learner.profile(user.id, self.clock())
+        return resolve(
+            profile.get(LANGUAGE_FIELD), profile.get("explanation_language"), user.language
+        )
+
+    async def set_language(self, user_id: int, lang: str | None) -> bool:
+        """Save the learner's /language choice (None: follow the profile and the platform)."""
+        return await self.learner.store.set_field(
+            user_id, LANGUAGE_FIELD, lang, source="you", now=self.clock()
+        )
 
     def _epoch(self, user_id: int) -> int:
         return self._epochs.get(user_id, 0)

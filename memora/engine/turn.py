@@ -11,6 +11,7 @@ from memora.engine.after_reply import AfterReply
 from memora.engine.base import Answered
 from memora.engine.retrieval import Retrieval
 from memora.errors import LLMError, OverBudget
+from memora.i18n import N_, _, speaking
 from memora.llm import Completion, OnDelta
 from memora.llm.audio import Transcript
 from memora.secretfilter import mask_secrets
@@ -22,20 +23,20 @@ from memora.views import Reply, TurnStats
 log = logging.getLogger(__name__)
 
 
-LLM_FAILED = (
+LLM_FAILED = N_(
     "Sorry — I couldn't reach my language model just now ({why}). Nothing was saved; "
     "please send your message again in a moment."
 )
-TOO_LONG_CHARS = (
+TOO_LONG_CHARS = N_(
     "That message is too long for me ({n} characters; the limit is {limit}). "
     "Please send it in shorter parts. Nothing was saved."
 )
-OVER_BUDGET = (
+OVER_BUDGET = N_(
     "That message is too long to fit my memory budget ({counted} tokens; the limit is "
     "{budget}). Please shorten it or split it into parts. Nothing was saved."
 )
 FORWARDED = "[forwarded message, not the learner's own words] "
-EMPTY = "I didn't get any text. Write a message, or /help for what I can do."
+EMPTY = N_("I didn't get any text. Write a message, or /help for what I can do.")
 
 
 @dataclass(frozen=True)
@@ -114,13 +115,14 @@ class Turns(AfterReply, Retrieval):
         a new turn.
 
         A learner over a usage limit (`[limits]`; `unlimited` for the bot's admins) is told when
-        it resets, before any model call; nothing is stored."""
+        it resets, before any model call; nothing is stored. What the bot itself says is in the
+        learner's language (`language`)."""
         text = text.strip()
         if not text:
-            return Reply(EMPTY, ok=False)
+            return await self._refuse(user, EMPTY)
         if len(text) > self.config.max_message_chars:
-            return Reply(
-                TOO_LONG_CHARS.format(n=len(text), limit=self.config.max_message_chars), ok=False
+            return await self._refuse(
+                user, TOO_LONG_CHARS, n=len(text), limit=self.config.max_message_chars
             )
         if forwarded:
             text, extract = FORWARDED + text, False
@@ -138,11 +140,17 @@ class Turns(AfterReply, Retrieval):
             self._held[chat.id] = await self.db.lock_chat(chat.id)
             try:
                 turn = _Turn(chat, user, text, message_id, extract, transcript, update_id)
-                return await self._turn(turn, on_delta)
+                with speaking(await self.language(user)):  # under the lock: turns keep order
+                    return await self._turn(turn, on_delta)
             finally:
                 unclaimed = self._held.pop(chat.id, None)  # no after-reply work was scheduled
                 if unclaimed is not None:
                     await unclaimed.release()
+
+    async def _refuse(self, user: UserRef, message: str, **fields: object) -> Reply:
+        """A message refused before the turn starts, told in the learner's language."""
+        with speaking(await self.language(user)):
+            return Reply(_(message).format(**fields), ok=False)
 
     async def _turn(self, turn: _Turn, on_delta: OnDelta | None) -> Reply:
         """Context → reply → store; each step answers the learner itself when it fails."""
@@ -184,9 +192,9 @@ class Turns(AfterReply, Retrieval):
                 profile_lines=profile_lines,
             )
         except OverBudget as exc:
-            return Reply(OVER_BUDGET.format(counted=exc.counted, budget=exc.budget), ok=False)
+            return Reply(_(OVER_BUDGET).format(counted=exc.counted, budget=exc.budget), ok=False)
         except LLMError as exc:
-            return Reply(LLM_FAILED.format(why=exc), ok=False)
+            return Reply(_(LLM_FAILED).format(why=exc), ok=False)
         summary_tokens = await self._save_folds(chat.id, window, built)
         return _Prepared(
             window=window,
@@ -208,7 +216,7 @@ class Turns(AfterReply, Retrieval):
             )
         except LLMError as exc:
             log.warning("reply failed for chat %s: %s", chat.id, exc)
-            return Reply(LLM_FAILED.format(why=exc), ok=False)
+            return Reply(_(LLM_FAILED).format(why=exc), ok=False)
 
     async def _store(self, turn: _Turn, prepared: _Prepared, answer: Completion) -> Reply:
         """Write the whole turn in one transaction, then schedule the after-reply work."""

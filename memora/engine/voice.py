@@ -8,6 +8,7 @@ from dataclasses import replace
 
 from memora.engine.turn import Turns
 from memora.errors import LLMError
+from memora.i18n import _
 from memora.types import ChatRef, UserRef
 from memora.views import Reply
 from memora.voice import FAILED, HEARD, NOTHING_HEARD, VOICE_OFF
@@ -45,7 +46,7 @@ class VoiceTurns(Turns):
         length as the platform said (counted against the learner's voice limits); a learner over
         a usage limit is told so before the transcription call (`unlimited`: an admin)."""
         if self.transcriber is None:
-            return Reply(VOICE_OFF, ok=False)
+            return Reply(_(VOICE_OFF), ok=False)
         refused = None if unlimited else await self.over_limit(user)
         if refused is not None:
             return Reply(refused, ok=False)
@@ -53,10 +54,10 @@ class VoiceTurns(Turns):
             heard = await self.transcriber.transcribe(audio, filename)
         except LLMError as exc:
             log.warning("transcription failed for chat %s: %s", chat.id, exc)
-            return Reply(FAILED.format(why=exc), ok=False)
+            return Reply(_(FAILED).format(why=exc), ok=False)
         text = " ".join(heard.text.split())
         if not text:
-            return Reply(NOTHING_HEARD, ok=False)
+            return Reply(_(NOTHING_HEARD), ok=False)
         reply = await self.handle_turn(
             chat,
             user,
@@ -66,7 +67,7 @@ class VoiceTurns(Turns):
             transcript=replace(heard, length=seconds),
             unlimited=unlimited,
         )
-        return replace(reply, note=HEARD.format(text=text))
+        return replace(reply, note=_(HEARD).format(text=text))
 
     async def spoken(self, reply: Reply) -> bytes | None:
         """The reply read aloud (not its note, the "I heard" line), or None when speech is off or

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from memora.i18n import N_, _
 from memora.learner import progress, review
 from memora.learner.model import FIELD_HELP
 from memora.learner.profile import ProfileError, clean_value, known_field, render
@@ -17,26 +18,31 @@ from memora.learner.service import Learner
 from memora.learner.store import AlreadyGraded, CardGone, NotYourCard, ReviewCard
 from memora.views import Button, ButtonAnswer, Reply
 
-PROFILE_USAGE = (
+PROFILE_USAGE = N_(
     "Usage: /profile · /profile set <field> <value> · /profile clear <field> · /profile undo · "
-    "/profile history\nFields:\n" + "\n".join(f"• {k}: {v}" for k, v in FIELD_HELP.items())
+    "/profile history\nFields:"
 )
-NO_CARDS = (
+NO_CARDS = N_(
     "You have no review cards yet. I make them from the words you ask about and the mistakes "
     "you make while we chat — keep talking to me in English!"
 )
-FORGED = "That button isn't one I can use (it may be from an old message). Send /review."
-GONE = "That card no longer exists (it was deleted). Send /review for your next card."
-NOT_YOURS = "That card belongs to someone else — send /review to get your own cards."
-ALREADY = "That card was already graded. Send /review for the next one."
+FORGED = N_("That button isn't one I can use (it may be from an old message). Send /review.")
+GONE = N_("That card no longer exists (it was deleted). Send /review for your next card.")
+NOT_YOURS = N_("That card belongs to someone else — send /review to get your own cards.")
+ALREADY = N_("That card was already graded. Send /review for the next one.")
 GRADE_LETTERS = {"a": "again", "h": "hard", "g": "good", "e": "easy"}
+GRADE_LABELS = {"again": N_("Again"), "hard": N_("Hard"), "good": N_("Good"), "easy": N_("Easy")}
+
+
+def _usage() -> str:
+    return _(PROFILE_USAGE) + "\n" + "\n".join(f"• {k}: {_(v)}" for k, v in FIELD_HELP.items())
 
 
 # -- /profile ----------------------------------------------------------------------------------
 async def profile_command(
     learner: Learner, user_id: int, arg: str, now: datetime, who: str
 ) -> Reply:
-    verb, _, rest = arg.strip().partition(" ")
+    verb, _sep, rest = arg.strip().partition(" ")
     verb = verb.lower()
     store = learner.store
     if not verb:
@@ -44,24 +50,26 @@ async def profile_command(
     if verb == "undo":
         change = await store.undo(user_id, now)
         if change is None:
-            return Reply("Nothing to undo: your profile has no changes left.", ok=False)
-        back = change.old_value if change.old_value is not None else "(empty)"
-        return Reply(f"Undone: {change.field} is back to {back}.")
+            return Reply(_("Nothing to undo: your profile has no changes left."), ok=False)
+        back = change.old_value if change.old_value is not None else _("(empty)")
+        return Reply(
+            _("Undone: {field} is back to {value}.").format(field=change.field, value=back)
+        )
     if verb == "history":
         changes = await store.history(user_id)
         if not changes:
-            return Reply("Your profile has no history yet.")
+            return Reply(_("Your profile has no history yet."))
         lines = [
             f"{c.at[:16].replace('T', ' ')} {c.field}: {c.old_value or '—'} → "
-            f"{c.new_value or '—'} ({c.source}){' [undone]' if c.undone_at else ''}"
+            f"{c.new_value or '—'} ({c.source}){_(' [undone]') if c.undone_at else ''}"
             for c in changes[-30:]
         ]
-        return Reply("Profile history (oldest first):\n" + "\n".join(lines))
+        return Reply(_("Profile history (oldest first):") + "\n" + "\n".join(lines))
     if verb not in {"set", "clear"}:
-        return Reply(PROFILE_USAGE, ok=False)
-    name, _, value = rest.strip().partition(" ")
+        return Reply(_usage(), ok=False)
+    name, _sep, value = rest.strip().partition(" ")
     if not name:
-        return Reply(PROFILE_USAGE, ok=False)
+        return Reply(_usage(), ok=False)
     try:
         field = known_field(name)
         clean = clean_value(field, value) if verb == "set" else None
@@ -69,29 +77,38 @@ async def profile_command(
         return Reply(str(exc), ok=False)
     before = (await learner.profile(user_id, now)).get(field)
     if not await store.set_field(user_id, field, clean, source="you", now=now):
-        return Reply(f"No change: {field} is already {clean or '(empty)'}.")
-    was = f" (was {before})" if before else ""
-    done = f"Saved: {field} = {clean}{was}." if clean else f"Cleared {field}{was}."
-    return Reply(done + " /profile undo takes it back.")
+        return Reply(
+            _("No change: {field} is already {value}.").format(
+                field=field, value=clean or _("(empty)")
+            )
+        )
+    was = _(" (was {value})").format(value=before) if before else ""
+    if clean:
+        done = _("Saved: {field} = {value}{was}.").format(field=field, value=clean, was=was)
+    else:
+        done = _("Cleared {field}{was}.").format(field=field, was=was)
+    return Reply(done + " " + _("/profile undo takes it back."))
 
 
 # -- /review ------------------------------------------------------------------------------------
 def _prompt(card: ReviewCard, due: int, *, answer: bool) -> Reply:
-    kind = "word" if card.kind == "word" else "your mistake"
-    head = f"🔁 Review ({due} due) — {kind}\n\n{card.front}"
+    kind = _("word") if card.kind == "word" else _("your mistake")
+    head = _("🔁 Review ({due} due) — {kind}").format(due=due, kind=kind) + f"\n\n{card.front}"
     base = f"rv:{{}}:{card.id}:{card.reps}"
     if not answer:
         return Reply(
-            head + "\n\n(Think of the answer, then tap Show answer — or type /review show.)",
-            buttons=((Button("Show answer", base.format("s")),),),
+            head
+            + "\n\n"
+            + _("(Think of the answer, then tap Show answer — or type /review show.)"),
+            buttons=((Button(_("Show answer"), base.format("s")),),),
         )
     grades = tuple(
-        Button(label.capitalize(), base.format("g") + f":{letter}")
+        Button(_(GRADE_LABELS[label]), base.format("g") + f":{letter}")
         for letter, label in GRADE_LETTERS.items()
     )
     return Reply(
-        f"{head}\n\n{card.back}\n\nHow well did you know it? "
-        "(tap a grade — or type /review again|hard|good|easy)",
+        f"{head}\n\n{card.back}\n\n"
+        + _("How well did you know it? (tap a grade — or type /review again|hard|good|easy)"),
         buttons=(grades,),
     )
 
@@ -99,12 +116,14 @@ def _prompt(card: ReviewCard, due: int, *, answer: bool) -> Reply:
 async def _nothing_due(learner: Learner, user_id: int, now: datetime) -> Reply:
     nxt = await learner.store.next_due(user_id)
     if nxt is None:
-        return Reply(NO_CARDS)
+        return Reply(_(NO_CARDS))
     profile = await learner.profile(user_id, now)
     local = nxt.astimezone(profile.zone())
     return Reply(
-        f"Nothing to review right now. Your next card is due {review.until(nxt, now)} "
-        f"({local:%Y-%m-%d %H:%M} {profile.get('timezone') or 'UTC'})."
+        _("Nothing to review right now. Your next card is due {when} ({time}).").format(
+            when=review.until(nxt, now),
+            time=f"{local:%Y-%m-%d %H:%M} {profile.get('timezone') or 'UTC'}",
+        )
     )
 
 
@@ -120,7 +139,9 @@ async def _graded(
 ) -> str:
     graded = await learner.store.grade(user_id, card.id, grade, now, reps=card.reps)
     await learner.note_review(user_id, now)
-    return f"{grade.capitalize()} — you'll see it again {review.until(graded.due, now)}."
+    return _("{grade} — you'll see it again {when}.").format(
+        grade=_(GRADE_LABELS[grade]), when=review.until(graded.due, now)
+    )
 
 
 async def review_command(
@@ -136,7 +157,7 @@ async def review_command(
         grade = review.parse_grade(word)
         if grade is None:
             return Reply(
-                "Usage: /review · /review show · /review again|hard|good|easy (or 1-4)", ok=False
+                _("Usage: /review · /review show · /review again|hard|good|easy (or 1-4)"), ok=False
             )
         due = await learner.store.due_cards(user_id, now, limit=1)
         if not due:
@@ -162,7 +183,7 @@ async def review_button(learner: Learner, user_id: int, data: str, now: datetime
         card_id, reps = int(parts[2]), int(parts[3])
         grade = GRADE_LETTERS[parts[4]] if parts[1] == "g" else ""
     except (IndexError, ValueError, KeyError):
-        return ButtonAnswer(FORGED, alert=True)
+        return ButtonAnswer(_(FORGED), alert=True)
     try:
         card = await learner.store.card(user_id, card_id)
         if card.reps != reps:
@@ -172,14 +193,14 @@ async def review_button(learner: Learner, user_id: int, data: str, now: datetime
             return ButtonAnswer(edit=_prompt(card, max(due, 1), answer=True))
         note = await _graded(learner, user_id, card, grade, now)
     except CardGone:
-        return ButtonAnswer(GONE, alert=True)
+        return ButtonAnswer(_(GONE), alert=True)
     except NotYourCard:
-        return ButtonAnswer(NOT_YOURS, alert=True)
+        return ButtonAnswer(_(NOT_YOURS), alert=True)
     except AlreadyGraded:
-        return ButtonAnswer(ALREADY, alert=True)
+        return ButtonAnswer(_(ALREADY), alert=True)
     shown = f"{card.front}\n\n{card.back}\n\n✔ {note}"
     return ButtonAnswer(
-        grade.capitalize(),
+        _(GRADE_LABELS[grade]),
         edit=Reply(shown),
         then=await next_card(learner, user_id, now, answer=False),
     )
@@ -194,24 +215,32 @@ async def entries_command(learner: Learner, user_id: int, kind: str, arg: str) -
     name = "mistakes" if kind == "mistake" else "words"
     store = learner.store
     items = await (store.mistakes(user_id) if kind == "mistake" else store.words(user_id))
-    verb, _, rest = arg.strip().partition(" ")
+    verb, _sep, rest = arg.strip().partition(" ")
     if verb.lower() == "delete":
         try:
             n = int(rest.strip().lstrip("#"))
         except ValueError:
             return Reply(
-                f"/{name} delete needs the number shown by /{name}, e.g. /{name} delete 2", ok=False
+                _("/{name} delete needs the number shown by /{name}, e.g. /{name} delete 2").format(
+                    name=name
+                ),
+                ok=False,
             )
         if not 1 <= n <= len(items):
-            return Reply(f"There is no number {n} (you have {len(items)}).", ok=False)
+            return Reply(
+                _("There is no number {n} (you have {count}).").format(n=n, count=len(items)),
+                ok=False,
+            )
         item = items[n - 1]
         await store.delete_entry(user_id, kind, int(item["id"]))
         what = item["original"] if kind == "mistake" else item["term"]
-        return Reply(f"Deleted: {what} (and its review card).")
+        return Reply(_("Deleted: {what} (and its review card).").format(what=what))
     if verb:
-        return Reply(f"Usage: /{name} · /{name} delete <n>", ok=False)
+        return Reply(_("Usage: /{name} · /{name} delete <n>").format(name=name), ok=False)
     if not items:
-        return Reply(f"No {name} logged yet.")
+        return Reply(
+            _("No mistakes logged yet.") if kind == "mistake" else _("No words logged yet.")
+        )
     if kind == "mistake":
         lines = [
             f"{i}. “{m['original']}” → “{m['corrected']}” [{m['category']}] {m['reason']}"
@@ -219,8 +248,12 @@ async def entries_command(learner: Learner, user_id: int, kind: str, arg: str) -
         ]
     else:
         lines = [f"{i}. {w['term']} — {w['meaning']}" for i, w in enumerate(items[:SHOWN], 1)]
-    more = f"\n… and {len(items) - SHOWN} older" if len(items) > SHOWN else ""
-    head = f"Your {name} ({len(items)}, newest first; wrong one? /{name} delete <n>):"
+    more = "\n" + _("… and {n} older").format(n=len(items) - SHOWN) if len(items) > SHOWN else ""
+    if kind == "mistake":
+        head = _("Your mistakes ({n}, newest first; wrong one? /mistakes delete <n>):")
+    else:
+        head = _("Your words ({n}, newest first; wrong one? /words delete <n>):")
+    head = head.format(n=len(items))
     return Reply(head + "\n" + "\n".join(lines) + more)
 
 

@@ -12,6 +12,8 @@ from typing import Literal, get_args
 
 from pydantic import BaseModel, Field
 
+from memora.i18n import N_
+
 MistakeCategory = Literal[
     "tense",
     "article",
@@ -40,14 +42,14 @@ PROFILE_FIELDS: tuple[str, ...] = get_args(ProfileField)
 CEFR_LEVELS = ("A1", "A2", "B1", "B2", "C1", "C2")
 
 FIELD_HELP: dict[str, str] = {
-    "level": "CEFR level: A1, A2, B1, B2, C1 or C2",
-    "scores": "exam scores, e.g. TOEIC 850, IELTS 6.5",
-    "goal": "what you are working towards, e.g. TOEIC 900",
-    "goal_date": "the goal's date, YYYY-MM-DD",
-    "explanation_language": "the language explanations should be in, e.g. 繁體中文",
-    "interests": "topics you like, e.g. travel, football",
-    "study_time": "when you study, e.g. weekdays 20:00",
-    "timezone": "an IANA time zone, e.g. Asia/Taipei",
+    "level": N_("CEFR level: A1, A2, B1, B2, C1 or C2"),
+    "scores": N_("exam scores, e.g. TOEIC 850, IELTS 6.5"),
+    "goal": N_("what you are working towards, e.g. TOEIC 900"),
+    "goal_date": N_("the goal's date, YYYY-MM-DD"),
+    "explanation_language": N_("the language explanations should be in, e.g. 繁體中文"),
+    "interests": N_("topics you like, e.g. travel, football"),
+    "study_time": N_("when you study, e.g. weekdays 20:00"),
+    "timezone": N_("an IANA time zone, e.g. Asia/Taipei"),
 }
 
 

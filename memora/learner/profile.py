@@ -14,6 +14,7 @@ from datetime import date, datetime, tzinfo
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 
 from memora.errors import ProfileError as ProfileError  # re-exported
+from memora.i18n import _
 from memora.learner.model import CEFR_LEVELS, FIELD_HELP, PROFILE_FIELDS
 from memora.secretfilter import looks_secret
 
@@ -72,7 +73,9 @@ def known_field(name: str) -> str:
     key = aliases.get(key, key)
     if key not in PROFILE_FIELDS:
         raise ProfileError(
-            f"I have no profile field '{name}'. Fields: {', '.join(PROFILE_FIELDS)}."
+            _("I have no profile field '{name}'. Fields: {fields}.").format(
+                name=name, fields=", ".join(PROFILE_FIELDS)
+            )
         )
     return key
 
@@ -90,8 +93,10 @@ def _timezone(value: str) -> str:
         if candidate.lower() == name.lower():
             return candidate
     raise ProfileError(
-        f"'{name}' is not a time zone I know. Use an IANA name such as Asia/Taipei, "
-        "Asia/Shanghai or Europe/London."
+        _(
+            "'{name}' is not a time zone I know. Use an IANA name such as Asia/Taipei, "
+            "Asia/Shanghai or Europe/London."
+        ).format(name=name)
     )
 
 
@@ -99,26 +104,34 @@ def clean_value(name: str, value: str) -> str:
     """The value as stored, or ProfileError with a clear reason."""
     text = " ".join(value.split())
     if not text:
-        raise ProfileError(f"Give a value: /profile set {name} <{FIELD_HELP[name]}>.")
+        raise ProfileError(
+            _("Give a value: /profile set {name} <{what}>.").format(
+                name=name, what=_(FIELD_HELP[name])
+            )
+        )
     if name == "level":
         m = _LEVEL.match(text)
         if not m:
             raise ProfileError(
-                f"'{text}' is not a CEFR level. Use one of {', '.join(CEFR_LEVELS)} "
-                "(exam scores go in: /profile set scores TOEIC 850)."
+                _(
+                    "'{text}' is not a CEFR level. Use one of {levels} "
+                    "(exam scores go in: /profile set scores TOEIC 850)."
+                ).format(text=text, levels=", ".join(CEFR_LEVELS))
             )
         return m.group(1).upper()
     if name == "goal_date":
         try:
             return date.fromisoformat(text).isoformat()
         except ValueError:
-            raise ProfileError(f"'{text}' is not a date: write it as YYYY-MM-DD.") from None
+            raise ProfileError(
+                _("'{text}' is not a date: write it as YYYY-MM-DD.").format(text=text)
+            ) from None
     if name == "timezone":
         return _timezone(text)
     if len(text) > MAX_VALUE_CHARS:
-        raise ProfileError(f"Keep it short: {MAX_VALUE_CHARS} characters at most.")
+        raise ProfileError(_("Keep it short: {n} characters at most.").format(n=MAX_VALUE_CHARS))
     if looks_secret(text):
-        raise ProfileError("That looks like a password, key or number I must not store.")
+        raise ProfileError(_("That looks like a password, key or number I must not store."))
     return text
 
 
@@ -178,7 +191,7 @@ def context_lines(profile: Profile, now: datetime, *, teaching_only: bool = Fals
 
 def render(profile: Profile, now: datetime, who: str = "") -> str:
     """The /profile view: every field, where it came from, and how to change it."""
-    head = f"Learner profile{f' for {who}' if who else ''}"
+    head = _("Learner profile for {name}").format(name=who) if who else _("Learner profile")
     rows = []
     for name in PROFILE_FIELDS:
         item = profile.fields.get(name)
@@ -188,11 +201,18 @@ def render(profile: Profile, now: datetime, who: str = "") -> str:
             rows.append(f"• {name}: {item.value}  ({item.source}, {item.updated_at[:10]})")
     countdown = goal_countdown(profile, now)
     if countdown:
-        rows.append(f"• countdown: {countdown}")
-    rows.append(f"• recurring difficulties: {difficulty_line(profile) or '—'} (from your mistakes)")
+        rows.append(_("• countdown: {countdown}").format(countdown=countdown))
+    rows.append(
+        _("• recurring difficulties: {what} (from your mistakes)").format(
+            what=difficulty_line(profile) or "—"
+        )
+    )
     return (
         f"{head}\n"
         + "\n".join(rows)
-        + "\n\nChange: /profile set <field> <value> · /profile clear <field> · /profile undo"
-        + " · /profile history"
+        + "\n\n"
+        + _(
+            "Change: /profile set <field> <value> · /profile clear <field> · /profile undo"
+            " · /profile history"
+        )
     )

@@ -11,6 +11,8 @@ from datetime import UTC, datetime
 
 from fsrs import Card, Rating, Scheduler
 
+from memora.i18n import N_, _
+
 GRADES: dict[str, Rating] = {
     "again": Rating.Again,
     "hard": Rating.Hard,
@@ -69,9 +71,13 @@ def until(due: datetime, now: datetime) -> str:
     """'in 3 days', 'in 10 minutes', 'now'."""
     seconds = (utc(due) - utc(now)).total_seconds()
     if seconds <= 0:
-        return "now"
-    for size, unit in ((86400, "day"), (3600, "hour"), (60, "minute")):
+        return _("now")
+    for size, one, many in (
+        (86400, N_("in {n} day"), N_("in {n} days")),
+        (3600, N_("in {n} hour"), N_("in {n} hours")),
+        (60, N_("in {n} minute"), N_("in {n} minutes")),
+    ):
         if seconds >= size:
             n = round(seconds / size)
-            return f"in {n} {unit}{'s' if n != 1 else ''}"
-    return "in under a minute"
+            return _(one if n == 1 else many).format(n=n)
+    return _("in under a minute")

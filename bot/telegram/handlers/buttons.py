@@ -27,7 +27,9 @@ async def on_button(update: Update, context: Context) -> None:
     state = context.bot_data
     tapper = query.from_user  # on the allow-list: the gate (gate.py) turned everyone else away
     answer = await press_button(
-        state.need_engine(), UserRef(tapper.id, tapper.first_name), query.data or ""
+        state.need_engine(),
+        UserRef(tapper.id, tapper.first_name, tapper.language_code or ""),
+        query.data or "",
     )
     await query.answer(answer.notice or None, show_alert=answer.alert)
     shown = query.message if isinstance(query.message, Message) else None

@@ -6,6 +6,7 @@ from __future__ import annotations
 from telegram import Update
 
 from memora.commands import COMMANDS, CommandContext, run_command
+from memora.i18n import _
 
 from ...inputs import split_command
 from ..bodies import Answer
@@ -21,7 +22,7 @@ async def on_command(update: Update, context: Context) -> None:
         return
     message, text, chat, user = incoming
     state = context.bot_data
-    name, _, arg = split_command(text)
+    name, _target, arg = split_command(text)
     ctx = CommandContext(
         chat,
         user,
@@ -32,6 +33,9 @@ async def on_command(update: Update, context: Context) -> None:
     command = COMMANDS.get(name.lower())
     async with maybe_typing(message, command is not None and command.runs_turn and bool(arg)):
         reply = await run_command(state.need_engine(), name, ctx)
+    if command is not None and command.name == "language" and not chat.is_group:
+        lang = await state.need_engine().language(user)  # the menu follows at once
+        await state.menus.follow(context.bot, chat.id, lang, user.language)
     if needs_learner_rendering(reply):  # review cards, the progress chart
         await send_learner_reply(update, message, reply, context, name=name)
         return
@@ -44,9 +48,9 @@ async def on_unknown_command(update: Update, context: Context) -> None:
     incoming = incoming_text(update)
     if incoming is None:
         return
-    message, text, chat, _ = incoming
-    name, target, _ = split_command(text)
+    message, text, chat, _user = incoming
+    name, target, _arg = split_command(text)
     if chat.is_group and target.lower() != context.bot.username.lower():
         return  # "/foo" or "/foo@otherbot" in a group may be meant for another bot
-    text = f"I don't know /{name}. Try /help for the list of commands."
+    text = _("I don't know /{name}. Try /help for the list of commands.").format(name=name)
     await context.bot_data.notice(update, message, text)

@@ -8,6 +8,7 @@ import logging
 from telegram import Update
 from telegram.error import BadRequest, Conflict, Forbidden
 
+from memora.i18n import N_, _
 from memora.views import Reply
 
 from ..bodies import Answer
@@ -15,7 +16,7 @@ from ..context import Context
 
 log = logging.getLogger(__name__)
 
-ERROR = "Sorry — something went wrong on my side and I couldn't finish that. Please try again."
+ERROR = N_("Sorry — something went wrong on my side and I couldn't finish that. Please try again.")
 
 
 def _stale_tap(error: object) -> bool:
@@ -41,6 +42,6 @@ async def on_error(update: object, context: Context) -> None:
     if message is None or update.edited_message is not None or update.channel_post is not None:
         return
     try:  # kept like any answer; ignored if this update's answer is already kept
-        await context.bot_data.answer(update, Answer(message, Reply(ERROR, ok=False), False))
+        await context.bot_data.answer(update, Answer(message, Reply(_(ERROR), ok=False), False))
     except Exception as exc:
         log.warning("could not tell chat %s about the error: %s", message.chat_id, exc)

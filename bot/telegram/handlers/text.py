@@ -9,6 +9,7 @@ from telegram import Message, Update
 from telegram.constants import ChatType
 
 from memora.engine import EMPTY
+from memora.i18n import N_, _
 from memora.llm import OnDelta
 from memora.views import Reply
 
@@ -18,12 +19,12 @@ from ..context import Context
 from ..messages import addressed_text, incoming_text, refs, typing
 from ..streaming import answer_streamed
 
-NOT_TEXT = "I can read text and listen to voice messages — please type or say your message."
-EDITED = (
+NOT_TEXT = N_("I can read text and listen to voice messages — please type or say your message.")
+EDITED = N_(
     "I only read new messages, so I didn't see your edit. "
     "Send it again as a new message if you'd like me to answer it."
 )
-BARE_MENTION = "Yes? Write your question after my name, or reply to one of my messages. /help"
+BARE_MENTION = N_("Yes? Write your question after my name, or reply to one of my messages. /help")
 
 
 async def on_text(update: Update, context: Context) -> None:
@@ -41,7 +42,7 @@ async def on_text(update: Update, context: Context) -> None:
         text = clean(text)
     state = context.bot_data
     if not text:  # a bare mention, or nothing visible at all
-        await state.notice(update, message, BARE_MENTION if chat.is_group else EMPTY)
+        await state.notice(update, message, _(BARE_MENTION if chat.is_group else EMPTY))
         return
     engine, question = state.need_engine(), text
 
@@ -88,7 +89,7 @@ async def on_not_text(update: Update, context: Context) -> None:
         return
     if who[0].is_group and addressed_text(message, context.bot.username, context.bot.id) is None:
         return
-    await context.bot_data.notice(update, message, NOT_TEXT)
+    await context.bot_data.notice(update, message, _(NOT_TEXT))
 
 
 async def on_edited(update: Update, context: Context) -> None:
@@ -96,4 +97,4 @@ async def on_edited(update: Update, context: Context) -> None:
     message = update.edited_message
     if message is None or message.chat.type != ChatType.PRIVATE or message.text is None:
         return
-    await context.bot_data.notice(update, message, EDITED)
+    await context.bot_data.notice(update, message, _(EDITED))

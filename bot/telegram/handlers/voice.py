@@ -11,6 +11,7 @@ from telegram.constants import ChatAction
 from telegram.error import TelegramError
 
 from memora.engine import Engine
+from memora.i18n import N_, _
 from memora.storage.durable import VOICE, Kept
 from memora.views import Reply
 from memora.voice import VOICE_OFF, VoiceLimits
@@ -22,7 +23,7 @@ from ..outbox import Deliverer
 
 log = logging.getLogger(__name__)
 
-DOWNLOAD_FAILED = (
+DOWNLOAD_FAILED = N_(
     "Sorry — I couldn't download that voice message from Telegram ({why}). Nothing was saved; "
     "please send it again."
 )
@@ -65,7 +66,7 @@ async def on_voice(update: Update, context: Context) -> None:
     state = context.bot_data
     engine = state.need_engine()
     if not engine.hears_voice:
-        await state.notice(update, message, VOICE_OFF)
+        await state.notice(update, message, _(VOICE_OFF))
         return
     cfg = state.settings.voice
     limits = VoiceLimits(max_seconds=cfg.max_seconds, max_bytes=cfg.max_bytes)
@@ -78,7 +79,7 @@ async def on_voice(update: Update, context: Context) -> None:
             audio = await _download(media)
         except TelegramError as exc:
             log.warning("voice download failed in chat %s: %s", chat.id, exc)
-            reply = Reply(DOWNLOAD_FAILED.format(why=exc.message), ok=False)
+            reply = Reply(_(DOWNLOAD_FAILED).format(why=exc.message), ok=False)
         else:
             reply = await engine.voice_turn(
                 chat,
