@@ -70,6 +70,7 @@ async def _export(engine: Engine, ctx: CommandContext) -> Reply:
     arg="[days]",
     admin_only=True,
     private_only=True,
+    fresh=True,  # this chat's last turn counted
 )
 async def _usage(engine: Engine, ctx: CommandContext) -> Reply:
     arg = ctx.arg.strip() or "7"

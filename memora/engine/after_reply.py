@@ -17,6 +17,7 @@ from memora.longterm.extraction import ExtractionOutcome
 from memora.shortterm import Window, summarize
 from memora.storage import ExtractionLog, TurnUsage
 from memora.types import ChatRef, UserRef
+from memora.usage import Call
 
 log = logging.getLogger(__name__)
 
@@ -43,8 +44,10 @@ def forgotten_notice(forgotten: list[Memory], *, group: bool) -> str:
 class AfterReply(Queries):
     """Fold, extract, apply, log."""
 
-    async def _after_reply(self, done: Answered) -> None:
-        """The chat's ordered work after a reply (the next turn waits for it)."""
+    async def _after_reply(self, done: Answered, calls: list[Call]) -> None:
+        """The chat's ordered work after a reply (the next turn waits for it): the turn's
+        usage counted, a study day noted, the window folded."""
+        await self._meter(done.user, calls, turns=1)
         if self.config.learner_enabled:  # a study day for /progress and the streak
             await self.learner.note_message(done.user.id, self.clock())
         await self._fold_backlog(done.chat, done.user, done.turn_id)

@@ -276,9 +276,8 @@ class Turns(AfterReply, Retrieval):
                     audio_seconds=transcript.length or transcript.seconds,
                 )
             )
-        await self._meter(turn.user, calls, turns=1)
         done = Answered(chat, turn.user, kept_text, kept_reply, turn_id, turn.message_id)
-        self._schedule(chat.id, self._after_reply(done))  # the next turn waits for it
+        self._schedule(chat.id, self._after_reply(done, calls))  # the next turn waits for it
         if turn.extract and self.store is not None and self.config.extraction_enabled:
             self._extract_later(turn.user.id, self._extract(done))
         return Reply(answer.text, stats=stats, stored=True, markdown=True)
