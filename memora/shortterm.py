@@ -8,7 +8,13 @@ from dataclasses import dataclass, field
 from memora.errors import OverBudget as OverBudget  # re-exported
 from memora.keyfacts import pin_missing
 from memora.llm import LLM, ChatMessage
-from memora.prompts import MEMORY_BLOCK, PROFILE_BLOCK, SUMMARY_BLOCK, SUMMARY_INSTRUCTIONS
+from memora.prompts import (
+    MEMORY_BLOCK,
+    MODE_BLOCK,
+    PROFILE_BLOCK,
+    SUMMARY_BLOCK,
+    SUMMARY_INSTRUCTIONS,
+)
 from memora.storage import StoredMessage
 from memora.tokens import TokenCounter
 
@@ -87,6 +93,7 @@ def assemble(
     recent: list[ChatMessage],
     current: ChatMessage,
     profile_lines: Sequence[str] = (),
+    mode_lines: Sequence[str] = (),
 ) -> list[ChatMessage]:
     out: list[ChatMessage] = []
     if profile_lines:  # first: the most stable block, and the one the tutor always needs
@@ -96,6 +103,8 @@ def assemble(
     if summary:
         out.append(ChatMessage("developer", SUMMARY_BLOCK + summary))
     out.extend(recent)
+    if mode_lines:  # last before the message: what this reply must do in the lesson
+        out.append(ChatMessage("developer", MODE_BLOCK + "\n".join(mode_lines)))
     out.append(current)
     return out
 
@@ -112,13 +121,15 @@ async def build_context(
     llm: LLM,
     group: bool,
     profile_lines: Sequence[str] = (),
+    mode_lines: Sequence[str] = (),
 ) -> BuiltContext:
-    """Profile + memories + summary + last turns + message, inside the budget.
+    """Profile + memories + summary + last turns + lesson mode + message, inside the budget.
 
     While over budget the oldest turn in the window is folded into the summary (together with
     any backlog before it, so the summary always covers a prefix of the history). When nothing
     is left to fold, the lowest-ranked memories are dropped, then the profile (a few lines; it
-    goes only when the message would not fit otherwise); then OverBudget is raised.
+    goes only when the message would not fit otherwise); then OverBudget is raised. The lesson
+    mode's block (placement, a scene, practice) is never dropped: the reply is that lesson's.
     """
     alone = await counter.count(instructions, [current])
     if alone > budget:  # no fold can help: refuse before spending anything
@@ -131,7 +142,8 @@ async def build_context(
     profile = list(profile_lines)
     compressed = False
     while True:
-        msgs = assemble(lines, summary, [label(m, group) for m in recent], current, profile)
+        shown = [label(m, group) for m in recent]
+        msgs = assemble(lines, summary, shown, current, profile, mode_lines)
         counted = await counter.count(instructions, msgs)
         if counted <= budget:
             return BuiltContext(msgs, counted, folds, len(memory_lines) - len(lines))

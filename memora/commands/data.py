@@ -13,13 +13,15 @@ from memora.views import Document, Reply
 
 @command("reset", "start a fresh conversation in this chat (memories stay)", exclusive=True)
 async def _reset(engine: Engine, ctx: CommandContext) -> Reply:
+    mode = await engine.mode(ctx.chat.id)  # the reset leaves it too
     n = await engine.reset_chat(ctx.chat.id)
-    return Reply(
-        _(
-            "Fresh start: deleted this chat's history ({n} messages) and summary. "
-            "Your long-term memories stay (/memories)."
-        ).format(n=n)
-    )
+    done = _(
+        "Fresh start: deleted this chat's history ({n} messages) and summary. "
+        "Your long-term memories stay (/memories)."
+    ).format(n=n)
+    if mode is not None:
+        done += "\n" + _("Ended: {mode}.").format(mode=engine.describe_mode(mode))
+    return Reply(done)
 
 
 @command("forgetme", "delete everything stored about you", exclusive=True)

@@ -21,13 +21,21 @@ async def _history(engine: Engine, ctx: CommandContext) -> Reply:
 async def _context(engine: Engine, ctx: CommandContext) -> Reply:
     row = await engine.chat_state(ctx.chat.id)
     if not row.last_context:
-        return Reply(render_messages(_("Last request context"), []))
+        shown = render_messages(_("Last request context"), [])
+        return Reply(f"{await _mode_line(engine, ctx)}\n\n{shown}")
     sent = [ChatMessage("system", engine.config.instructions), *row.last_context]
     if ctx.chat.is_group:
         speaker = await engine.last_speaker(ctx.chat.id)
         if speaker is not None and speaker[0] != ctx.user.id:
             sent = [_hide_memories(m, speaker[1]) for m in sent]
-    return Reply(render_messages(_("Last request context (system prompt first)"), sent))
+    shown = render_messages(_("Last request context (system prompt first)"), sent)
+    return Reply(f"{await _mode_line(engine, ctx)}\n\n{shown}")
+
+
+async def _mode_line(engine: Engine, ctx: CommandContext) -> str:
+    """Which lesson mode the chat is in, as /status and /context show it."""
+    mode = engine.describe_mode(await engine.mode(ctx.chat.id)) or _("none")
+    return _("Lesson mode: {mode}").format(mode=mode)
 
 
 def _hide_memories(message: ChatMessage, owner: str) -> ChatMessage:
@@ -54,4 +62,5 @@ async def _summary(engine: Engine, ctx: CommandContext) -> Reply:
 
 @command("status", "memory and token figures", bare_word=True, fresh=True)
 async def _status(engine: Engine, ctx: CommandContext) -> Reply:
-    return Reply((await engine.status(ctx.chat.id, ctx.user.id)).render())
+    status = (await engine.status(ctx.chat.id, ctx.user.id)).render()
+    return Reply(f"{status}\n{await _mode_line(engine, ctx)}")

@@ -145,7 +145,17 @@ def help_text(lang: str | None = None) -> str:
     return gettext(HELP) + "\n".join(f"/{c.name} {c.described(gettext)}" for c in COMMANDS.values())
 
 
+@command("start", "who I am and how to use me")
+async def _start(engine: Engine, ctx: CommandContext) -> Reply:
+    """/help, and to a learner with no level yet, the placement test offered."""
+    if ctx.chat.is_group or not engine.config.learner_enabled:
+        return Reply(help_text())
+    if await engine.learner_level(ctx.user.id) is not None:
+        return Reply(help_text())
+    offer = _("👋 New here? /placement finds your English level in 8 short questions.")
+    return Reply(f"{help_text()}\n\n{offer}")
+
+
 @command("help", "what I remember and the command list", bare_word=True)
-@command("start", "who I am and how to use me")  # registered first: the decorator nearest
 async def _help(engine: Engine, ctx: CommandContext) -> Reply:
     return Reply(help_text())

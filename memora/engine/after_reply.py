@@ -9,6 +9,7 @@ from datetime import datetime
 
 from memora.clock import utcnow
 from memora.engine.base import Answered
+from memora.engine.lessons import Lessons
 from memora.engine.queries import Queries
 from memora.errors import LLMError
 from memora.i18n import _, speaking
@@ -41,7 +42,7 @@ def forgotten_notice(forgotten: list[Memory], *, group: bool) -> str:
     )
 
 
-class AfterReply(Queries):
+class AfterReply(Queries, Lessons):
     """Fold, extract, apply, log."""
 
     async def _after_reply(self, done: Answered, calls: list[Call]) -> None:
@@ -90,7 +91,8 @@ class AfterReply(Queries):
             needs = extraction.needing_terms(mine, unanswered=unanswered)
         except Exception as exc:
             log.exception("memory lookup before extraction failed")
-            await self._log_extraction(user, chat, "failed", "", f"store: {exc}", 0)
+            why = "\n".join([f"store: {exc}", *await self._settle_mode(done, None)])
+            await self._log_extraction(user, chat, "failed", "", why, 0)
             return
         outcome = await extraction.extract(
             self.extraction_llm,
@@ -101,6 +103,7 @@ class AfterReply(Queries):
             profile_lines=await self._profile_lines(user) if self.config.learner_enabled else None,
             needs_terms=needs,
             form=self.extraction_form,
+            mode=self._mode_ask(done.mode),
         )
         self.extraction_form = outcome.form
         used = outcome.usage
@@ -111,9 +114,11 @@ class AfterReply(Queries):
         raw = outcome.raw  # extraction has masked every rejected secret in it already
         if outcome.error:
             spent = (turn_id, TurnUsage(extraction_tokens=tokens))
-            await self._log_extraction(user, chat, "failed", raw, outcome.error, tokens, spent)
+            why = "\n".join([outcome.error, *await self._settle_mode(done, None)])
+            await self._log_extraction(user, chat, "failed", raw, why, tokens, spent)
             return
         learned, held = await self._apply_learner(done, outcome, now)
+        learned += await self._settle_mode(done, outcome.learner)
         kept, moved = extraction.profile_first(outcome.memories, held)
         outcome = replace(outcome, memories=kept, rejected=[*outcome.rejected, *moved])
         forgotten = await self._forget_asked(done, outcome, existing)
@@ -179,15 +184,6 @@ class AfterReply(Queries):
             notice = forgotten_notice(forgotten, group=done.chat.is_group)
         await self._notify(done, notice)
         return forgotten
-
-    async def _notify(self, done: Answered, text: str) -> None:
-        """Tell the learner something after the reply, through the adapter (if it listens)."""
-        if self.notify is None:
-            return
-        try:
-            await self.notify(done.chat, done.user, text)
-        except Exception:
-            log.exception("the notice to chat %s could not be delivered", done.chat.id)
 
     async def _apply_learner(
         self, done: Answered, outcome: ExtractionOutcome, now: datetime

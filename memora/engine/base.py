@@ -20,7 +20,7 @@ from memora.llm import LLM
 from memora.llm.audio import Speaker, Transcriber
 from memora.longterm import MemoryStore
 from memora.reminders import Reminders
-from memora.storage import Database, SharedChatLock
+from memora.storage import Database, ModeRow, SharedChatLock
 from memora.tokens import TokenCounter
 from memora.types import ChatRef, UserRef
 from memora.usage import Call, Metering
@@ -42,6 +42,7 @@ class Answered:
     reply: str
     turn_id: int
     message_id: int | None  # the platform's id of the learner's message
+    mode: ModeRow | None = None  # the chat's lesson mode as the turn left it
 
 
 Notify = Callable[[ChatRef, UserRef, str], Awaitable[None]]

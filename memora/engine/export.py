@@ -34,6 +34,16 @@ class Export(EngineBase):
                 entry["reminder"] = await self.reminders.export(uid)  # None without one
                 entry["usage"] = await UsageLedger(self.db).export(uid)  # counts, no words
                 entry["weekly_report"] = await self.weekly.export(uid)  # setting, weeks sent
+                entry["lesson_modes"] = [  # placement, a scene, practice: where each stands
+                    {
+                        "chat_id": m.chat_id,
+                        "kind": m.kind,
+                        "step": m.step,
+                        "state": m.state,
+                        "started_at": m.started_at,
+                    }
+                    for m in await self.db.user_modes(uid)
+                ]
         return {
             "exported_at": utcnow(self.clock()),
             "chat": {"id": chat_id, "kind": row.kind, "title": row.title},

@@ -14,9 +14,10 @@ from memora.errors import LLMError, OverBudget
 from memora.i18n import N_, _, speaking
 from memora.llm import Completion, OnDelta
 from memora.llm.audio import Transcript
+from memora.modes import LESSONS
 from memora.secretfilter import mask_secrets
 from memora.shortterm import BuiltContext, Window, build_context
-from memora.storage import NewTurn, TurnUsage
+from memora.storage import ModeRow, NewTurn, TurnUsage
 from memora.types import ChatMessage, ChatRef, UserRef
 from memora.views import Reply, TurnStats
 
@@ -50,6 +51,7 @@ class _Turn:
     extract: bool
     transcript: Transcript | None
     update_id: int | None = None  # the platform update it answers
+    mode: ModeRow | None = None  # the lesson mode the turn is in (see memora.modes)
 
 
 @dataclass(frozen=True)
@@ -139,7 +141,8 @@ class Turns(AfterReply, Retrieval):
             # for the turn and its after-reply work (handed to that work's task, see _schedule).
             self._held[chat.id] = await self.db.lock_chat(chat.id)
             try:
-                turn = _Turn(chat, user, text, message_id, extract, transcript, update_id)
+                mode = await self._turn_mode(chat, user)
+                turn = _Turn(chat, user, text, message_id, extract, transcript, update_id, mode)
                 with speaking(await self.language(user)):  # under the lock: turns keep order
                     return await self._turn(turn, on_delta)
             finally:
@@ -190,6 +193,7 @@ class Turns(AfterReply, Retrieval):
                 llm=self.summary_llm,
                 group=chat.is_group,
                 profile_lines=profile_lines,
+                mode_lines=self._mode_lines(turn.mode),
             )
         except OverBudget as exc:
             return Reply(_(OVER_BUDGET).format(counted=exc.counted, budget=exc.budget), ok=False)
@@ -222,6 +226,10 @@ class Turns(AfterReply, Retrieval):
         """Write the whole turn in one transaction, then schedule the after-reply work."""
         chat, transcript = turn.chat, turn.transcript
         built = prepared.built
+        mode, text = turn.mode, answer.text
+        if mode is not None:  # the lesson moves on with the turn (its next exercise, if any)
+            mode, added = LESSONS[mode.kind].answered(mode, answer.text)
+            text = f"{text}\n\n{added}" if added else text
         self.counter.observe(built.counted, answer.usage.input_tokens)  # the budget learns
         usage = TurnUsage(
             counted_input=built.counted,
@@ -237,7 +245,7 @@ class Turns(AfterReply, Retrieval):
         # later: history, summaries, extraction) keeps it. The context's other messages were
         # masked when they were stored (history, summary) or never take a secret (memories and
         # profile values are screened): only its last, the message itself, is new.
-        kept_text, kept_reply = mask_secrets(turn.text), mask_secrets(answer.text)
+        kept_text, kept_reply = mask_secrets(turn.text), mask_secrets(text)
         *earlier, current = built.messages
         context = [*earlier, ChatMessage(current.role, mask_secrets(current.content))]
         turn_id = await self.db.record_turn(
@@ -251,6 +259,7 @@ class Turns(AfterReply, Retrieval):
                 usage=usage,
                 external_id=turn.message_id,
                 update_id=turn.update_id,
+                mode=mode,
             )
         )
         was = prepared.window.summarized_count
@@ -276,11 +285,13 @@ class Turns(AfterReply, Retrieval):
                     audio_seconds=transcript.length or transcript.seconds,
                 )
             )
-        done = Answered(chat, turn.user, kept_text, kept_reply, turn_id, turn.message_id)
+        done = Answered(chat, turn.user, kept_text, kept_reply, turn_id, turn.message_id, mode)
         self._schedule(chat.id, self._after_reply(done, calls))  # the next turn waits for it
         if turn.extract and self.store is not None and self.config.extraction_enabled:
             self._extract_later(turn.user.id, self._extract(done))
-        return Reply(answer.text, stats=stats, stored=True, markdown=True)
+        elif mode is not None:  # no extraction to judge the lesson's turn: it goes on without
+            self._extract_later(turn.user.id, self._settle_alone(done))
+        return Reply(text, stats=stats, stored=True, markdown=True)
 
     async def import_exchange(
         self, chat: ChatRef, user: UserRef, text: str, reply: str, *, at: datetime | None = None

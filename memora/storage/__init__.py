@@ -6,6 +6,7 @@ from memora.storage.database import Database
 from memora.storage.records import (
     ChatRow,
     ExtractionLog,
+    ModeRow,
     NewTurn,
     SharedChatLock,
     StoredMessage,
@@ -16,6 +17,7 @@ __all__ = [
     "ChatRow",
     "Database",
     "ExtractionLog",
+    "ModeRow",
     "NewTurn",
     "SharedChatLock",
     "StoredMessage",

@@ -83,11 +83,13 @@ class ChatQueries(Connection):
         await self._write("UPDATE chats SET last_summary_error=? WHERE chat_id=?", (error, chat_id))
 
     async def reset_chat(self, chat_id: int) -> int:
-        """Forget this chat's short-term memory; return how many messages were deleted."""
+        """Forget this chat's short-term memory and leave its lesson mode; return how many
+        messages were deleted."""
         n = await self.message_count(chat_id)
         async with self.transaction() as db:
             await db.execute("DELETE FROM messages WHERE chat_id=?", (chat_id,))
             await db.execute("DELETE FROM turns WHERE chat_id=?", (chat_id,))
+            await db.execute("DELETE FROM chat_modes WHERE chat_id=?", (chat_id,))  # any lesson
             await db.execute(
                 "UPDATE chats SET summary='', summarized_count=0, last_context='[]', "
                 "last_summary_error='' WHERE chat_id=?",

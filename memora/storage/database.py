@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from memora.storage.chats import ChatQueries
 from memora.storage.erasure import UserErasure
+from memora.storage.modes import ModeQueries
 from memora.storage.turns import TurnQueries
 
 
-class Database(ChatQueries, TurnQueries, UserErasure):
+class Database(ChatQueries, TurnQueries, ModeQueries, UserErasure):
     """The short-term store: chats and their history (ChatQueries), turns, usage and the
-    extraction log (TurnQueries), erasure (UserErasure), over one Connection."""
+    extraction log (TurnQueries), lesson modes (ModeQueries), erasure (UserErasure), over one
+    Connection."""

@@ -384,3 +384,24 @@ async def m010_weekly_reports(db: aiosqlite.Connection) -> None:
         )
         """,
     )
+
+
+@migration
+async def m011_chat_modes(db: aiosqlite.Connection) -> None:
+    """The lesson mode a chat is in (memora/modes: placement, role-play, practice), with its
+    state as JSON; one row per chat, written with the turn that moves it on."""
+    await script(
+        db,
+        """
+        CREATE TABLE chat_modes (
+            chat_id INTEGER PRIMARY KEY,
+            user_id INTEGER NOT NULL,
+            kind TEXT NOT NULL,
+            step INTEGER NOT NULL DEFAULT 0,
+            state TEXT NOT NULL,
+            started_at TEXT NOT NULL,
+            updated_at TEXT NOT NULL
+        );
+        CREATE INDEX chat_modes_user ON chat_modes(user_id)
+        """,
+    )

@@ -4,7 +4,7 @@ they cost, the extraction log."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
-from typing import Protocol
+from typing import Any, Protocol
 
 from memora.clock import utcnow
 from memora.types import ChatMessage
@@ -56,6 +56,21 @@ class TurnUsage:
 
 
 @dataclass(frozen=True)
+class ModeRow:
+    """The lesson mode a chat is in (placement, a role-play scene, practice; memora.modes reads
+    `state`): whose it is, how far it got, and when it started (which also names this run of it:
+    work for an earlier run never writes over a later one)."""
+
+    chat_id: int
+    user_id: int
+    kind: str
+    step: int
+    state: dict[str, Any]
+    started_at: str
+    updated_at: str = field(default_factory=utcnow)
+
+
+@dataclass(frozen=True)
 class NewTurn:
     """Everything one answered turn writes, in one transaction."""
 
@@ -69,6 +84,7 @@ class NewTurn:
     external_id: int | None = None
     update_id: int | None = None  # the platform update it answers: answered once, ever
     at: str = field(default_factory=utcnow)
+    mode: ModeRow | None = None  # the chat's lesson mode as this turn left it (None: unchanged)
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ import aiosqlite
 
 from memora.clock import utcnow
 from memora.storage.connection import Connection
+from memora.storage.modes import write_mode
 from memora.storage.records import (
     ADD_USAGE,
     USAGE_COLS,
@@ -58,6 +59,8 @@ class TurnQueries(Connection):
                 "UPDATE chats SET last_context=?, updated_at=? WHERE chat_id=?",
                 (ctx, turn.at, turn.chat_id),
             )
+            if turn.mode is not None:  # a lesson mode moves on with the turn, or not at all
+                await write_mode(db, turn.mode)
         return turn_id
 
     async def answer_to(self, update_id: int) -> str | None:

@@ -33,6 +33,7 @@ from memora.longterm.extraction.schema import (
     ExtractionResult,
     LearnerExtractionResult,
     MemoryTerms,
+    ModeAsk,
     Rejection,
 )
 from memora.longterm.extraction.screening import profile_first
@@ -52,6 +53,7 @@ __all__ = [
     "ExtractionResult",
     "LearnerExtractionResult",
     "MemoryTerms",
+    "ModeAsk",
     "Rejection",
     "apply",
     "apply_terms",

@@ -22,6 +22,7 @@ from memora.longterm.extraction.schema import (
     ExtractionResult,
     Form,
     LearnerExtractionResult,
+    ModeAsk,
     Rejection,
 )
 from memora.longterm.extraction.screening import (
@@ -67,8 +68,12 @@ async def extract(
     profile_lines: Sequence[str] | None = None,
     needs_terms: Sequence[Memory] = (),
     form: Form = "full",
+    mode: ModeAsk | None = None,
 ) -> ExtractionOutcome:
     """Ask the model what to remember from one user message. Never raises on a model failure.
+
+    With `mode` (a lesson mode's turn, and the learner part asked for) the answer is the mode's
+    wider schema, and the call is told what the turn was (see ModeAsk).
 
     With `profile_lines` (the learner model is on) the same call is asked for the wider
     :class:`LearnerExtractionResult`: profile fields, mistakes and vocabulary too. With
@@ -89,6 +94,7 @@ async def extract(
         assistant_reply=assistant_reply,
         now=now,
         profile_lines=profile_lines,
+        mode=mode if profile_lines is not None else None,
     )
     outcome = await call(form, existing, needs_terms)
     if form == "full" and outcome.code == CONTEXT_EXCEEDED:
@@ -107,6 +113,7 @@ async def _extract_in(
     assistant_reply: str,
     now: datetime,
     profile_lines: Sequence[str] | None,
+    mode: ModeAsk | None = None,
 ) -> ExtractionOutcome:
     """One extraction in one form (see `extract`), showing as many memories as it allows."""
     shape = FORMS[form]
@@ -120,12 +127,16 @@ async def _extract_in(
         needs_terms=needs_terms,
         form=form,
     )
-    messages = [ChatMessage("user", content)]
     schema: type[ExtractionResult] = ExtractionResult
     instructions = shape.instructions
     if profile_lines is not None:
         schema = LearnerExtractionResult
         instructions += shape.learner
+    if mode is not None:
+        schema = mode.schema
+        instructions += mode.instructions
+        content += f"\n\n{mode.input}"
+    messages = [ChatMessage("user", content)]
     if needs_terms:  # appended last: the instructions' start stays the same on every call
         instructions += shape.terms_for
     done = functools.partial(

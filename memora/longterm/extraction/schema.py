@@ -146,3 +146,15 @@ class ExtractionOutcome:
     # they asked at all (numbers out of range still say so: nothing from the message is kept).
     forget: list[int] = field(default_factory=list)
     asks_to_forget: bool = False
+
+
+@dataclass(frozen=True)
+class ModeAsk:
+    """What a lesson mode (memora.modes) adds to the extraction call about the turn it just
+    had: a wider answer (a subclass of LearnerExtractionResult whose new fields have defaults,
+    so an answer without them still reads), the instructions for those fields, and the input
+    lines that say what the turn was (the question asked, the exercise and its answer)."""
+
+    schema: type[LearnerExtractionResult]
+    instructions: str
+    input: str

@@ -1,0 +1,101 @@
+"""The engine's side of lesson modes (memora.modes): which mode a chat is in, starting and
+leaving one, and acting on the extraction's judgement of a mode's turn."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from memora.engine.base import Answered
+from memora.engine.lanes import Lanes
+from memora.i18n import speaking
+from memora.longterm.extraction import LearnerExtractionResult, ModeAsk
+from memora.modes import LESSONS, Settling, new_mode
+from memora.storage import ModeRow
+from memora.types import ChatRef, UserRef
+
+log = logging.getLogger(__name__)
+
+
+class Lessons(Lanes):
+    """Lesson modes: start, leave, read, settle."""
+
+    async def mode(self, chat_id: int) -> ModeRow | None:
+        """The lesson mode the chat is in, if any."""
+        return await self.db.mode(chat_id)
+
+    async def start_mode(
+        self, chat: ChatRef, user: UserRef, kind: str, state: dict[str, Any]
+    ) -> ModeRow:
+        """Put the chat in a new lesson mode of this kind (leaving any other)."""
+        await self.db.ensure_chat(chat.id, chat.kind, chat.title)
+        mode = new_mode(kind, chat.id, user.id, state, self.clock())
+        await self.db.start_mode(mode)
+        return mode
+
+    async def leave_mode(self, chat_id: int) -> ModeRow | None:
+        """Leave the chat's lesson mode; the mode left (None if it was in none)."""
+        mode = await self.db.mode(chat_id)
+        if mode is not None and await self.db.end_mode(chat_id, mode.started_at):
+            return mode
+        return None
+
+    async def learner_level(self, user_id: int) -> str | None:
+        """The learner's CEFR level in their profile, if it holds one."""
+        return (await self.learner.profile(user_id, self.clock())).get("level")
+
+    def describe_mode(self, mode: ModeRow | None) -> str:
+        """The mode as /status and /context name it (in the current language); "" for none."""
+        lesson = None if mode is None else LESSONS.get(mode.kind)
+        return "" if lesson is None or mode is None else lesson.describe(mode)
+
+    async def _turn_mode(self, chat: ChatRef, user: UserRef) -> ModeRow | None:
+        """The mode this learner's turn is in: the chat's, once the learner's last extraction
+        has judged the previous turn (the next question is pitched from it); None if none."""
+        mode = await self.db.mode(chat.id)
+        if mode is None or mode.user_id != user.id or mode.kind not in LESSONS:
+            return None
+        await self.settle(chat.id, user.id)
+        return await self.db.mode(chat.id)
+
+    def _mode_lines(self, mode: ModeRow | None) -> list[str]:
+        return [] if mode is None else LESSONS[mode.kind].lines(mode)
+
+    def _mode_ask(self, mode: ModeRow | None) -> ModeAsk | None:
+        return None if mode is None else LESSONS[mode.kind].ask(mode)
+
+    async def _settle_mode(
+        self, done: Answered, found: LearnerExtractionResult | None
+    ) -> list[str]:
+        """Act on the extraction's judgement of a mode's turn (None: there is none); log lines."""
+        mode = done.mode
+        if mode is None or mode.kind not in LESSONS:
+            return []
+        ctx = Settling(self.learner, self.clock(), done.chat.id, done.user.id, done.message_id)
+        try:
+            with speaking(await self.language(done.user)):
+                settled = await LESSONS[mode.kind].settle(mode, found, ctx)
+        except Exception as exc:
+            log.exception("settling the %s turn of chat %s failed", mode.kind, done.chat.id)
+            return [f"{mode.kind}: failed ({exc})"]
+        if settled.mode is None:
+            await self.db.end_mode(mode.chat_id, mode.started_at)
+        elif settled.mode != mode:
+            await self.db.update_mode(settled.mode)
+        if settled.notice:
+            await self._notify(done, settled.notice)
+        return list(settled.log)
+
+    async def _settle_alone(self, done: Answered) -> None:
+        """A mode's turn that no extraction call judges (extraction is off, or the turn is not
+        extracted): the mode goes on as with a failed call."""
+        await self._settle_mode(done, None)
+
+    async def _notify(self, done: Answered, text: str) -> None:
+        """Tell the learner something after the reply, through the adapter (if it listens)."""
+        if self.notify is None:
+            return
+        try:
+            await self.notify(done.chat, done.user, text)
+        except Exception:
+            log.exception("the notice to chat %s could not be delivered", done.chat.id)
