@@ -19,10 +19,13 @@ from babel.messages.pofile import read_po
 
 from memora import i18n
 from memora.commands import COMMANDS, CommandContext, help_text, run_command
+from memora.commands.debug import _hide_memories
 from memora.config import LimitsConfig
 from memora.engine import Engine, EngineConfig
 from memora.learner import progress
 from memora.learner.service import ReminderFacts
+from memora.llm import ChatMessage
+from memora.prompts import MEMORY_BLOCK, PROFILE_BLOCK
 from memora.reminders import compose as compose_reminder
 from memora.storage import Database
 from memora.tokens import LocalTokenCounter
@@ -413,3 +416,14 @@ async def test_usage_is_in_simplified_chinese_for_a_chinese_admin(clocked: Engin
         clocked, "usage", CommandContext(PRIVATE, UserRef(8, "Ann"), "1", True)
     )
     assert english.text.startswith("Usage, today (since 2026-11-30, UTC): 1 learner(s), 120 tokens")
+
+
+def test_another_members_hidden_context_is_said_in_the_readers_language() -> None:
+    memories = ChatMessage("developer", MEMORY_BLOCK + "\n- likes tea\n- lives in Taipei")
+    profile = ChatMessage("developer", PROFILE_BLOCK + "\n- level: B2")
+    with i18n.speaking("zh_Hant"):
+        assert _hide_memories(memories, "").content == (
+            "（另一位成員 的 2 則長期記憶，已隱藏：只有本人看得到）"
+        )
+        assert _hide_memories(profile, "Bob").content == "（Bob 的學習檔案，已隱藏）"
+    assert _hide_memories(profile, "Bob").content == "(the learner profile of Bob, hidden)"
