@@ -30,10 +30,12 @@ __all__ = [
     "current",
     "from_platform",
     "from_profile",
+    "month_name",
     "resolve",
     "speaking",
     "switch",
     "translator",
+    "weekday_name",
 ]
 
 DOMAIN = "memora"
@@ -61,6 +63,34 @@ def _(message: str) -> str:
 def N_(message: str) -> str:
     """Mark a constant for extraction; translate it with `_()` where it is shown."""
     return message
+
+
+WEEKDAYS = (N_("Mon"), N_("Tue"), N_("Wed"), N_("Thu"), N_("Fri"), N_("Sat"), N_("Sun"))
+MONTHS = (
+    N_("Jan"),
+    N_("Feb"),
+    N_("Mar"),
+    N_("Apr"),
+    N_("May"),
+    N_("Jun"),
+    N_("Jul"),
+    N_("Aug"),
+    N_("Sep"),
+    N_("Oct"),
+    N_("Nov"),
+    N_("Dec"),
+)
+
+
+def weekday_name(weekday: int) -> str:
+    """A weekday's short name (Monday = 0, as Python's weekday()) in the current language: the
+    C locale's "Mon" whatever the machine's locale, "週一" in 繁體."""
+    return _(WEEKDAYS[weekday])
+
+
+def month_name(month: int) -> str:
+    """A month's short name (January = 1) in the current language: "Dec", "12月"."""
+    return _(MONTHS[month - 1])
 
 
 def current() -> str:

@@ -3,8 +3,9 @@
 Platform-neutral: this module stores the setting, decides whether a reminder is due *now*, claims
 the day's send durably (so a restart, a catch-up and a second replica never send twice) and
 writes the text from the learner model — cards due, goal countdown, recurring difficulty, streak —
-without any LLM call. The Telegram adapter schedules it (PTB's JobQueue); the durable outbox
-sends it.
+without any LLM call, in the learner's language (resolved from their profile: a reminder has no
+message to take the app's language from). The Telegram adapter schedules it (PTB's JobQueue);
+the durable outbox sends it.
 
 The claim and the reminder are written in one transaction (`queue`): the day is taken and the
 reminder kept in the outbox together, so a crash after the claim still delivers it (the outbox
@@ -28,6 +29,7 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from memora.errors import ReminderError as ReminderError  # re-exported
+from memora.i18n import DEFAULT, N_, _, month_name, speaking, weekday_name
 from memora.learner.service import Learner, ReminderFacts
 from memora.storage import Database
 from memora.storage.durable import REMINDER, Kept, keep
@@ -35,6 +37,7 @@ from memora.storage.durable import REMINDER, Kept, keep
 log = logging.getLogger(__name__)
 
 DAY_NAMES = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")  # Python's weekday(): Monday = 0
+LIST_SEPARATOR = N_(", ")  # between day names: "Mon, Wed"; 、 in Chinese
 EVERY_DAY: tuple[int, ...] = tuple(range(7))
 _ALIASES = {
     "daily": EVERY_DAY,
@@ -45,11 +48,11 @@ _ALIASES = {
 }
 _TIME = re.compile(r"^([01]?\d|2[0-3])[:.h]([0-5]\d)$")
 
-USAGE = (
+USAGE = N_(
     "Usage: /remind 20:00 (every day), /remind 20:00 mon-fri, /remind 08:30 sat,sun, "
     "/remind off; /remind alone shows your setting. Times are in your time zone (/timezone)."
 )
-PRIVATE_ONLY = "Reminders come to our private chat: send me /remind there."
+PRIVATE_ONLY = N_("Reminders come to our private chat: send me /remind there.")
 
 
 @dataclass(frozen=True)
@@ -66,23 +69,39 @@ class Reminder:
     off_reason: str = ""  # "you" | "blocked" when enabled is False
 
     def describe(self) -> str:
-        return f"{self.at.strftime('%H:%M')} {describe_days(self.days)}"
+        """'20:00 every day', in the current language."""
+        return _("{time} {days}").format(
+            time=self.at.strftime("%H:%M"), days=describe_days(self.days)
+        )
 
 
 def describe_days(days: tuple[int, ...]) -> str:
+    """'every day', 'Mon–Fri', 'Mon, Wed', in the current language."""
     if tuple(days) == EVERY_DAY:
-        return "every day"
+        return _("every day")
     if tuple(days) == (0, 1, 2, 3, 4):
-        return "Mon–Fri"
+        return _("Mon–Fri")
     if tuple(days) == (5, 6):
-        return "Sat–Sun"
-    return ", ".join(DAY_NAMES[d].capitalize() for d in days)
+        return _("Sat–Sun")
+    return _(LIST_SEPARATOR).join(weekday_name(d) for d in days)
+
+
+def moment_text(moment: datetime) -> str:
+    """A coming moment for /remind's answers, 'Mon 07 Dec 20:00', in the current language."""
+    return _("{weekday} {day} {month} {time}").format(
+        weekday=weekday_name(moment.weekday()),
+        day=f"{moment:%d}",
+        month=month_name(moment.month),
+        time=f"{moment:%H:%M}",
+    )
 
 
 def parse_time(text: str) -> time:
     m = _TIME.match(text.strip().lower())
     if not m:
-        raise ReminderError(f"'{text}' is not a time I can read: write it as HH:MM, e.g. 20:00.")
+        raise ReminderError(
+            _("'{text}' is not a time I can read: write it as HH:MM, e.g. 20:00.").format(text=text)
+        )
     return time(int(m.group(1)), int(m.group(2)))
 
 
@@ -95,7 +114,7 @@ def parse_days(text: str) -> tuple[int, ...]:
         return _ALIASES[spec]
     chosen: set[int] = set()
     for part in spec.split(","):
-        first, _, last = part.partition("-")
+        first, _dash, last = part.partition("-")
         start, end = _day(first), _day(last) if last else _day(first)
         n = (end - start) % 7
         chosen.update((start + i) % 7 for i in range(n + 1))
@@ -106,16 +125,18 @@ def _day(name: str) -> int:
     key = name[:3]
     if len(name) < 3 or key not in DAY_NAMES:
         raise ReminderError(
-            f"'{name}' is not a day I know: use mon, tue, wed, thu, fri, sat, sun, ranges such "
-            "as mon-fri, or weekdays / weekends / daily."
+            _(
+                "'{name}' is not a day I know: use mon, tue, wed, thu, fri, sat, sun, ranges such "
+                "as mon-fri, or weekdays / weekends / daily."
+            ).format(name=name)
         )
     return DAY_NAMES.index(key)
 
 
 def parse_remind(arg: str) -> tuple[time, tuple[int, ...]]:
     """'20:00 mon-fri' → (20:00, (0..4)); ReminderError with a clear reason otherwise."""
-    when, _, days = arg.strip().partition(" ")
-    return parse_time(when), parse_days(days)
+    at, _space, days = arg.strip().partition(" ")
+    return parse_time(at), parse_days(days)
 
 
 def due_day(reminder: Reminder, zone: str, now: datetime) -> date | None:
@@ -139,21 +160,31 @@ def due_day(reminder: Reminder, zone: str, now: datetime) -> date | None:
 
 
 def compose(facts: ReminderFacts | None, name: str = "") -> str:
-    """The reminder, from what the learner model knows; each piece only when it is there."""
-    hello = f"Hi {name}! " if name else ""
-    lines = [f"⏰ {hello}Time for your English practice."]
+    """The reminder in the current language, from what the learner model knows; each piece only
+    when it is there."""
+    if name:
+        lines = [_("⏰ Hi {name}! Time for your English practice.").format(name=name)]
+    else:
+        lines = [_("⏰ Time for your English practice.")]
     if facts is not None and facts.due_cards:
         n = facts.due_cards
-        lines.append(f"• {n} review card{'s' if n != 1 else ''} due — /review")
+        due = (
+            _("• {n} review card due — /review")
+            if n == 1
+            else _("• {n} review cards due — /review")
+        )
+        lines.append(due.format(n=n))
     if facts is not None and facts.goal_countdown:
-        lines.append(f"• Goal: {facts.goal_countdown}")
+        lines.append(_("• Goal: {countdown}").format(countdown=facts.goal_countdown))
     if facts is not None and facts.difficulty:
         lines.append(
-            f"• Something to work on: {facts.difficulty} (your most frequent mistake lately)"
+            _("• Something to work on: {what} (your most frequent mistake lately)").format(
+                what=facts.difficulty
+            )
         )
     if facts is not None and facts.streak >= 2:
-        lines.append(f"• 🔥 {facts.streak}-day streak — keep it going!")
-    lines.append("Send me a message or a voice note to start. (/remind off to stop these.)")
+        lines.append(_("• 🔥 {n}-day streak — keep it going!").format(n=facts.streak))
+    lines.append(_("Send me a message or a voice note to start. (/remind off to stop these.)"))
     return "\n".join(lines)
 
 
@@ -271,14 +302,24 @@ class Reminders:
             log.exception("could not read the time zone of user %s; using UTC", user_id)
             return "UTC"
 
-    async def text(self, user_id: int, now: datetime, name: str = "") -> str:
-        """The reminder's text from memory (no LLM call); generic where the model has nothing."""
-        facts: ReminderFacts | None = None
+    async def language(self, user_id: int, now: datetime) -> str:
+        """The learner's language, from their profile (English when it cannot be read)."""
         try:
-            facts = await self.learner.reminder_facts(user_id, now)
+            return await self.learner.language(user_id, now)
         except Exception:
-            log.exception("learner facts failed for user %s; a plain reminder", user_id)
-        return compose(facts, name)
+            log.exception("could not read the language of user %s; English", user_id)
+            return DEFAULT
+
+    async def text(self, user_id: int, now: datetime, name: str = "") -> str:
+        """The reminder's text from memory (no LLM call), in the learner's language; generic
+        where the model has nothing."""
+        with speaking(await self.language(user_id, now)):
+            facts: ReminderFacts | None = None
+            try:
+                facts = await self.learner.reminder_facts(user_id, now)
+            except Exception:
+                log.exception("learner facts failed for user %s; a plain reminder", user_id)
+            return compose(facts, name)
 
     async def due(self, reminder: Reminder, now: datetime) -> date | None:
         return due_day(reminder, await self.timezone(reminder.user_id, now), now)

@@ -313,27 +313,42 @@ class Metering:
 def render_report(
     learners: Sequence[LearnerUsage], pricing: PricingConfig, days: int, since: datetime
 ) -> str:
-    """/usage and `memora usage`: one line per learner, most tokens first."""
-    span = f"the last {days} days" if days > 1 else "today"
-    head = f"Usage, {span} (since {as_utc(since):%Y-%m-%d}, UTC)"
+    """/usage and `memora usage`: one line per learner, most tokens first, in the current
+    language (the admin's for /usage; the CLI, which has no learner, speaks English)."""
+    if days > 1:
+        span = _("the last {days} days").format(days=days)
+    else:
+        span = _("today")
+    head = _("Usage, {span} (since {date}, UTC)").format(
+        span=span, date=f"{as_utc(since):%Y-%m-%d}"
+    )
     if not learners:
-        return f"{head}: nobody has used the bot."
+        return _("{head}: nobody has used the bot.").format(head=head)
     all_calls = [c for learner in learners for c in learner.calls]
     total = cost(pricing, all_calls)
-    money = "" if total is None else f", est. cost {total:.4f} {pricing.currency}"
+    tokens = f"{sum(u.total_tokens for u in learners):,}"
+    if total is None:
+        top = _("{head}: {n} learner(s), {tokens} tokens")
+    else:
+        top = _("{head}: {n} learner(s), {tokens} tokens, est. cost {cost} {currency}")
     lines = [
-        f"{head}: {len(learners)} learner(s), {sum(u.total_tokens for u in learners):,}"
-        f" tokens{money}"
+        top.format(
+            head=head,
+            n=len(learners),
+            tokens=tokens,
+            cost=f"{total or 0:.4f}",
+            currency=pricing.currency,
+        )
     ]
     for u in learners:
         kinds = " · ".join(f"{k} {n:,}" for k, n in u.tokens.items())
         each = cost(pricing, u.calls)
         parts = [
-            f"{u.turns} turns",
-            f"{u.total_tokens:,} tokens" + (f" ({kinds})" if kinds else ""),
+            _("{n} turns").format(n=u.turns),
+            _("{n} tokens").format(n=f"{u.total_tokens:,}") + (f" ({kinds})" if kinds else ""),
         ]
         if u.voice_seconds:
-            parts.append(f"voice {u.voice_seconds:.0f} s")
+            parts.append(_("voice {seconds} s").format(seconds=f"{u.voice_seconds:.0f}"))
         if each is not None:
             parts.append(f"≈ {each:.4f} {pricing.currency}")
         who = f"{u.name} ({u.user_id})" if u.name else str(u.user_id)
@@ -341,6 +356,8 @@ def render_report(
     missing = unpriced(pricing, all_calls)
     if missing:
         lines.append(
-            "No price in [pricing] for: " + ", ".join(missing) + " (no cost shown where they count)"
+            _("No price in [pricing] for: {models} (no cost shown where they count)").format(
+                models=", ".join(missing)
+            )
         )
     return "\n".join(lines)

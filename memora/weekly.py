@@ -4,7 +4,8 @@ Platform-neutral, and built like the daily reminder (memora.reminders) whose pie
 the learner's time zone (their profile), their reminder time (the daily reminder's, or
 DEFAULT_AT until they set one), the outbox row kept in the same transaction as the claim, and
 its expiry when the learner's local day ends. The text is memora.learner.weekly's, from the
-learner model without an LLM call; the chart is /progress's.
+learner model without an LLM call, in the learner's language (the one a command speaks, or for
+the weekly job the one their profile resolves to); the chart is /progress's.
 
 - Opt-in: `/remind weekly [day]` (Monday unless a day is given) or, when the deployment sets
   `[reminders] weekly = true`, setting a daily reminder turns it on too (once: `/remind weekly
@@ -31,9 +32,10 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from memora.blocking import background, run_blocking
+from memora.i18n import N_, _, current, speaking, weekday_name
 from memora.learner import progress
 from memora.learner import weekly as week_text
-from memora.reminders import DAY_NAMES, ReminderError, Reminders, expires_at
+from memora.reminders import DAY_NAMES, ReminderError, Reminders, expires_at, moment_text
 from memora.storage import Database
 from memora.storage.durable import WEEKLY, Kept, keep
 from memora.views import Reply
@@ -41,7 +43,7 @@ from memora.views import Reply
 log = logging.getLogger(__name__)
 
 DEFAULT_AT = time(19, 0)  # the report's time for a learner without a daily reminder
-WEEKLY_USAGE = (
+WEEKLY_USAGE = N_(
     "Weekly report: /remind weekly (Mondays) or /remind weekly fri, /remind weekly off, "
     "/remind weekly now to see this week's report now. It comes at your reminder time."
 )
@@ -67,7 +69,7 @@ class Report:
 
 def week_key(day: date) -> str:
     """The ISO week of the learner's local send day: '2026-W49'."""
-    year, week, _ = day.isocalendar()
+    year, week, _weekday = day.isocalendar()
     return f"{year}-W{week:02d}"
 
 
@@ -80,7 +82,9 @@ def parse_weekday(text: str) -> int:
     for i, (short, full) in enumerate(zip(DAY_NAMES, _FULL_DAYS, strict=True)):
         if word in {short, full, full + "s"}:
             return i
-    raise ReminderError(f"'{text}' is not a day I know: use mon, tue, wed, thu, fri, sat, sun.")
+    raise ReminderError(
+        _("'{text}' is not a day I know: use mon, tue, wed, thu, fri, sat, sun.").format(text=text)
+    )
 
 
 Listener = Callable[[WeeklySetting], None]
@@ -229,16 +233,20 @@ class WeeklyReports:
         return None
 
     # -- what and the claim ---------------------------------------------------------------------
-    async def report(self, user_id: int, now: datetime, name: str = "") -> Report:
-        """This week's report from the learner model (no LLM call), with /progress's chart."""
-        week = await week_text.gather(self.reminders.learner, user_id, now)
-        try:
-            with background():  # one report's chart at a time, in a thread: replies go first
-                chart: bytes | None = await run_blocking(progress.chart, week.progress)
-        except Exception:
-            log.exception("the weekly chart of user %s could not be drawn; text only", user_id)
-            chart = None
-        return Report(week_text.compose(week, name), chart)
+    async def report(
+        self, user_id: int, now: datetime, name: str = "", lang: str | None = None
+    ) -> Report:
+        """This week's report from the learner model (no LLM call), with /progress's chart, in
+        `lang` (None: the learner's language as their profile resolves it, for the job)."""
+        with speaking(lang or await self.reminders.language(user_id, now)):
+            week = await week_text.gather(self.reminders.learner, user_id, now)
+            try:
+                with background():  # one report's chart at a time, in a thread: replies first
+                    chart: bytes | None = await run_blocking(progress.chart, week.progress)
+            except Exception:
+                log.exception("the weekly chart of user %s could not be drawn; text only", user_id)
+                chart = None
+            return Report(week_text.compose(week, name), chart)
 
     async def queue(self, setting: WeeklySetting, day: date, rep: Report, zone: str) -> bool:
         """Claim the week and keep the report in the outbox, in one transaction: False (and
@@ -273,15 +281,15 @@ class WeeklyReports:
         word = arg.strip().lower()
         if word in {"off", "stop", "no", "none"}:
             if await self.off(user_id) is None:
-                return Reply("You have no weekly report to stop. /remind weekly turns it on.")
-            return Reply("Weekly report off. /remind weekly to turn it on again.")
+                return Reply(_("You have no weekly report to stop. /remind weekly turns it on."))
+            return Reply(_("Weekly report off. /remind weekly to turn it on again."))
         if word in {"now", "preview", "show"}:
-            rep = await self.report(user_id, now)
+            rep = await self.report(user_id, now, lang=current())
             return Reply(rep.text, photo=rep.chart)
         try:
             weekday = parse_weekday(word) if word else 0
         except ReminderError as exc:
-            return Reply(f"{exc}\n{WEEKLY_USAGE}", ok=False)
+            return Reply(f"{exc}\n{_(WEEKLY_USAGE)}", ok=False)
         await self.set(user_id, chat_id, weekday)
         return Reply("📅 " + await self.describe(user_id, now))
 
@@ -289,22 +297,35 @@ class WeeklyReports:
         """One line on the learner's weekly report, for /remind."""
         setting = await self.get(user_id)
         if setting is None:
-            return "Weekly report: off (/remind weekly turns it on)."
+            return _("Weekly report: off (/remind weekly turns it on).")
         if not setting.enabled:
-            why = " because Telegram said you blocked me" if setting.off_reason == "blocked" else ""
-            return f"Weekly report: off{why} (/remind weekly turns it on)."
+            if setting.off_reason == "blocked":
+                return _(
+                    "Weekly report: off because Telegram said you blocked me "
+                    "(/remind weekly turns it on)."
+                )
+            return _("Weekly report: off (/remind weekly turns it on).")
         at = await self.at(user_id)
-        whose = (
-            "your reminder time"
-            if await self.reminders.get(user_id)
-            else "until you set a reminder"
-        )
+        if await self.reminders.get(user_id):
+            whose = _("your reminder time")
+        else:
+            whose = _("until you set a reminder")
         nxt = await self.next_time(setting, now)
-        when = f"; next: {nxt:%a %d %b %H:%M}" if nxt else ""
-        day = DAY_NAMES[setting.weekday].capitalize()
-        return (
-            f"Weekly report: on, {day}s at {at:%H:%M} ({whose}){when}. "
-            "/remind weekly off to stop it; /remind weekly now to see it now."
+        if nxt:
+            line = _(
+                "Weekly report: on, {day}s at {time} ({whose}); next: {when}. "
+                "/remind weekly off to stop it; /remind weekly now to see it now."
+            )
+        else:
+            line = _(
+                "Weekly report: on, {day}s at {time} ({whose}). "
+                "/remind weekly off to stop it; /remind weekly now to see it now."
+            )
+        return line.format(
+            day=weekday_name(setting.weekday),
+            time=f"{at:%H:%M}",
+            whose=whose,
+            when=moment_text(nxt) if nxt else "",
         )
 
 

@@ -8,6 +8,7 @@ import io
 import string
 import subprocess
 import sys
+from collections.abc import AsyncIterator
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
@@ -18,9 +19,21 @@ from babel.messages.pofile import read_po
 
 from memora import i18n
 from memora.commands import COMMANDS, CommandContext, help_text, run_command
-from memora.engine import Engine
+from memora.commands.debug import _hide_memories
+from memora.config import LimitsConfig
+from memora.engine import Engine, EngineConfig
 from memora.learner import progress
+from memora.learner.service import ReminderFacts
+from memora.llm import ChatMessage
+from memora.prompts import MEMORY_BLOCK, PROFILE_BLOCK
+from memora.reminders import compose as compose_reminder
+from memora.storage import Database
+from memora.tokens import LocalTokenCounter
 from memora.types import ChatRef, UserRef
+from memora.usage import Call, Metering, UsageLedger
+from tests.fakes import FakeLLM
+from tests.test_reminders import Clock
+from tests.test_weekly import ALICE, MONDAY, a_fortnight
 
 LOCALE = i18n.LOCALE_DIR
 TRANSLATED = tuple(lang for lang in i18n.LANGUAGES if lang != i18n.DEFAULT)  # en: the source
@@ -270,3 +283,147 @@ def test_the_chart_draws_its_labels_in_the_learners_language(lang: str) -> None:
     assert png.startswith(b"\x89PNG\r\n\x1a\n") and len(png) > 5000
     first = {"en": "Your progress", "zh_Hant": "你的進度", "zh_Hans": "你的进度"}[lang]
     assert text.startswith(first)
+
+
+# -- reminders, the weekly report, /usage: the jobs resolve the learner's language themselves ----
+MONDAY_NOON = datetime(2026, 11, 30, 12, 5, tzinfo=UTC)  # 20:05 in Taipei
+
+
+@pytest.fixture
+async def clocked(db: Database) -> AsyncIterator[Engine]:
+    eng = Engine(
+        db=db,
+        llm=FakeLLM(),
+        counter=LocalTokenCounter(),
+        config=EngineConfig(max_input_tokens=1000),
+        clock=Clock(MONDAY_NOON),
+        metering=Metering(UsageLedger(db), LimitsConfig(), {"reply": "m1"}),
+    )
+    yield eng
+    await eng.drain()
+
+
+async def test_remind_and_timezone_answer_in_traditional_chinese(clocked: Engine) -> None:
+    async def say(name: str, arg: str = "", chat: ChatRef = PRIVATE) -> str:
+        return (await run_command(clocked, name, CommandContext(chat, TAIPEI, arg))).text
+
+    assert (await say("remind")).startswith("你還沒有練習提醒。用 /remind 20:00（每天）")
+    assert (await say("remind", "20:00 mon-fri")).splitlines() == [
+        "⏰ 提醒已設定：週一至週五 20:00（UTC）；下一次：11月30日（週一）20:00。/remind off 可以"
+        "停止。用 /timezone 設定你的時區，例如 /timezone Asia/Taipei。",
+        "每週報告：關閉（/remind weekly 可以開啟）。",
+    ]
+    assert await say("timezone", "asia/taipei") == (
+        "時區已設定：Asia/Taipei（那裡現在是 20:05）。你的提醒會跟著調整：Asia/Taipei 時間 "
+        "週一至週五 20:00。"
+    )
+    assert await say("timezone") == (
+        "你的時區：Asia/Taipei。用 /timezone Asia/Taipei 更改（任何 IANA 名稱都可以）。"
+    )
+    bad = await say("remind", "25:61")
+    assert bad.startswith("我看不懂「25:61」這個時間") and "\n用法：/remind 20:00（每天）" in bad
+    assert "我不認得「someday」這一天" in await say("remind", "20:00 someday")
+    assert (await say("remind", "weekly fri")).startswith(
+        "📅 每週報告：開啟，每週五 20:00（你的提醒時間）；下一次：12月04日（週五）20:00。"
+    )
+    assert (await say("remind", "off")).startswith("提醒已關閉（原本是 週一至週五 20:00）。")
+    assert await say("remind", "20:00", ChatRef(-100, "group", "G")) == (
+        "提醒只會發到我們的私訊：請在私訊裡傳 /remind 給我。"
+    )
+
+
+async def test_a_reminder_is_written_in_the_learners_language_without_a_message(
+    clocked: Engine,
+) -> None:
+    """The job has no Telegram user to read an app language from: the profile decides."""
+    learner = clocked.learner
+    for field, value in (
+        ("explanation_language", "简体中文"),
+        ("goal", "TOEIC 900"),
+        ("goal_date", "2027-01-10"),
+    ):
+        await learner.store.set_field(7, field, value, source="you", now=MONDAY_NOON)
+    assert await clocked.reminders.text(7, MONDAY_NOON) == (
+        "⏰ 该练习英语啦。\n• 目标：TOEIC 900，还有 41 天（2027-01-10）\n"
+        "发一条消息或语音给我就能开始。（/remind off 可以停止这些提醒。）"
+    )
+    facts = ReminderFacts("UTC", 3, None, None, "tense", 5)
+    with i18n.speaking("zh_Hans"):
+        assert compose_reminder(facts, "美玲").splitlines()[:4] == [
+            "⏰ 美玲，你好！该练习英语啦。",
+            "• 有 3 张复习卡到期 — /review",
+            "• 可以加强的地方：tense（你最近最常犯的错误）",
+            "• 🔥 已连续 5 天，继续保持！",
+        ]
+    await clocked.set_language(7, "en")  # /language beats the explanation language
+    assert (await clocked.reminders.text(7, MONDAY_NOON)).startswith(
+        "⏰ Time for your English practice.\n• Goal: TOEIC 900 in 41 days (2027-01-10)"
+    )
+
+
+async def test_the_models_context_stays_english_for_a_chinese_learner(clocked: Engine) -> None:
+    store = clocked.learner.store
+    for field, value in (("goal", "TOEIC 900"), ("goal_date", "2027-01-10")):
+        await store.set_field(7, field, value, source="you", now=MONDAY_NOON)
+    with i18n.speaking("zh_Hant"):
+        lines = await clocked.learner.context_lines(7, MONDAY_NOON)
+        shown = (await run_command(clocked, "profile", CommandContext(PRIVATE, TAIPEI, ""))).text
+    assert "- goal: TOEIC 900 in 41 days (2027-01-10)" in lines
+    assert "• 倒數：TOEIC 900，還有 41 天（2027-01-10）" in shown.splitlines()
+
+
+async def test_the_weekly_report_is_in_traditional_chinese(db: Database) -> None:
+    clock = Clock(MONDAY)
+    engine = Engine(
+        db=db,
+        llm=FakeLLM(),
+        counter=LocalTokenCounter(),
+        config=EngineConfig(max_input_tokens=1000),
+        clock=clock,
+    )
+    await a_fortnight(engine)
+    await engine.set_language(ALICE, "zh_Hant")
+    rep = await engine.weekly.report(ALICE, MONDAY)  # as the weekly job asks: no language given
+    assert rep.chart is not None and rep.chart.startswith(b"\x89PNG")
+    lines = rep.text.splitlines()
+    assert lines[:7] == [
+        "📅 你本週的英文學習（11月30日 – 12月6日）",
+        "• 訊息：5（上週 4，↑1）",
+        "• 學習天數：7 天中有 3 天（上週 1）",
+        "• 錯誤：3（上週 3，持平）",
+        "    tense：2（之前 3，減少 ↓）",
+        "    article：1（之前 0，增加 ↑）",
+        "• 新單字：2（上週 1）",
+    ]
+    assert "• 目標：TOEIC 900，還有 34 天（2027-01-10）" in lines
+    assert lines[-1] == "（/remind weekly off 可以停止每週報告。）"
+    shown = await run_command(engine, "remind", CommandContext(PRIVATE, UserRef(ALICE, "A"), ""))
+    assert "每週報告：關閉（/remind weekly 可以開啟）。" in shown.text
+    await engine.drain()
+
+
+async def test_usage_is_in_simplified_chinese_for_a_chinese_admin(clocked: Engine) -> None:
+    assert clocked.metering is not None
+    await clocked.metering.add(9, MONDAY_NOON, [Call("reply", "m1", 100, 20)], turns=1)
+    admin = UserRef(7, "管理员", "zh-CN")
+    report = await run_command(clocked, "usage", CommandContext(PRIVATE, admin, "", True))
+    assert report.text.splitlines() == [
+        "用量，最近 7 天（自 2026-11-24 起，UTC）：1 位学习者，120 个 token",
+        "• 9: 1 轮对话 · 120 个 token (reply 120)",
+        "[pricing] 里没有这些模型的价格：m1（用到它们的地方不显示费用）",
+    ]
+    english = await run_command(
+        clocked, "usage", CommandContext(PRIVATE, UserRef(8, "Ann"), "1", True)
+    )
+    assert english.text.startswith("Usage, today (since 2026-11-30, UTC): 1 learner(s), 120 tokens")
+
+
+def test_another_members_hidden_context_is_said_in_the_readers_language() -> None:
+    memories = ChatMessage("developer", MEMORY_BLOCK + "\n- likes tea\n- lives in Taipei")
+    profile = ChatMessage("developer", PROFILE_BLOCK + "\n- level: B2")
+    with i18n.speaking("zh_Hant"):
+        assert _hide_memories(memories, "").content == (
+            "（另一位成員 的 2 則長期記憶，已隱藏：只有本人看得到）"
+        )
+        assert _hide_memories(profile, "Bob").content == "（Bob 的學習檔案，已隱藏）"
+    assert _hide_memories(profile, "Bob").content == "(the learner profile of Bob, hidden)"

@@ -62,7 +62,11 @@ async def _export(engine: Engine, ctx: CommandContext) -> Reply:
     n = len(data["history"])
     return Reply(
         _("Export of chat {chat}: {n} messages.").format(chat=target, n=n),
-        document=Document(f"memora-chat-{target}.json", blob, f"chat {target}, {n} messages"),
+        document=Document(
+            f"memora-chat-{target}.json",
+            blob,
+            _("chat {chat}, {n} messages").format(chat=target, n=n),
+        ),
     )
 
 

@@ -42,14 +42,19 @@ def _hide_memories(message: ChatMessage, owner: str) -> ChatMessage:
     """In a group, another member's retrieved memories are theirs alone."""
     if message.role == "developer" and message.content.startswith(PROFILE_BLOCK):
         return ChatMessage(
-            "developer", f"(the learner profile of {owner or 'another member'}, hidden)"
+            "developer",
+            _("(the learner profile of {owner}, hidden)").format(
+                owner=owner or _("another member")
+            ),
         )
     if message.role != "developer" or not message.content.startswith(MEMORY_BLOCK):
         return message
     n = message.content.count("\n- ")
     return ChatMessage(
         "developer",
-        f"({n} long-term memories of {owner or 'another member'}, hidden: only they can see them)",
+        _("({n} long-term memories of {owner}, hidden: only they can see them)").format(
+            n=n, owner=owner or _("another member")
+        ),
     )
 
 

@@ -8,6 +8,7 @@ from zoneinfo import ZoneInfo
 from memora import reminders as rm
 from memora.commands.registry import CommandContext, command
 from memora.engine import Engine
+from memora.i18n import N_, _
 from memora.learner.profile import ProfileError, clean_value
 from memora.views import Reply
 
@@ -22,7 +23,7 @@ async def _remind(engine: Engine, ctx: CommandContext) -> Reply:
     """Set, stop or show the caller's practice reminder (sent in their private chat only)."""
 
     if ctx.chat.is_group:
-        return Reply(rm.PRIVATE_ONLY, ok=False)
+        return Reply(_(rm.PRIVATE_ONLY), ok=False)
     store = engine.reminders
     now = store.clock()
     arg = ctx.arg.strip()
@@ -31,13 +32,17 @@ async def _remind(engine: Engine, ctx: CommandContext) -> Reply:
     if arg.lower() in {"off", "stop", "none", "no"}:
         stopped = await store.off(ctx.user.id)
         if stopped is None:
-            return Reply("You have no reminder to stop. /remind 20:00 sets one.")
-        return Reply(f"Reminders off (it was {stopped.describe()}). /remind 20:00 to start again.")
+            return Reply(_("You have no reminder to stop. /remind 20:00 sets one."))
+        return Reply(
+            _("Reminders off (it was {reminder}). /remind 20:00 to start again.").format(
+                reminder=stopped.describe()
+            )
+        )
     if arg:
         try:
             at, days = rm.parse_remind(arg)
         except rm.ReminderError as exc:
-            return Reply(f"{exc}\n{rm.USAGE}", ok=False)
+            return Reply(f"{exc}\n{_(rm.USAGE)}", ok=False)
         await store.set(ctx.user.id, ctx.chat.id, at, days)
         await engine.weekly.reminder_set(ctx.user.id, ctx.chat.id)  # [reminders] weekly
     daily = await _reminder_setting(engine, ctx.user.id, now, just_set=bool(arg))
@@ -49,20 +54,31 @@ async def _reminder_setting(engine: Engine, user_id: int, now: datetime, just_se
     reminder = await store.get(user_id)
     zone = await store.timezone(user_id, now)
     if reminder is None:
-        return "You have no practice reminder. " + USAGE_REMIND
+        return _("You have no practice reminder. ") + _(USAGE_REMIND)
     if not reminder.enabled:
-        why = " because Telegram said you blocked me" if reminder.off_reason == "blocked" else ""
-        return f"Your reminder ({reminder.describe()}) is off{why}. /remind 20:00 to start again."
+        if reminder.off_reason == "blocked":
+            off = _(
+                "Your reminder ({reminder}) is off because Telegram said you blocked me. "
+                "/remind 20:00 to start again."
+            )
+        else:
+            off = _("Your reminder ({reminder}) is off. /remind 20:00 to start again.")
+        return off.format(reminder=reminder.describe())
     nxt = store.next_time(reminder, zone, now)
-    head = "⏰ Reminder set" if just_set else "Your practice reminder"
-    when = f"; next: {nxt:%a %d %b %H:%M}" if nxt else ""
-    hint = (
-        "" if zone != "UTC" else " Set your time zone with /timezone, e.g. /timezone Asia/Taipei."
+    head = _("⏰ Reminder set") if just_set else _("Your practice reminder")
+    if nxt:
+        line = _("{head}: {reminder} ({zone}); next: {when}. /remind off to stop.")
+    else:
+        line = _("{head}: {reminder} ({zone}). /remind off to stop.")
+    text = line.format(
+        head=head, reminder=reminder.describe(), zone=zone, when=rm.moment_text(nxt) if nxt else ""
     )
-    return f"{head}: {reminder.describe()} ({zone}){when}. /remind off to stop.{hint}"
+    if zone == "UTC":
+        text += _(" Set your time zone with /timezone, e.g. /timezone Asia/Taipei.")
+    return text
 
 
-USAGE_REMIND = "Set one with /remind 20:00 (every day) or /remind 20:00 mon-fri."
+USAGE_REMIND = N_("Set one with /remind 20:00 (every day) or /remind 20:00 mon-fri.")
 
 
 @command("timezone", "your time zone, for reminders", arg="[Area/City]")
@@ -74,7 +90,9 @@ async def _timezone(engine: Engine, ctx: CommandContext) -> Reply:
     if not ctx.arg.strip():
         zone = await store.timezone(ctx.user.id, now)
         return Reply(
-            f"Your time zone: {zone}. Change it with /timezone Asia/Taipei (any IANA name)."
+            _(
+                "Your time zone: {zone}. Change it with /timezone Asia/Taipei (any IANA name)."
+            ).format(zone=zone)
         )
     try:
         zone = clean_value("timezone", ctx.arg)
@@ -83,7 +101,11 @@ async def _timezone(engine: Engine, ctx: CommandContext) -> Reply:
     reminder = await store.set_timezone(ctx.user.id, zone, now)
     await engine.weekly.moved(ctx.user.id)  # the weekly report is rescheduled in it too
     local = now.astimezone(ZoneInfo(zone))
-    text = f"Time zone set: {zone} (it is {local:%H:%M} there now)."
+    text = _("Time zone set: {zone} (it is {time} there now).").format(
+        zone=zone, time=f"{local:%H:%M}"
+    )
     if reminder is not None and reminder.enabled:
-        text += f" Your reminder follows it: {reminder.describe()} {zone} time."
+        text += _(" Your reminder follows it: {reminder} {zone} time.").format(
+            reminder=reminder.describe(), zone=zone
+        )
     return Reply(text)

@@ -14,8 +14,8 @@ from typing import Literal
 
 from memora.clock import as_utc
 from memora.engine.config import EngineConfig
-from memora.i18n import resolve, speaking
-from memora.learner.service import Learner
+from memora.i18n import speaking
+from memora.learner.service import LANGUAGE_FIELD, Learner
 from memora.llm import LLM
 from memora.llm.audio import Speaker, Transcriber
 from memora.longterm import MemoryStore
@@ -27,9 +27,6 @@ from memora.usage import Call, Metering
 from memora.weekly import WeeklyReports
 
 log = logging.getLogger(__name__)
-LANGUAGE_FIELD = "bot_language"
-"""The learner_profile row holding a /language choice: exported and forgotten with the profile,
-never shown to the model (only PROFILE_FIELDS reach the context)."""
 
 
 @dataclass(frozen=True)
@@ -146,10 +143,7 @@ class EngineBase:
 
     async def language(self, user: UserRef) -> str:
         """The language the bot speaks to this learner (see memora.i18n.resolve)."""
-        profile = await self.learner.profile(user.id, self.clock())
-        return resolve(
-            profile.get(LANGUAGE_FIELD), profile.get("explanation_language"), user.language
-        )
+        return await self.learner.language(user.id, self.clock(), user.language)
 
     async def set_language(self, user_id: int, lang: str | None) -> bool:
         """Save the learner's /language choice (None: follow the profile and the platform)."""

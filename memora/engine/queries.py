@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 
 from memora.engine.lanes import Lanes
+from memora.i18n import _
 from memora.longterm import AddResult, Memory, SearchResult
 from memora.storage import ChatRow, ExtractionLog, StoredMessage
 from memora.types import ChatRef, UserRef
@@ -67,9 +68,9 @@ class Queries(Lanes):
             memory_count=await self.store.count(user_id) if self.store else None,
             last=await self.db.last_usage(chat_id),
             session=await self.db.total_usage(chat_id),
-            extraction_status=f"{log.status} at {log.at}" if log else "none yet",
+            extraction_status=f"{log.status} at {log.at}" if log else _("none yet"),
             summary_error=row.last_summary_error,
-            embedding_model=self.store.embedder.name if self.store else "off",
+            embedding_model=self.store.embedder.name if self.store else _("off"),
         )
 
     async def memories(self, user_id: int, *, origin_chat: int | None = None) -> list[Memory]:

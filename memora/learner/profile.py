@@ -9,18 +9,27 @@ about themselves stays a long-term memory (see the README: "Profile or memory?")
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import date, datetime, tzinfo
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 
 from memora.errors import ProfileError as ProfileError  # re-exported
-from memora.i18n import _
+from memora.i18n import N_, _
 from memora.learner.model import CEFR_LEVELS, FIELD_HELP, PROFILE_FIELDS
 from memora.secretfilter import looks_secret
 
 MAX_VALUE_CHARS = 120
 RECURRING_MIN = 3  # mistakes of one category ...
 RECURRING_DAYS = 14  # ... within this many days make it a recurring difficulty (issue 9)
+
+
+def english(message: str) -> str:
+    """A message as its English source. The model's context is always English (stable, and what
+    the benchmarks compare), whatever language the learner reads: context_lines writes the
+    countdown and the difficulties with this instead of `_`."""
+    return message
+
 
 _LEVEL = re.compile(r"^\s*(?:CEFR\s*)?([ABC][12])\s*[+-]?\s*$", re.IGNORECASE)
 
@@ -135,27 +144,36 @@ def clean_value(name: str, value: str) -> str:
     return text
 
 
-def goal_countdown(profile: Profile, now: datetime) -> str | None:
-    """'TOEIC 900 in 41 days' (or today / N days ago); None without a goal date."""
+def goal_countdown(
+    profile: Profile, now: datetime, gettext: Callable[[str], str] = _
+) -> str | None:
+    """'TOEIC 900 in 41 days' (or today / N days ago) in the learner's language (`gettext`:
+    english for the model's context); None without a goal date."""
     when = profile.get("goal_date")
     if not when:
         return None
-    goal = profile.get("goal") or "Your goal"
+    goal = profile.get("goal") or gettext(N_("Your goal"))
     days = (date.fromisoformat(when) - profile.today(now)).days
     if days > 1:
-        return f"{goal} in {days} days ({when})"
-    if days == 1:
-        return f"{goal} tomorrow ({when})"
-    if days == 0:
-        return f"{goal} today ({when})"
-    return f"{goal} was {-days} days ago ({when})"
+        line = N_("{goal} in {days} days ({date})")
+    elif days == 1:
+        line = N_("{goal} tomorrow ({date})")
+    elif days == 0:
+        line = N_("{goal} today ({date})")
+    else:
+        line = N_("{goal} was {days} days ago ({date})")
+    return gettext(line).format(goal=goal, days=abs(days), date=when)
 
 
-def difficulty_line(profile: Profile) -> str | None:
+def difficulty_line(profile: Profile, gettext: Callable[[str], str] = _) -> str | None:
+    """The recurring difficulties, 'tense (4× in 14 d)', in the learner's language (`gettext`:
+    english for the model's context); None without any."""
     if not profile.difficulties:
         return None
+    each = gettext(N_("{category} ({count}× in {days} d)"))
     return ", ".join(
-        f"{d.category} ({d.count}× in {RECURRING_DAYS} d)" for d in profile.difficulties
+        each.format(category=d.category, count=d.count, days=RECURRING_DAYS)
+        for d in profile.difficulties
     )
 
 
@@ -174,7 +192,7 @@ def context_lines(profile: Profile, now: datetime, *, teaching_only: bool = Fals
             for name in TEACHING_FIELDS
             if name in profile.fields
         ]
-    countdown = goal_countdown(profile, now)
+    countdown = goal_countdown(profile, now, english)
     skip = {"goal", "goal_date"} if countdown else set()
     lines = [
         f"- {name}: {profile.fields[name].value}"
@@ -183,7 +201,7 @@ def context_lines(profile: Profile, now: datetime, *, teaching_only: bool = Fals
     ]
     if countdown:
         lines.append(f"- goal: {countdown}")
-    difficulties = difficulty_line(profile)
+    difficulties = difficulty_line(profile, english)
     if difficulties:
         lines.append(f"- recurring difficulties: {difficulties}")
     return lines

@@ -4,7 +4,9 @@
 - :meth:`Learner.apply` — what the after-reply extraction call found (profile fields, mistakes,
   vocabulary), screened by code, then stored;
 - :meth:`Learner.note_message` — one message on the learner's calendar (days, streak, weeks);
-- :meth:`Learner.reminder_facts` — the few figures a practice reminder is written from.
+- :meth:`Learner.reminder_facts` — the few figures a practice reminder is written from;
+- :meth:`Learner.language` — the language the bot speaks to the learner (reminders and the
+  weekly report, which run without a message, ask it here).
 """
 
 from __future__ import annotations
@@ -12,12 +14,17 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from memora.i18n import resolve
 from memora.learner import progress
 from memora.learner.model import ExtractedMistake, ExtractedWord, ProfileUpdate
 from memora.learner.profile import Profile, ProfileError, clean_value, context_lines, goal_countdown
 from memora.learner.screen import screen
 from memora.learner.store import LearnerStore
 from memora.storage import Database
+
+LANGUAGE_FIELD = "bot_language"
+"""The learner_profile row holding a /language choice: exported and forgotten with the profile,
+never shown to the model (only PROFILE_FIELDS reach the context)."""
 
 
 @dataclass(frozen=True)
@@ -118,6 +125,13 @@ class Learner:
     async def note_review(self, user_id: int, now: datetime) -> None:
         profile = await self.store.profile(user_id, now)
         await self.store.note_day(user_id, profile.today(now).isoformat(), reviews=1)
+
+    async def language(self, user_id: int, now: datetime, platform: str | None = None) -> str:
+        """The language the bot speaks to this learner (see memora.i18n.resolve): their
+        /language choice, else their explanation language, else `platform`'s hint (none for a
+        background job such as a reminder), else English."""
+        profile = await self.store.profile(user_id, now)
+        return resolve(profile.get(LANGUAGE_FIELD), profile.get("explanation_language"), platform)
 
     async def timezone(self, user_id: int, now: datetime) -> str:
         return (await self.store.profile(user_id, now)).get("timezone") or "UTC"

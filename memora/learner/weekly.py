@@ -10,7 +10,8 @@ A week without any activity still gets a report, a short encouraging one: the le
 for it, silence would read as a broken bot, and a quiet week is exactly when a nudge helps. It
 says so plainly and keeps only what still matters (cards due, the goal countdown).
 
-The text fits a Telegram photo caption (1024 characters), so the report is one message with
+The text is in the current language (memora.i18n; the caller sets the learner's). It fits a
+Telegram photo caption (1024 characters), so the report is one message with
 its chart: one send, retried whole by the outbox, never a chart without its words.
 """
 
@@ -21,6 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 
+from memora.i18n import _, month_name
 from memora.learner import progress
 from memora.learner.model import MISTAKE_CATEGORIES
 from memora.learner.service import Learner
@@ -44,7 +46,7 @@ class Week:
     @property
     def active(self) -> bool:
         return bool(self.messages[0] or self.study_days[0] or self.new_words[0]) or any(
-            now for now, _ in self.mistakes.values()
+            now for now, _before in self.mistakes.values()
         )
 
 
@@ -120,67 +122,100 @@ async def gather(learner: Learner, user_id: int, now: datetime) -> Week:
 
 def _versus(now: int, before: int) -> str:
     if now == before:
-        return f"same as last week ({before})"
+        return _("same as last week ({before})").format(before=before)
     sign = "↑" if now > before else "↓"
-    return f"last week {before}, {sign}{abs(now - before)}"
+    return _("last week {before}, {change}").format(
+        before=before, change=f"{sign}{abs(now - before)}"
+    )
 
 
 def _mistake_trend(now: int, before: int) -> str:
     if now == before:
-        return "steady"
-    return "fewer ↓" if now < before else "more ↑"
+        return _("steady")
+    return _("fewer ↓") if now < before else _("more ↑")
 
 
 def _span(first: date, last: date) -> str:
+    month = month_name(last.month)
     if first.month == last.month:
-        return f"{first.day}–{last.day} {last:%b}"
-    return f"{first.day} {first:%b} – {last.day} {last:%b}"
+        return _("{first}–{last} {month}").format(first=first.day, last=last.day, month=month)
+    return _("{first} {first_month} – {last} {month}").format(
+        first=first.day, first_month=month_name(first.month), last=last.day, month=month
+    )
 
 
 def compose(week: Week, name: str = "") -> str:
     """The report, in plain words; only the figures that are there. At most CAPTION_LIMIT."""
     p = week.progress
-    hello = f", {name}" if name else ""
-    lines = [f"📅 Your week in English{hello} ({_span(week.first, week.last)})"]
+    span = _span(week.first, week.last)
+    if name:
+        head = _("📅 Your week in English, {name} ({span})").format(name=name, span=span)
+    else:
+        head = _("📅 Your week in English ({span})").format(span=span)
+    lines = [head]
     if not week.active:
         lines.append(
-            "A quiet week: no practice logged. That's fine — one message today is a fresh start."
-            " Send me a sentence about your weekend, or a voice note."
+            _(
+                "A quiet week: no practice logged. That's fine — one message today is a fresh "
+                "start. Send me a sentence about your weekend, or a voice note."
+            )
         )
     else:
         messages, days = week.messages, week.study_days
-        lines.append(f"• Messages: {messages[0]} ({_versus(*messages)})")
-        lines.append(f"• Study days: {days[0]} of 7 (last week {days[1]})")
+        lines.append(
+            _("• Messages: {n} ({versus})").format(n=messages[0], versus=_versus(*messages))
+        )
+        lines.append(
+            _("• Study days: {n} of 7 (last week {before})").format(n=days[0], before=days[1])
+        )
         counts = week.mistakes.values()
-        total = (sum(n for n, _ in counts), sum(b for _, b in counts))
+        total = (sum(n for n, _b in counts), sum(b for _n, b in counts))
         if total == (0, 0):
-            lines.append("• Mistakes: none logged")
+            lines.append(_("• Mistakes: none logged"))
         else:
-            lines.append(f"• Mistakes: {total[0]} (last week {total[1]}, {_mistake_trend(*total)})")
+            lines.append(
+                _("• Mistakes: {n} (last week {before}, {trend})").format(
+                    n=total[0], before=total[1], trend=_mistake_trend(*total)
+                )
+            )
             shown = sorted(week.mistakes.items(), key=lambda kv: (-kv[1][0], -kv[1][1]))
+            was = _("    {category}: {n} (was {before}, {trend})")
             lines += [
-                f"    {cat}: {n} (was {b}, {_mistake_trend(n, b)})"
+                was.format(category=cat, n=n, before=b, trend=_mistake_trend(n, b))
                 for cat, (n, b) in shown[:SHOWN_CATEGORIES]
             ]
-        lines.append(f"• New words: {week.new_words[0]} (last week {week.new_words[1]})")
+        lines.append(
+            _("• New words: {n} (last week {before})").format(
+                n=week.new_words[0], before=week.new_words[1]
+            )
+        )
     if p.vocabulary and p.retained >= 0.5:  # FSRS: a word never reviewed counts 0
         share = p.retained / p.vocabulary
         lines.append(
-            f"• Vocabulary: {p.vocabulary} words, ≈{p.retained:.0f} ({share:.0%}) likely "
-            "remembered now"
+            _("• Vocabulary: {words} words, ≈{retained} ({share}) likely remembered now").format(
+                words=p.vocabulary, retained=f"{p.retained:.0f}", share=f"{share:.0%}"
+            )
         )
     elif p.vocabulary:
-        lines.append(f"• Vocabulary: {p.vocabulary} words; review them so they stay — /review")
+        lines.append(
+            _("• Vocabulary: {words} words; review them so they stay — /review").format(
+                words=p.vocabulary
+            )
+        )
     if p.due_now:
-        lines.append(f"• Review cards due: {p.due_now} — /review")
+        lines.append(_("• Review cards due: {n} — /review").format(n=p.due_now))
     if p.level_history:
         levels = p.level_history[-4:]  # the latest changes
-        lines.append("• Level: " + " → ".join(f"{lvl} ({d[:10]})" for d, lvl in levels))
+        lines.append(
+            _("• Level: {levels}").format(
+                levels=" → ".join(f"{lvl} ({d[:10]})" for d, lvl in levels)
+            )
+        )
     if p.countdown:
-        lines.append(f"• Goal: {p.countdown}")
+        lines.append(_("• Goal: {countdown}").format(countdown=p.countdown))
     if week.active and p.streak >= 2:
-        lines.append(f"🔥 {p.streak}-day streak — keep it going!")
-    lines.append("(/remind weekly off to stop these reports.)")
+        lines.append(_("🔥 {n}-day streak — keep it going!").format(n=p.streak))
+    lines.append(_("(/remind weekly off to stop these reports.)"))
     return _fit("\n".join(lines))
 
 
