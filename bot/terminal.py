@@ -12,6 +12,7 @@ from bot.inputs import clean, split_command
 from memora.commands import COMMANDS, CommandContext, run_command
 from memora.engine import Engine
 from memora.i18n import _, switch
+from memora.modes.placement import OFFER as PLACEMENT_OFFER
 from memora.types import ChatRef, UserRef
 
 
@@ -78,6 +79,8 @@ async def chat_loop(
     print(banner(), file=out)
     if count:
         print(_("(continuing: {n} messages in this chat's history)").format(n=count), file=out)
+    elif engine.config.learner_enabled and await engine.learner_level(user.id) is None:
+        print(_(PLACEMENT_OFFER), file=out)  # a first conversation, no level yet
     while True:
         switch(await engine.language(user))  # /language may have changed it
         print("\n" + _("You: "), end="", file=out, flush=True)

@@ -33,7 +33,9 @@ def lesson_refusal(engine: Engine, ctx: CommandContext, name: str) -> Reply | No
 )
 async def _placement(engine: Engine, ctx: CommandContext) -> Reply:
     if ctx.arg.strip().lower() in STOP_WORDS:
-        return await _stop(engine, ctx, "placement")
+        return await stop_lesson(
+            engine, ctx, "placement", _("There is no placement test running here.")
+        )
     refused = lesson_refusal(engine, ctx, "placement")
     if refused is not None:
         return refused
@@ -53,10 +55,11 @@ async def _placement(engine: Engine, ctx: CommandContext) -> Reply:
     return Reply(reply.text, stats=reply.stats, stored=True, markdown=True, note=intro)
 
 
-async def _stop(engine: Engine, ctx: CommandContext, kind: str) -> Reply:
+async def stop_lesson(engine: Engine, ctx: CommandContext, kind: str, missing: str) -> Reply:
+    """`/<lesson> stop`: leave the chat's mode if it is this kind (else `missing`)."""
     mode = await engine.mode(ctx.chat.id)
     if mode is None or mode.kind != kind:
-        return Reply(_("There is no {what} running here.").format(what=kind), ok=False)
+        return Reply(missing, ok=False)
     await engine.leave_mode(ctx.chat.id)
     return Reply(
         _("Stopped: {mode}. Nothing from it was written to your profile.").format(

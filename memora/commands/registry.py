@@ -22,6 +22,7 @@ from typing import Any
 
 from memora.engine import Engine
 from memora.i18n import N_, _, speaking, translator
+from memora.modes.placement import OFFER as PLACEMENT_OFFER
 from memora.types import ChatRef, UserRef
 from memora.views import Reply
 
@@ -152,8 +153,7 @@ async def _start(engine: Engine, ctx: CommandContext) -> Reply:
         return Reply(help_text())
     if await engine.learner_level(ctx.user.id) is not None:
         return Reply(help_text())
-    offer = _("👋 New here? /placement finds your English level in 8 short questions.")
-    return Reply(f"{help_text()}\n\n{offer}")
+    return Reply(f"{help_text()}\n\n{_(PLACEMENT_OFFER)}")
 
 
 @command("help", "what I remember and the command list", bare_word=True)

@@ -14,13 +14,15 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, Field
 
-from memora.i18n import _
+from memora.i18n import N_, _
 from memora.learner.model import CEFR_LEVELS
 from memora.longterm.extraction import LearnerExtractionResult, ModeAsk
 from memora.modes.base import Lesson, Settled, Settling
 from memora.storage import ModeRow
 
 QUESTIONS = 8
+OFFER = N_("👋 New here? /placement finds your English level in 8 short questions.")
+"""Offered to a learner with no level yet: in /start, and as the terminal chat opens."""
 START_LEVEL = "B1"
 # The kinds of question, in turn: each skill comes up twice in eight questions.
 KINDS = ("grammar", "vocabulary", "reading", "short writing")
