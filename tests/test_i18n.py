@@ -427,3 +427,17 @@ def test_another_members_hidden_context_is_said_in_the_readers_language() -> Non
         )
         assert _hide_memories(profile, "Bob").content == "（Bob 的學習檔案，已隱藏）"
     assert _hide_memories(profile, "Bob").content == "(the learner profile of Bob, hidden)"
+
+
+async def test_a_reminder_speaks_the_app_language_the_learner_last_used(db: Database) -> None:
+    """No /language and no explanation language: the reminder job, which has no message, speaks
+    the language the learner's app named last (kept per user, gone with /forgetme)."""
+    engine = Engine(db=db, llm=FakeLLM(), counter=LocalTokenCounter())
+    now = engine.clock()
+    taiwan = UserRef(7, "Mei", "zh-TW")
+    assert await engine.language(taiwan) == "zh_Hant"
+    assert await engine.learner.language(7, now) == "zh_Hant"  # the job: no platform hint
+    assert (await engine.learner.store.export(7, now))["app_language"] == "zh-TW"
+    await engine.forget_user(7)
+    assert await engine.learner.store.app_language(7) is None
+    assert await engine.learner.language(7, now) == "en"

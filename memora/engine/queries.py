@@ -25,6 +25,7 @@ class Queries(Lanes):
         await self.drain()  # summaries and extractions already under way finish first
         self._terms_unanswered.pop(user_id, None)
         counts = await self.db.forget_user(user_id)
+        self.learner.forget_app_language(user_id)
         counts["reminders"] = await self.reminders.delete_user(user_id)
         counts["weekly_reports"] = await self.weekly.delete_user(user_id)
         counts["memories"] = await self.store.delete_user(user_id) if self.store else 0

@@ -65,6 +65,7 @@ class Learner:
 
     def __init__(self, db: Database) -> None:
         self.store = LearnerStore(db)
+        self._app_languages: dict[int, str] = {}  # user → the app language last stored
 
     async def profile(self, user_id: int, now: datetime) -> Profile:
         return await self.store.profile(user_id, now)
@@ -129,9 +130,20 @@ class Learner:
     async def language(self, user_id: int, now: datetime, platform: str | None = None) -> str:
         """The language the bot speaks to this learner (see memora.i18n.resolve): their
         /language choice, else their explanation language, else `platform`'s hint (none for a
-        background job such as a reminder), else English."""
+        background job such as a reminder: the hint the learner's app gave last is kept for it),
+        else English."""
+        if platform:
+            if self._app_languages.get(user_id) != platform:  # written once per change
+                await self.store.set_app_language(user_id, platform, now)
+                self._app_languages[user_id] = platform
+        else:
+            platform = await self.store.app_language(user_id)
         profile = await self.store.profile(user_id, now)
         return resolve(profile.get(LANGUAGE_FIELD), profile.get("explanation_language"), platform)
+
+    def forget_app_language(self, user_id: int) -> None:
+        """Drop this process's note of the user's app language (after /forgetme)."""
+        self._app_languages.pop(user_id, None)
 
     async def timezone(self, user_id: int, now: datetime) -> str:
         return (await self.store.profile(user_id, now)).get("timezone") or "UTC"

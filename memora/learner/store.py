@@ -61,4 +61,23 @@ class LearnerStore(ProfileStore, EntryStore, CardStore):
             "days": [
                 {"day": d, "messages": m, "reviews": r} for d, m, r in await self.days(user_id)
             ],
+            "app_language": await self.app_language(user_id),
         }
+
+    async def app_language(self, user_id: int) -> str | None:
+        """The language the learner's app last named (Telegram's language_code), if any."""
+        row = await self._one("SELECT lang FROM learner_app_language WHERE user_id=?", (user_id,))
+        return None if row is None else str(row[0])
+
+    async def set_app_language(self, user_id: int, lang: str, now: datetime) -> None:
+        """Keep the app's language for the messages no message prompts (reminders, reports)."""
+        await self._tx(
+            [
+                (
+                    "INSERT INTO learner_app_language(user_id, lang, updated_at) VALUES (?,?,?) "
+                    "ON CONFLICT(user_id) DO UPDATE SET lang=excluded.lang, "
+                    "updated_at=excluded.updated_at",
+                    (user_id, lang, review.iso(now)),
+                )
+            ]
+        )

@@ -88,4 +88,5 @@ USER_TABLES = (
     "learner_cards",
     "learner_reviews",
     "learner_days",
+    "learner_app_language",
 )

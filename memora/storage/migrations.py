@@ -405,3 +405,19 @@ async def m011_chat_modes(db: aiosqlite.Connection) -> None:
         CREATE INDEX chat_modes_user ON chat_modes(user_id)
         """,
     )
+
+
+@migration
+async def m012_app_language(db: aiosqlite.Connection) -> None:
+    """The language the learner's app last named (Telegram's language_code), kept so reminders
+    and weekly reports, which no message prompts, speak it too (memora.learner.Learner.language)."""
+    await script(
+        db,
+        """
+        CREATE TABLE learner_app_language (
+            user_id INTEGER PRIMARY KEY,
+            lang TEXT NOT NULL,
+            updated_at TEXT NOT NULL
+        )
+        """,
+    )
