@@ -71,7 +71,9 @@ class Lessons(Lanes):
         mode = done.mode
         if mode is None or mode.kind not in LESSONS:
             return []
-        ctx = Settling(self.learner, self.clock(), done.chat.id, done.user.id, done.message_id)
+        ctx = Settling(
+            self.learner, self.clock(), done.chat.id, done.user.id, done.message_id, done.text
+        )
         try:
             with speaking(await self.language(done.user)):
                 settled = await LESSONS[mode.kind].settle(mode, found, ctx)

@@ -127,3 +127,9 @@ class CardStore(LearnerTables):
     async def cards(self, user_id: int) -> list[ReviewCard]:
         rows = await self._rows(self._CARD_SQL + "WHERE c.user_id=? ORDER BY c.id", (user_id,))
         return [self._card(r) for r in rows]
+
+    async def card_parts(self, user_id: int) -> list[tuple[ReviewCard, str, str, str]]:
+        """Every card of the user, newest first, with what it is made of: (card, term or wrong
+        sentence, meaning or correction, example or reason)."""
+        rows = await self._rows(self._CARD_SQL + "WHERE c.user_id=? ORDER BY c.id DESC", (user_id,))
+        return [(self._card(r), r[6] or "", r[7] or "", r[8] or "") for r in rows]

@@ -28,6 +28,7 @@ class Settling:
     chat_id: int
     user_id: int
     message_id: int | None = None
+    text: str = ""  # the learner's message of the turn
 
 
 @dataclass(frozen=True)
