@@ -11,6 +11,7 @@ from typing import Any
 
 from memora.commands import CommandContext, run_command
 from memora.engine import ChatRef, Engine, UserRef
+from memora.learner import review
 from memora.learner.model import ExtractedMistake, ExtractedWord
 from memora.modes.practice import code_grade
 from tests.fakes import FakeLLM
@@ -140,3 +141,37 @@ async def test_stop_cancel_reset_groups_export_forgetme(engine: Engine, llm: Fak
     assert data["participants"]["1"]["lesson_modes"][0]["kind"] == "practice"
     await command(engine, "forgetme")
     assert await engine.db.user_modes(ALICE.id) == []
+
+
+async def test_due_cards_come_first(engine: Engine, llm: FakeLLM) -> None:
+    await seed(engine)  # six cards, all due
+    cards = await engine.learner.store.cards(ALICE.id)
+    await engine.learner.store.grade(ALICE.id, cards[0].id, "easy", engine.clock())
+    await command(engine, "practice")
+    mode = await engine.mode(CHAT.id)
+    assert mode is not None
+    picked = [i["card"] for i in mode.state["items"]]
+    assert len(picked) == 5 and cards[0].id not in picked
+
+
+async def test_grades_move_the_card_as_review_would(mem_engine: Engine, llm: FakeLLM) -> None:
+    engine = mem_engine
+    await seed(engine, mistakes=2, words=0)
+    await command(engine, "practice")
+    mode = await engine.mode(CHAT.id)
+    assert mode is not None
+    first, second = (i["card"] for i in mode.state["items"])
+    for card_id, grade, parsed, answer in [
+        (first, "hard", graded("hard"), "whatever"),  # the model's grade is used
+        (second, "again", {"memories": []}, "no idea"),  # none given: the code grade
+    ]:
+        card = await engine.learner.store.card(ALICE.id, card_id)
+        expected = review.review(card.state, grade, engine.clock())
+        llm.replies.append("Feedback")
+        llm.parsed.append(parsed)
+        await engine.handle_turn(CHAT, ALICE, answer)
+        await engine.drain()
+        after = await engine.learner.store.card(ALICE.id, card_id)
+        assert after.reps == card.reps + 1
+        assert abs((after.due - expected.due).total_seconds()) < 2  # stored to the second
+    assert await engine.mode(CHAT.id) is None
