@@ -82,7 +82,7 @@ async def test_five_items_due_first_and_each_answer_adds_the_next(
     await listen(engine)
     await seed(engine)
     out = await command(engine, "practice")
-    assert "Exercise 1 of 5" in out and not llm.calls
+    assert "Exercise 1 of 5" in out and "/practice stop" in out and not llm.calls
     mode = await engine.mode(CHAT.id)
     assert mode is not None and mode.kind == "practice"
     items = mode.state["items"]
@@ -118,6 +118,7 @@ async def test_a_bad_grade_falls_back_to_the_code_grade(mem_engine: Engine, llm:
     assert card.reps == 1
     assert code_grade({"type": "rewrite", "expected": "She goes."}, "she goes") == "good"
     assert code_grade({"type": "rewrite", "expected": "She goes."}, "xyz") == "again"
+    assert code_grade({"type": "gap", "expected": "thrive"}, "Plants thrive in sun.") == "good"
     assert code_grade({"type": "sentence", "expected": "thrive"}, "Kids thrived.") == "good"
 
 

@@ -32,9 +32,9 @@ async def _practice(engine: Engine, ctx: CommandContext) -> Reply:
             )
         )
     await engine.start_mode(ctx.chat, ctx.user, "practice", {"items": items, "results": []})
-    intro = _("🏋️ Practice: {n} short exercises from your own mistakes and words.").format(
-        n=len(items)
-    )
+    intro = _(
+        "🏋️ Practice: {n} short exercises from your own mistakes and words; /practice stop ends it."
+    ).format(n=len(items))
     first = _("Exercise {n} of {total}: {prompt}").format(
         n=1, total=len(items), prompt=items[0]["prompt"]
     )

@@ -80,6 +80,10 @@ def code_grade(item: dict[str, Any], answer: str) -> str:
     if item["type"] == "sentence":
         stem = _norm(item["expected"])[:-2] or _norm(item["expected"])
         return "good" if stem and stem in _norm(answer) else "again"
+    if item["type"] in ("gap", "translate") and f" {_norm(item['expected'])} " in (
+        f" {_norm(answer)} "
+    ):
+        return "good"  # the word, alone or in the whole sentence
     ratio = difflib.SequenceMatcher(None, _norm(item["expected"]), _norm(answer)).ratio()
     return "good" if ratio >= 0.9 else "hard" if ratio >= 0.7 else "again"
 
