@@ -155,3 +155,19 @@ async def test_cancel_reset_groups_export_forgetme(engine: Engine, llm: FakeLLM)
     await command(engine, "roleplay", "phone")
     await command(engine, "forgetme")
     assert await engine.db.user_modes(ALICE.id) == []
+
+
+async def test_suggestions_read_long_term_memories(mem_engine: Engine, llm: FakeLLM) -> None:
+    await command(mem_engine, "remember", "I have a job interview at a bank next month")
+    suggested = (await command(mem_engine, "roleplay")).split("All scenes:")[0]
+    assert "/roleplay interview" in suggested
+
+
+async def test_a_scene_with_nothing_logged_ends_encouraging(
+    mem_engine: Engine, llm: FakeLLM
+) -> None:
+    await command(mem_engine, "roleplay", "directions")
+    await answer(mem_engine, "Excuse me, where is the station?")
+    out = await command(mem_engine, "roleplay", "end")
+    assert "Scene over: Asking for directions" in out and "well done" in out
+    assert "Mistakes" not in out
