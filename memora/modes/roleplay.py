@@ -231,11 +231,9 @@ async def debrief(learner: Learner, mode: ModeRow, user_id: int) -> str:
     """What the learner got wrong and the words they met during the scene, and one thing to
     practise next; built from what was logged (no model call)."""
     since = datetime.fromisoformat(mode.started_at)
-    after = mode.state.get("after") or [0, 0]
-    assert isinstance(after, list)
-    mistakes, words = await learner.store.logged_since(
-        user_id, mode.chat_id, since, (int(after[0]), int(after[1]))
-    )
+    after = mode.state.get("after")
+    ids = (int(after[0]), int(after[1])) if isinstance(after, list) and len(after) == 2 else (0, 0)
+    mistakes, words = await learner.store.logged_since(user_id, mode.chat_id, since, ids)
     out = [_("🎭 Scene over: {scene}").format(scene=title_of(scene_of(mode.state)))]
     if mistakes:
         out.append(_("Mistakes to look at:"))
