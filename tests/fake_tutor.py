@@ -107,7 +107,7 @@ def tutor_responder(req: FakeRequest) -> Answer:
             return default_responder(req)
         return tutor_reply(block, req.last_user_message)
     if req.kind == "structured" and req.schema:
-        answer = minimal_instance(req.schema)
+        answer: dict[str, Any] = minimal_instance(req.schema)
         text = req.last_user_message
         _fill(answer, req.schema, req.schema, text, "it was the last question" in text)
         return answer

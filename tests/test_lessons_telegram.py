@@ -18,6 +18,7 @@ from tests.fake_openai import FakeOpenAI
 from tests.fake_telegram import FakeTelegram
 from tests.fake_tutor import ESTIMATE, tutor_responder
 from tests.test_e2e_telegram import WAIT, BotProcess, ask
+from tests.test_terminal import chat, memora_env
 
 pytestmark = pytest.mark.slow
 
@@ -91,4 +92,17 @@ def test_placement_runs_to_a_level_and_resumes_after_kill_9(bot: BotProcess) -> 
     assert "Placement result" in texts[1] and ESTIMATE in texts[1], texts
     assert "Ask no more questions" in mode_block_of(llm, last)
     profile = ask(tg, "/profile", **LEARNER)
-    assert ESTIMATE in profile and "placement" in profile, profile
+    assert f"• level: {ESTIMATE}  (placement, " in profile, profile
+
+
+def test_placement_in_the_terminal_chat(tmp_path: Path) -> None:
+    with FakeOpenAI() as llm:
+        llm.responder = tutor_responder
+        env = memora_env(llm, tmp_path, MEMORA_MEMORY__MAX_RECENT_TURNS="10")
+        answers = [f"answer {n} is right" for n in range(1, QUESTIONS + 1)]
+        out = chat(env, ["/placement", answers[0], "/status", *answers[1:], "/profile"])
+        assert len(llm.requests_of("reply")) == 1 + QUESTIONS  # one reply call per message
+    assert "Question 1: (grammar, B1)" in out and "Question 8:" in out, out
+    assert "placement test: question 2 of 8" in out, out
+    assert f"Your estimated level is {ESTIMATE}" in out and "Placement result" in out, out
+    assert f"• level: {ESTIMATE}  (placement, " in out.split("Placement result")[-1], out
