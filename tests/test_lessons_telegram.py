@@ -84,6 +84,8 @@ def test_placement_runs_to_a_level_and_resumes_after_kill_9(bot: BotProcess) -> 
             wait_extractions(bot, len(llm.requests_of("reply")) - 1)
             kill9(bot)
             bot.start()
+            status = answer_with(tg, "/status", "placement test: question 3 of 8")
+            assert "Question" not in status, status  # a command, not a turn
     last = "my last answer is right"
     update = tg.user_sends(last, **LEARNER)
     messages = tg.wait_messages(count=2, after=update, timeout=WAIT)
@@ -91,6 +93,7 @@ def test_placement_runs_to_a_level_and_resumes_after_kill_9(bot: BotProcess) -> 
     assert f"Your estimated level is {ESTIMATE}" in texts[0], texts
     assert "Placement result" in texts[1] and ESTIMATE in texts[1], texts
     assert "Ask no more questions" in mode_block_of(llm, last)
+    assert len(llm.requests_of("reply")) == 1 + QUESTIONS  # one call per message, none redone
     profile = ask(tg, "/profile", **LEARNER)
     assert f"• level: {ESTIMATE}  (placement, " in profile, profile
 
