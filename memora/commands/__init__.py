@@ -4,7 +4,16 @@ in /help order (the order of the imports below)."""
 
 # Each family registers its commands when imported; /help lists them in this order.
 # isort: off
-from memora.commands import debug, memory, learner, lessons, practice, data, reminders  # noqa: F401
+from memora.commands import (  # noqa: F401
+    debug,
+    memory,
+    learner,
+    lessons,
+    roleplay,
+    practice,
+    data,
+    reminders,
+)
 
 # isort: on
 from memora.commands.learner import press_button

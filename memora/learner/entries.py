@@ -151,3 +151,27 @@ class EntryStore(LearnerTables):
             "SELECT at, category FROM learner_mistakes WHERE user_id=? ORDER BY at", (user_id,)
         )
         return [(r[0], r[1]) for r in rows]
+
+    async def last_entry_ids(self, user_id: int) -> tuple[int, int]:
+        """The user's newest mistake id and word id (0 for none): what came before a scene."""
+        m = await self._one("SELECT max(id) FROM learner_mistakes WHERE user_id=?", (user_id,))
+        w = await self._one("SELECT max(id) FROM learner_words WHERE user_id=?", (user_id,))
+        return int((m and m[0]) or 0), int((w and w[0]) or 0)
+
+    async def logged_since(
+        self, user_id: int, chat_id: int, since: datetime, after: tuple[int, int] = (0, 0)
+    ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        """The user's mistakes and new words logged in this chat since `since` and after the
+        ids `after` (mistake, word), oldest first: a role-play scene's debrief."""
+        start = review.iso(since)
+        mistakes = await self._rows(
+            "SELECT original, corrected, category FROM learner_mistakes "
+            "WHERE user_id=? AND chat_id=? AND at>=? AND id>? ORDER BY id",
+            (user_id, chat_id, start, after[0]),
+        )
+        words = await self._rows(
+            "SELECT term, meaning FROM learner_words "
+            "WHERE user_id=? AND chat_id=? AND at>=? AND id>? ORDER BY id",
+            (user_id, chat_id, start, after[1]),
+        )
+        return [dict(r) for r in mistakes], [dict(r) for r in words]

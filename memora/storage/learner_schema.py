@@ -80,6 +80,15 @@ CREATE TABLE learner_days (
 )
 """
 
+APP_LANGUAGE_SCHEMA = """
+CREATE TABLE learner_app_language (
+    user_id INTEGER PRIMARY KEY,
+    lang TEXT NOT NULL,
+    updated_at TEXT NOT NULL
+)
+"""
+"""Added by migration m012: the language the learner's app named last."""
+
 USER_TABLES = (
     "learner_profile",
     "learner_profile_history",

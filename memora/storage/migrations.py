@@ -42,7 +42,7 @@ from dataclasses import dataclass
 import aiosqlite
 
 from memora.clock import utcnow
-from memora.storage.learner_schema import LEARNER_SCHEMA
+from memora.storage.learner_schema import APP_LANGUAGE_SCHEMA, LEARNER_SCHEMA
 
 MigrationFn = Callable[[aiosqlite.Connection], Awaitable[None]]
 Transaction = Callable[[], AbstractAsyncContextManager[aiosqlite.Connection]]
@@ -411,13 +411,4 @@ async def m011_chat_modes(db: aiosqlite.Connection) -> None:
 async def m012_app_language(db: aiosqlite.Connection) -> None:
     """The language the learner's app last named (Telegram's language_code), kept so reminders
     and weekly reports, which no message prompts, speak it too (memora.learner.Learner.language)."""
-    await script(
-        db,
-        """
-        CREATE TABLE learner_app_language (
-            user_id INTEGER PRIMARY KEY,
-            lang TEXT NOT NULL,
-            updated_at TEXT NOT NULL
-        )
-        """,
-    )
+    await script(db, APP_LANGUAGE_SCHEMA)

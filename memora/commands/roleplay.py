@@ -1,0 +1,89 @@
+"""/roleplay: role-play scenes (memora.modes.roleplay). With no argument it suggests three scenes
+from the learner's goal, interests and memories, and lists them all; `/roleplay <scene>` or
+`/roleplay <your own scene>` starts one (the model opens it with an ordinary turn);
+`/roleplay end` ends it with a debrief."""
+
+from __future__ import annotations
+
+from memora.commands.lessons import STOP_WORDS, lesson_refusal
+from memora.commands.registry import CommandContext, command
+from memora.engine import Engine
+from memora.i18n import _
+from memora.modes.roleplay import (
+    BY_KEY,
+    FREE_TEXT_CAP,
+    SCENES,
+    START_LEVEL,
+    debrief,
+    suggest,
+)
+from memora.secretfilter import mask_secrets
+from memora.views import Reply
+
+
+async def learner_text(engine: Engine, ctx: CommandContext) -> str:
+    """What the suggestions are ranked against: the goal, interests and long-term memories."""
+    profile = await engine.learner.profile(ctx.user.id, engine.clock())
+    parts = [profile.get("goal") or "", profile.get("interests") or ""]
+    if engine.has_memory:
+        parts += [m.text for m in await engine.memories(ctx.user.id)]
+    return " ".join(parts)
+
+
+def menu(text: str) -> str:
+    picks = suggest(text)
+    lines = [_("🎭 Role-play: I play the other side, you practise a real situation.")]
+    lines.append(_("Suggested for you:"))
+    lines += [f"• /roleplay {s.key} — {_(s.title)}" for s in picks]
+    lines.append(_("All scenes:"))
+    lines += [f"• {s.key} — {_(s.title)}" for s in SCENES]
+    lines.append(_("Or describe your own: /roleplay <a scene in your words>. /roleplay end stops."))
+    return "\n".join(lines)
+
+
+@command(
+    "roleplay",
+    "act out a scene (airport, hotel, interview…); /roleplay end stops with a debrief",
+    arg="[scene | your own scene | end]",
+    runs_turn=True,  # the scene's opening line is a turn: it takes the chat's lock itself
+)
+async def _roleplay(engine: Engine, ctx: CommandContext) -> Reply:
+    arg = " ".join(ctx.arg.split())
+    if arg.lower() in STOP_WORDS:
+        return await end_scene(engine, ctx)
+    refused = lesson_refusal(engine, ctx, "roleplay")
+    if refused is not None:
+        return refused
+    if not arg:
+        return Reply(menu(await learner_text(engine, ctx)))
+    key = arg.lower()
+    if key in BY_KEY:
+        state: dict[str, object] = {"scene": key}
+    else:
+        state = {"scene": "custom", "text": mask_secrets(arg[:FREE_TEXT_CAP])}
+    state["level"] = await engine.learner_level(ctx.user.id) or START_LEVEL
+    # What was logged before the scene stays out of its debrief (times can share a second).
+    state["after"] = list(await engine.learner.store.last_entry_ids(ctx.user.id))
+    await engine.start_mode(ctx.chat, ctx.user, "roleplay", state)
+    reply = await engine.handle_turn(
+        ctx.chat, ctx.user, "/roleplay", message_id=ctx.message_id, extract=False
+    )
+    if not reply.stored:  # the model could not be reached: no scene was started
+        await engine.leave_mode(ctx.chat.id)
+        return reply
+    mode = await engine.mode(ctx.chat.id)
+    intro = _("🎭 {scene}. Stay in the scene; /roleplay end stops it with a debrief.").format(
+        scene=engine.describe_mode(mode)
+    )
+    return Reply(reply.text, stats=reply.stats, stored=True, markdown=True, note=intro)
+
+
+async def end_scene(engine: Engine, ctx: CommandContext) -> Reply:
+    """`/roleplay end`: wait for the scene's last extraction, then the debrief."""
+    await engine.settle(ctx.chat.id, ctx.user.id)
+    mode = await engine.mode(ctx.chat.id)
+    if mode is None or mode.kind != "roleplay":
+        return Reply(_("There is no role-play scene running here."), ok=False)
+    text = await debrief(engine.learner, mode, ctx.user.id)
+    await engine.leave_mode(ctx.chat.id)
+    return Reply(text)
