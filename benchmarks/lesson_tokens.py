@@ -33,6 +33,13 @@ from tests.test_terminal import chat, memora_env
 ORDINARY = [f"Yesterday I go to the market and buy {n} apples, is it right?" for n in range(8)]
 DRIVES: dict[str, list[str]] = {
     "placement": ["/placement", *(f"answer {n}: right" for n in range(1, QUESTIONS + 1))],
+    "roleplay": [
+        "/roleplay airport",
+        "Hello, I want to check in for my flight to Tokyo.",
+        "Here is my passport.",
+        "One bag, and a window seat, please.",
+        "Thank you, bye!",
+    ],
 }
 """The lines a learner types to go through a mode, by kind."""
 
