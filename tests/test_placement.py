@@ -188,3 +188,18 @@ def test_ladder_estimate() -> None:
         )
         == "B2"
     )
+
+
+async def test_a_lesson_answer_misread_as_forget_gets_no_notice(
+    mem_engine: Engine, llm: FakeLLM
+) -> None:
+    """SmolLM2 answered `forget: [9]` to a placement answer: nothing is deleted, and the
+    learner is not told they asked to forget something."""
+    engine = mem_engine
+    await listen(engine)
+    await command(engine, "placement")
+    llm.parsed.append({**judged(True), "forget": [9]})
+    await answer(engine, "Two times.")
+    assert NOTICES == []
+    mode = await engine.mode(CHAT.id)
+    assert mode is not None and mode.state["answers"][0]["correct"] is True

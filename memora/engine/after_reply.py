@@ -175,6 +175,10 @@ class AfterReply(Queries, Lessons):
         undo copy) and tell them in a short notice; the memories deleted."""
         if not outcome.asks_to_forget:
             return []
+        if done.mode is not None and not outcome.forget:
+            # A lesson's answer ("Two times.") that a small model read as a request to forget,
+            # naming no listed memory: a slip, not the learner's wish; nothing to tell them.
+            return []
         forgotten: list[Memory] = []
         for n in outcome.forget:
             memory = existing[n - 1]
