@@ -9,16 +9,19 @@ from __future__ import annotations
 
 from typing import Any
 
-from memora.commands import CommandContext, run_command
-from memora.engine import ChatRef, Engine, UserRef
+from memora.engine import Engine
 from memora.modes.roleplay import suggest
-from memora.prompts import MODE_BLOCK
 from tests.fakes import FakeLLM
-
-ALICE = UserRef(1, "Alice")
-CHAT = ChatRef(1)
-GROUP = ChatRef(-100, "group", "Study group")
-NOTICES: list[str] = []
+from tests.test_placement import (
+    ALICE,
+    CHAT,
+    GROUP,
+    NOTICES,
+    answer,
+    command,
+    listen,
+    mode_block,
+)
 
 
 def found(*, over: bool | None = None, mistake: str = "", word: str = "") -> dict[str, Any]:
@@ -38,34 +41,6 @@ def found(*, over: bool | None = None, mistake: str = "", word: str = "") -> dic
     if word:
         out["vocabulary"] = [{"term": word, "meaning": "m-" + word, "example": word}]
     return out
-
-
-async def command(engine: Engine, name: str, arg: str = "", chat: ChatRef = CHAT) -> str:
-    reply = await run_command(engine, name, CommandContext(chat, ALICE, arg))
-    await engine.drain()
-    return reply.plain
-
-
-def mode_block(llm: FakeLLM) -> str:
-    last = [c for c in llm.calls if c.kind == "complete" and not llm.is_summary(c.instructions)][-1]
-    blocks = [m.content for m in last.messages if m.content.startswith(MODE_BLOCK)]
-    assert len(blocks) == 1, [m.content[:50] for m in last.messages]
-    return blocks[0]
-
-
-async def answer(engine: Engine, text: str) -> None:
-    reply = await engine.handle_turn(CHAT, ALICE, text)
-    assert reply.ok
-    await engine.drain()
-
-
-async def listen(engine: Engine) -> None:
-    NOTICES.clear()
-
-    async def notify(_chat: ChatRef, _user: UserRef, text: str) -> None:
-        NOTICES.append(text)
-
-    engine.notify = notify
 
 
 async def test_a_scene_runs_and_ends_with_a_debrief_of_its_own_items(

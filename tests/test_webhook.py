@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from memora.commands import help_text
+from memora.modes.placement import OFFER as PLACEMENT_OFFER
 from tests.fake_openai import FakeOpenAI
 from tests.fake_telegram import FakeTelegram
 from tests.test_e2e_telegram import START_WAIT, WAIT, BotProcess
@@ -165,7 +166,7 @@ def test_a_wrong_or_missing_secret_is_rejected_and_not_answered(bot: WebhookBot)
 def test_start_via_the_webhook_gets_the_help_text(bot: WebhookBot) -> None:
     answer = bot.ask("/start", USER + 2)
     assert answer.startswith("I'm Memora, your English tutor.")
-    assert answer == help_text()
+    assert answer == f"{help_text()}\n\n{PLACEMENT_OFFER}"  # a newcomer: no level yet
 
 
 def test_sigterm_stops_the_bot_cleanly(bot: WebhookBot) -> None:
