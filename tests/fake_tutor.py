@@ -2,7 +2,10 @@
 model would: reply calls follow the lesson block (memora.prompts.MODE_BLOCK) — a placement
 question at the level the block names, the estimate after the last — and extraction calls answer
 the mode's fields (placement judgement, a role-play scene's `scene_over`, a practice `grade`).
-A learner's answer counts as right when it contains RIGHT_WORD. Anything else: default_responder.
+A learner's answer counts as right when it contains RIGHT_WORD, or, for a practice exercise, the
+expected answer. Outside lessons its extraction logs the slips it knows (SLIPS) and the word a
+learner asks about ("What does 'X' mean?"), so practice has items. Anything else:
+default_responder.
 """
 
 from __future__ import annotations
@@ -22,10 +25,22 @@ _NEXT = re.compile(
 )
 _USER_MESSAGE = re.compile(r"<user_message>\n(.*?)\n</user_message>", re.DOTALL)
 _ENDINGS = ("bye", "end", "thank you")
+_EXPECTED = re.compile(r"Expected answer: '(.+?)'\.")
+_PRACTICE_EXPECTED = re.compile(r"<practice>.*?Expected answer: (.+?)\n</practice>", re.DOTALL)
+_ASKS_WORD = re.compile(r"what does [\"'‘“]?([a-z][a-z -]*?)[\"'’”]? mean", re.IGNORECASE)
+SLIPS = {  # a learner's words with an error → (corrected, category, reason)
+    "I goed to the park": ("I went to the park", "tense", "go → went: an irregular past"),
+}
 
 
-def is_right(text: str) -> bool:
+def is_right(text: str, expected: str | None = None) -> bool:
+    if expected and _norm(expected) in _norm(text):
+        return True
     return RIGHT_WORD in text.lower()
+
+
+def _norm(text: str) -> str:
+    return " ".join(re.sub(r"[^\w\s']", " ", text.lower()).split())
 
 
 def mode_block(req: FakeRequest) -> str | None:
@@ -45,6 +60,9 @@ def tutor_reply(block: str, learner: str) -> str:
         return f"{verdict}\nQuestion {n}: ({kind}, {level}) Which word is right here?"
     if "Ask no more questions" in block:
         return f"Your estimated level is {ESTIMATE} because you handled most questions well."
+    if found := _EXPECTED.search(block):
+        expected = found.group(1)
+        return "Well done!" if is_right(learner, expected) else f"Not quite: “{expected}”."
     return f"(in the lesson) {learner}"
 
 
@@ -80,7 +98,8 @@ def _fill(obj: Any, schema: dict[str, Any], root: dict[str, Any], text: str, las
         return
     props: dict[str, Any] = schema.get("properties", {})
     learner = found.group(1) if (found := _USER_MESSAGE.search(text)) else text
-    right = is_right(learner)
+    expected = found.group(1) if (found := _PRACTICE_EXPECTED.search(text)) else None
+    right = is_right(learner, expected)
     for name, sub in props.items():
         sub = _resolved(sub, root)
         if name == "placement":
@@ -93,6 +112,16 @@ def _fill(obj: Any, schema: dict[str, Any], root: dict[str, Any], text: str, las
             obj[name] = any(word in learner.lower() for word in _ENDINGS)
         elif name == "grade":
             obj[name] = _grade(sub, right)
+        elif name == "mistakes" and expected is None:
+            obj[name] = [
+                {"original": wrong, "corrected": fixed, "category": kind, "reason": why}
+                for wrong, (fixed, kind, why) in SLIPS.items()
+                if wrong.lower() in learner.lower()
+            ]
+        elif name == "vocabulary" and (asked := _ASKS_WORD.search(learner)):
+            term = asked.group(1).strip().lower()
+            example = f"We planned the {term} together."
+            obj[name] = [{"term": term, "meaning": f"({term})", "example": example}]
         elif sub.get("type") == "object" or "properties" in sub:
             if obj.get(name) is None:
                 obj[name] = minimal_instance(sub, root)

@@ -6,7 +6,9 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from memora.longterm.extraction import LearnerExtractionResult
 from memora.modes.placement import PlacementResult
+from memora.modes.practice import PracticeResult
 from memora.prompts import MODE_BLOCK
 from tests.fake_openai import FakeRequest
 from tests.fake_tutor import ESTIMATE, tutor_responder
@@ -62,3 +64,24 @@ def test_a_reply_follows_the_lesson_block() -> None:
     assert str(tutor_responder(req)).startswith("Question 1: (grammar, B1)")
     req.messages = [{"role": "user", "content": "hello"}]
     assert tutor_responder(req) == "Echo: hello"
+
+
+def test_outside_lessons_it_logs_its_known_slip_and_the_word_asked_about() -> None:
+    schema = LearnerExtractionResult.model_json_schema()
+    slip = LearnerExtractionResult.model_validate(
+        structured(schema, "Yesterday I goed to the park.")
+    )
+    assert [(m.original, m.corrected) for m in slip.mistakes] == [
+        ("I goed to the park", "I went to the park")
+    ]
+    word = LearnerExtractionResult.model_validate(structured(schema, "What does 'itinerary' mean?"))
+    assert [w.term for w in word.vocabulary] == ["itinerary"] and not word.mistakes
+
+
+def test_a_practice_answer_is_graded_against_the_expected_answer() -> None:
+    schema = PracticeResult.model_json_schema()
+    exercise = "\n<practice>\nExercise: Fill the gap\nExpected answer: itinerary\n</practice>"
+    good = PracticeResult.model_validate(structured(schema, "Itinerary!", exercise))
+    assert good.grade == "good" and not good.mistakes
+    bad = PracticeResult.model_validate(structured(schema, "schedule", exercise))
+    assert bad.grade == "again"

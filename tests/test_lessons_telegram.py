@@ -1,7 +1,8 @@
 """Lessons end to end: the real `memora run` process against the fake Bot API and the fake
 model playing the tutor (tests/fake_tutor.py). A learner takes /placement in a private chat —
 one reply call per message, a kill -9 mid-test resumes at the same question — and /profile shows
-the level the test found."""
+the level the test found. Another practises their own logged slip and word with /practice, across
+a kill -9, and the grades reach the items' review cards."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from memora.modes.placement import QUESTIONS
 from memora.prompts import MODE_BLOCK
 from tests.fake_openai import FakeOpenAI
 from tests.fake_telegram import FakeTelegram
-from tests.fake_tutor import ESTIMATE, tutor_responder
+from tests.fake_tutor import ESTIMATE, SLIPS, tutor_responder
 from tests.test_e2e_telegram import WAIT, BotProcess, ask
 from tests.test_terminal import chat, memora_env
 
@@ -109,3 +110,47 @@ def test_placement_in_the_terminal_chat(tmp_path: Path) -> None:
     assert "placement test: question 2 of 8" in out, out
     assert f"Your estimated level is {ESTIMATE}" in out and "Placement result" in out, out
     assert f"• level: {ESTIMATE}  (placement, " in out.split("Placement result")[-1], out
+
+
+def exercise_answer(prompt: str) -> str:
+    """A right answer to an exercise the fake tutor's items give (its slip, its word)."""
+    for wrong, (fixed, _kind, _why) in SLIPS.items():
+        if wrong in prompt:
+            return f"{fixed}."
+    assert "itinerary" in prompt or "____" in prompt, prompt
+    return "itinerary" if "____" in prompt else "My itinerary for the trip is ready."
+
+
+def test_practice_from_logged_items_survives_kill_9_and_grades_the_cards(bot: BotProcess) -> None:
+    tg, llm = bot.tg, bot.llm
+    nothing = ask(tg, "/practice", **LEARNER)
+    assert "nothing to practise yet" in nothing and "/placement" in nothing, nothing
+    ask(tg, "Yesterday I goed to the park with my sister.", **LEARNER)
+    ask(tg, "What does 'itinerary' mean?", **LEARNER)
+    wait_extractions(bot, 2)
+    assert "“I goed to the park” → “I went to the park”" in answer_with(tg, "/mistakes", "goed")
+    assert "itinerary" in ask(tg, "/words", **LEARNER)
+    calls = len(llm.requests_of("reply"))
+
+    started = ask(tg, "/practice", **LEARNER)
+    assert started.startswith("🏋️ Practice: 2 short exercises"), started
+    assert len(llm.requests_of("reply")) == calls  # the first exercise is written by code
+    first = started.split("Exercise 1 of 2: ", 1)[1]
+    reply = answer_with(tg, exercise_answer(first), "Exercise 2 of 2: ")
+    assert reply.startswith("Well done!"), reply
+    wait_extractions(bot, 3)  # the grade of exercise 1 is in: kill -9 before exercise 2
+    kill9(bot)
+    bot.start()
+    assert "practice: exercise 2 of 2" in answer_with(tg, "/status", "Lesson mode")
+    second = reply.split("Exercise 2 of 2: ", 1)[1]
+    update = tg.user_sends(exercise_answer(second), **LEARNER)
+    messages = tg.wait_messages(count=2, after=update, timeout=WAIT)
+    texts = [str(m.get("text", "")) for m in messages]
+    assert texts[0].startswith("Well done!") and "That was the last one." in texts[0], texts
+    assert texts[1].startswith("✅ Practice done: 2 of 2 right. Next reviews: 20"), texts
+    assert len(llm.requests_of("reply")) == calls + 2  # one reply call per answer
+    graded = [r for r in llm.requests_of("structured") if "<practice>" in r.last_user_message]
+    assert len(graded) == 2, [r.last_user_message for r in graded]
+    assert "Lesson mode: none" in ask(tg, "/status", **LEARNER)
+    review = ask(tg, "/review", **LEARNER)
+    assert "goed" not in review and "itinerary" not in review, review  # both graded: not due
