@@ -79,12 +79,15 @@ class Reply:
 @dataclass(frozen=True)
 class ButtonAnswer:
     """What a tap on a button does: a short notice to the tapper (an alert for errors), the
-    tapped message replaced by `edit`, and `then` sent after it."""
+    tapped message replaced by `edit`, and `then` sent after it. `command` is a command line
+    the adapter then runs as if the tapper had typed it in that chat (a scene button is a
+    shortcut for `/roleplay <scene>`, whose opening line is a turn)."""
 
     notice: str = ""
     alert: bool = False
     edit: Reply | None = None
     then: Reply | None = None
+    command: str = ""
 
 
 def render_messages(title: str, messages: list[ChatMessage]) -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from memora.commands import CommandContext, press_button, run_command
 from memora.engine import Engine
 from memora.modes.roleplay import suggest
 from tests.fakes import FakeLLM
@@ -146,3 +147,31 @@ async def test_a_scene_with_nothing_logged_ends_encouraging(
     out = await command(mem_engine, "roleplay", "end")
     assert "Scene over: Asking for directions" in out and "well done" in out
     assert "Mistakes" not in out
+
+
+async def test_a_suggestion_button_is_checked_before_it_starts_a_scene(
+    engine: Engine, llm: FakeLLM
+) -> None:
+    await command(engine, "profile", "set interests travel")
+    menu = await run_command(engine, "roleplay", CommandContext(CHAT, ALICE, ""))
+    (first,) = menu.buttons[0]
+    assert first.data == "scene:airport" and len(menu.buttons) == 3
+    tap = await press_button(engine, CHAT, ALICE, first.data)
+    assert tap.command == "/roleplay airport" and not tap.alert
+    assert tap.edit is not None and "Airport check-in" in tap.edit.text and not tap.edit.buttons
+    assert await engine.mode(CHAT.id) is None  # the adapter runs the command: nothing yet
+    forged = await press_button(engine, CHAT, ALICE, "scene:../../etc")
+    assert forged.alert and not forged.command and "isn't one I can use" in forged.notice
+    in_group = await press_button(engine, GROUP, ALICE, first.data)
+    assert in_group.alert and not in_group.command and "private chat" in in_group.notice
+
+    # The chat put in the scene but its opening line never stored (a crash): the tap, delivered
+    # again, still starts it.
+    await engine.start_mode(CHAT, ALICE, "roleplay", {"scene": "airport"})
+    again = await press_button(engine, CHAT, ALICE, first.data)  # the tap delivered again
+    assert again.command == "/roleplay airport"
+    await command(engine, "roleplay", "airport")
+    stale = await press_button(engine, CHAT, ALICE, first.data)  # the old menu, mid-scene
+    assert stale.alert and "A lesson is running here (role-play: Airport check-in)" in stale.notice
+    other = await press_button(engine, CHAT, ALICE, "scene:hotel")
+    assert other.alert and not other.command

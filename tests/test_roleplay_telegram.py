@@ -1,6 +1,7 @@
 """/roleplay end to end (issue 30): the real `memora run` process against the fake Telegram and
 OpenAI servers. A scene started with /roleplay survives a kill -9: after the restart the
 learner's next message is still answered inside the scene (its block is in the reply request).
+A suggested scene starts with a tap on its button; a stale or forged tap is refused.
 """
 
 from __future__ import annotations
@@ -12,7 +13,8 @@ import pytest
 
 from tests.fake_openai import FakeOpenAI
 from tests.fake_telegram import FakeTelegram
-from tests.test_e2e_telegram import BotProcess, ask
+from tests.test_e2e_learner import keyboard
+from tests.test_e2e_telegram import WAIT, BotProcess, ask
 
 pytestmark = pytest.mark.slow
 
@@ -38,5 +40,48 @@ def test_a_scene_survives_a_kill(tmp_path: Path) -> None:
             assert "role-play: Airport check-in" in ask(tg, "/status")
             ended = ask(tg, "/roleplay end")
             assert "Scene over" in ended
+        finally:
+            assert bot.stop() == 0, bot.output()
+
+
+def test_a_suggested_scene_starts_with_a_tap(tmp_path: Path) -> None:
+    with FakeTelegram() as tg, FakeOpenAI() as llm:
+        bot = BotProcess(tg, llm, tmp_path / "data", tmp_path / "bot.log")
+        bot.start()
+        try:
+            assert "goal" in ask(tg, "/profile set goal pass a job interview next month")
+            asked = tg.user_sends("/roleplay")
+            (menu,) = tg.wait_messages(count=1, after=asked, timeout=WAIT)
+            buttons = keyboard(menu)
+            assert len(buttons) == 3 and "🎭 Job interview" in buttons, buttons
+            calls = len(llm.requests_of("reply"))
+            tg.user_taps(menu, buttons["🎭 Job interview"])
+            opened = tg.wait_messages(count=2, after=asked, timeout=WAIT)  # the menu, the scene
+            assert "Stay in the scene" in str(opened[-1].get("text")), opened
+            assert [a["text"] for a in tg.callback_answers] == ["🎭 Job interview"]
+            assert len(llm.requests_of("reply")) == calls + 1  # the opening line: one turn
+            assert "interviewer" in str(llm.requests_of("reply")[-1].body)
+            edited = tg.wait_for(
+                lambda: [
+                    m
+                    for m in tg.sent_messages()
+                    if m["message_id"] == menu["message_id"]
+                    and not keyboard(m)
+                    and "Job interview" in m["text"]
+                ],
+                WAIT,
+                "the menu edited to the choice",
+            )
+            assert edited[0]["text"] == "🎭 Role-play: Job interview"
+            assert "role-play: Job interview" in ask(tg, "/status")
+
+            tg.user_taps(menu, buttons["🎭 Job interview"])  # the old menu, mid-scene
+            tg.wait_for(lambda: len(tg.callback_answers) >= 2, WAIT, "the stale tap's answer")
+            stale = tg.callback_answers[-1]
+            assert stale["show_alert"] and "A lesson is running here" in stale["text"], stale
+            tg.user_taps(menu, "scene:space_station")  # forged
+            tg.wait_for(lambda: len(tg.callback_answers) >= 3, WAIT, "the forged tap's answer")
+            assert "isn't one I can use" in tg.callback_answers[-1]["text"]
+            assert len(llm.requests_of("reply")) == calls + 1  # /status and taps cost no call
         finally:
             assert bot.stop() == 0, bot.output()

@@ -18,7 +18,8 @@ from memora.views import Document, Reply
 class Answer:
     """One answer as kept in the outbox: the learner's message (to quote and to reply in its
     chat and topic), the Reply with how to render it, and the streamed preview (if any) to edit
-    into its first message, whoever sends it and whenever."""
+    into its first message, whoever sends it and whenever. `user_id` names the learner it is
+    for when `message` is not theirs (the menu whose button they tapped)."""
 
     message: Message
     reply: Reply
@@ -26,6 +27,14 @@ class Answer:
     name: str = "reply"
     quote: bool = False
     edit: Message | None = None
+    user_id: int | None = None
+
+    @property
+    def learner_id(self) -> int | None:
+        """Whose answer this is: `user_id`, else the sender of `message`."""
+        if self.user_id is not None:
+            return self.user_id
+        return self.message.from_user.id if self.message.from_user else None
 
     def encode(self) -> str:
         doc = self.reply.document
@@ -43,6 +52,7 @@ class Answer:
                 "name": self.name,
                 "quote": self.quote,
                 "edit": None if self.edit is None else self.edit.to_dict(),
+                "user_id": self.user_id,
                 "photo": None
                 if self.reply.photo is None
                 else base64.b64encode(self.reply.photo).decode(),
@@ -68,6 +78,7 @@ class Answer:
             name=data["name"],
             quote=data["quote"],
             edit=None if data.get("edit") is None else Message.de_json(data["edit"], bot),
+            user_id=data.get("user_id"),
         )
 
 

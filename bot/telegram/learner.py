@@ -15,6 +15,7 @@ from telegram.error import BadRequest, Forbidden
 
 from memora.i18n import N_, _
 from memora.storage.durable import MESSAGE, Kept
+from memora.types import UserRef
 from memora.views import Reply
 
 from .bodies import Answer, Buttons, markup_of, message_body
@@ -44,30 +45,29 @@ def needs_learner_rendering(reply: Reply) -> bool:
 
 
 async def send_learner_reply(
-    update: Update, message: Message, reply: Reply, context: Context, *, name: str
+    update: Update, message: Message, reply: Reply, context: Context, *, name: str, who: UserRef
 ) -> None:
-    """A reply with buttons, a photo, or for the caller's private chat only. Through the outbox
-    except the review sent privately from a group (whether Telegram lets the bot write to the
-    caller decides what the group is told)."""
+    """A reply for `who` with buttons, a photo, or for their private chat only. Through the
+    outbox except the review sent privately from a group (whether Telegram lets the bot write
+    to the caller decides what the group is told)."""
     state = context.bot_data
-    if reply.private and message.chat.type != "private" and message.from_user is not None:
-        who = message.from_user
+    if reply.private and message.chat.type != "private":
         try:
             await _send_to(context, who.id, reply)
         except (Forbidden, BadRequest) as exc:
             log.info("cannot message user %s privately: %s", who.id, exc)
-            text = _(CANNOT_DM).format(name=who.first_name, bot=context.bot.username)
+            text = _(CANNOT_DM).format(name=who.name, bot=context.bot.username)
             await state.notice(update, message, text)
             return
-        await state.notice(update, message, _(SENT_PRIVATELY).format(name=who.first_name))
+        await state.notice(update, message, _(SENT_PRIVATELY).format(name=who.name))
         return
     group = message.chat.type != "private"  # in a group the answer quotes the question
     if reply.buttons:
-        user = message.from_user.id if message.from_user else None
         rows = message_rows(reply)
-        await state.need_deliverer().keep(message.chat_id, user, rows, update_id=update.update_id)
+        await state.need_deliverer().keep(message.chat_id, who.id, rows, update_id=update.update_id)
         return
-    await state.answer(update, Answer(message, reply, markdown=False, name=name, quote=group))
+    answer = Answer(message, reply, markdown=False, name=name, quote=group, user_id=who.id)
+    await state.answer(update, answer)
 
 
 async def _send_to(context: Context, chat_id: int, reply: Reply) -> None:

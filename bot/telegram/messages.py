@@ -28,11 +28,15 @@ def refs(message: Message) -> tuple[ChatRef, UserRef] | None:
     user = message.from_user
     if user is None or user.is_bot:
         return None
-    chat = message.chat
     who = UserRef(user.id, user.first_name, user.language_code or "")
+    return chat_ref(message.chat), who
+
+
+def chat_ref(chat: Chat) -> ChatRef:
+    """The platform-neutral chat: private, or a group of any kind."""
     if chat.type == ChatType.PRIVATE:
-        return ChatRef(chat.id, "private", chat.full_name or ""), who
-    return ChatRef(chat.id, "group", chat.title or ""), who
+        return ChatRef(chat.id, "private", chat.full_name or "")
+    return ChatRef(chat.id, "group", chat.title or "")
 
 
 def incoming_text(update: Update) -> tuple[Message, str, ChatRef, UserRef] | None:

@@ -97,11 +97,8 @@ class Deliverer:
         `edit`, a streamed preview, becoming its first message)."""
         if edit is not None:
             answer = replace(answer, edit=edit)
-        user = answer.message.from_user
         chat_id = answer.message.chat_id
-        await self.outbox.put(
-            chat_id, user.id if user else None, answer.encode(), update_id=update_id
-        )
+        await self.outbox.put(chat_id, answer.learner_id, answer.encode(), update_id=update_id)
         await self.flush(chat_id)
 
     async def flush(self, chat_id: int) -> None:

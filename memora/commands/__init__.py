@@ -16,7 +16,7 @@ from memora.commands import (  # noqa: F401
 )
 
 # isort: on
-from memora.commands.learner import press_button
+from memora.commands.buttons import press_button
 from memora.commands.registry import (
     COMMANDS,
     Command,

@@ -1,5 +1,5 @@
 """Commands of the learner model (profile, review cards, progress, mistakes, words, the language
-the bot speaks) and the tap on a review button; the work is in memora.learner.commands."""
+the bot speaks); the work is in memora.learner.commands."""
 
 from __future__ import annotations
 
@@ -10,11 +10,9 @@ from memora.learner.commands import (
     entries_command,
     profile_command,
     progress_command,
-    review_button,
     review_command,
 )
-from memora.types import UserRef
-from memora.views import ButtonAnswer, Reply
+from memora.views import Reply
 
 
 @command(
@@ -94,9 +92,3 @@ async def _language(engine: Engine, ctx: CommandContext) -> Reply:
     await engine.set_language(ctx.user.id, lang)
     with speaking(await engine.language(ctx.user)) as now:
         return Reply(_("From now on I speak {name} to you.").format(name=NAMES[now]))
-
-
-async def press_button(engine: Engine, user: UserRef, data: str) -> ButtonAnswer:
-    """A tap on one of our buttons (only review cards have them), checked against the tapper."""
-    with speaking(await engine.language(user)):
-        return await review_button(engine.learner, user.id, data, engine.clock())

@@ -1,7 +1,7 @@
 """/roleplay: role-play scenes (memora.modes.roleplay). With no argument it suggests three scenes
-from the learner's goal, interests and memories, and lists them all; `/roleplay <scene>` or
-`/roleplay <your own scene>` starts one (the model opens it with an ordinary turn);
-`/roleplay end` ends it with a debrief."""
+from the learner's goal, interests and memories (as buttons too), and lists them all;
+`/roleplay <scene>`, `/roleplay <your own scene>` or a tap on a suggestion starts one (the model
+opens it with an ordinary turn); `/roleplay end` ends it with a debrief."""
 
 from __future__ import annotations
 
@@ -18,7 +18,10 @@ from memora.modes.roleplay import (
     suggest,
 )
 from memora.secretfilter import mask_secrets
-from memora.views import Reply
+from memora.types import ChatRef, UserRef
+from memora.views import Button, ButtonAnswer, Reply
+
+SCENE_BUTTON = "scene:"  # a suggestion's button data: SCENE_BUTTON + the scene's key
 
 
 async def learner_text(engine: Engine, ctx: CommandContext) -> str:
@@ -30,7 +33,8 @@ async def learner_text(engine: Engine, ctx: CommandContext) -> str:
     return " ".join(parts)
 
 
-def menu(text: str) -> str:
+def menu(text: str) -> Reply:
+    """All scenes, the three suggested for this learner first, with a button each."""
     picks = suggest(text)
     lines = [_("🎭 Role-play: I play the other side, you practise a real situation.")]
     lines.append(_("Suggested for you:"))
@@ -38,7 +42,8 @@ def menu(text: str) -> str:
     lines.append(_("All scenes:"))
     lines += [f"• {s.key} — {_(s.title)}" for s in SCENES]
     lines.append(_("Or describe your own: /roleplay <a scene in your words>. /roleplay end stops."))
-    return "\n".join(lines)
+    buttons = tuple((Button(f"🎭 {_(s.title)}", SCENE_BUTTON + s.key),) for s in picks)
+    return Reply("\n".join(lines), buttons=buttons)
 
 
 @command(
@@ -55,7 +60,7 @@ async def _roleplay(engine: Engine, ctx: CommandContext) -> Reply:
     if refused is not None:
         return refused
     if not arg:
-        return Reply(menu(await learner_text(engine, ctx)))
+        return menu(await learner_text(engine, ctx))
     key = arg.lower()
     if key in BY_KEY:
         state: dict[str, object] = {"scene": key}
@@ -87,3 +92,27 @@ async def end_scene(engine: Engine, ctx: CommandContext) -> Reply:
     text = await debrief(engine.learner, mode, ctx.user.id)
     await engine.leave_mode(ctx.chat.id)
     return Reply(text)
+
+
+async def press_scene(engine: Engine, chat: ChatRef, user: UserRef, key: str) -> ButtonAnswer:
+    """A tap on a suggested scene: checked here, then run by the adapter as `/roleplay <key>`.
+    An unknown scene is forged; a tap while a lesson runs comes from an old menu, except this
+    very scene before its opening line was stored (the tap delivered again after a crash)."""
+    scene = BY_KEY.get(key)
+    if scene is None:
+        text = _("That button isn't one I can use (it may be from an old message). Send /roleplay.")
+        return ButtonAnswer(text, alert=True)
+    refused = lesson_refusal(engine, CommandContext(chat, user, key), "roleplay")
+    if refused is not None:
+        return ButtonAnswer(refused.text, alert=True)
+    mode = await engine.mode(chat.id)
+    unopened = mode is not None and mode.step == 0 and mode.state.get("scene") == key
+    if mode is not None and not unopened:
+        text = _("A lesson is running here ({lesson}): finish it or send /cancel first.")
+        return ButtonAnswer(text.format(lesson=engine.describe_mode(mode)), alert=True)
+    title = _(scene.title)
+    return ButtonAnswer(
+        f"🎭 {title}",
+        edit=Reply(_("🎭 Role-play: {scene}").format(scene=title)),
+        command=f"/roleplay {key}",
+    )

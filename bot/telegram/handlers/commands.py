@@ -3,10 +3,11 @@ unknown one gets a pointer to /help."""
 
 from __future__ import annotations
 
-from telegram import Update
+from telegram import Message, Update
 
 from memora.commands import COMMANDS, CommandContext, run_command
 from memora.i18n import _
+from memora.types import ChatRef, UserRef
 
 from ...inputs import split_command
 from ..bodies import Answer
@@ -21,8 +22,16 @@ async def on_command(update: Update, context: Context) -> None:
     if incoming is None:
         return
     message, text, chat, user = incoming
+    await run_and_render(update, context, message, chat, user, text)
+
+
+async def run_and_render(
+    update: Update, context: Context, message: Message, chat: ChatRef, user: UserRef, line: str
+) -> None:
+    """Run the command `line` in the core as `user` in `chat` and deliver its answer under
+    `message`: the learner's own command, or the menu whose button they tapped."""
     state = context.bot_data
-    name, _target, arg = split_command(text)
+    name, _target, arg = split_command(line)
     ctx = CommandContext(
         chat,
         user,
@@ -37,9 +46,11 @@ async def on_command(update: Update, context: Context) -> None:
         lang = await state.need_engine().language(user)  # the menu follows at once
         await state.menus.follow(context.bot, chat.id, lang, user.language)
     if needs_learner_rendering(reply):  # review cards, the progress chart
-        await send_learner_reply(update, message, reply, context, name=name)
+        await send_learner_reply(update, message, reply, context, name=name, who=user)
         return
-    answer = Answer(message, reply, markdown=reply.markdown, name=name, quote=chat.is_group)
+    answer = Answer(
+        message, reply, markdown=reply.markdown, name=name, quote=chat.is_group, user_id=user.id
+    )
     await state.answer(update, answer)
 
 

@@ -1,0 +1,20 @@
+"""A tap on one of our inline buttons, checked against the tapper and the chat before anything
+happens: review cards (`rv:…`, memora.learner.commands) and role-play scene suggestions
+(`scene:…`, memora.commands.roleplay). Any other data is forged and refused."""
+
+from __future__ import annotations
+
+from memora.commands.roleplay import SCENE_BUTTON, press_scene
+from memora.engine import Engine
+from memora.i18n import speaking
+from memora.learner.commands import review_button
+from memora.types import ChatRef, UserRef
+from memora.views import ButtonAnswer
+
+
+async def press_button(engine: Engine, chat: ChatRef, user: UserRef, data: str) -> ButtonAnswer:
+    """What the tap on a button carrying `data` does, answered in the tapper's language."""
+    with speaking(await engine.language(user)):
+        if data.startswith(SCENE_BUTTON):
+            return await press_scene(engine, chat, user, data.removeprefix(SCENE_BUTTON))
+        return await review_button(engine.learner, user.id, data, engine.clock())
