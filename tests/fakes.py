@@ -8,11 +8,15 @@ import re
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TypeVar
+from datetime import datetime
+from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
+from memora.engine import Engine, EngineConfig
 from memora.llm import ChatMessage, Completion, LLMError, OnDelta, Parsed, Usage, validated
+from memora.storage import Database
+from memora.tokens import LocalTokenCounter
 
 T = TypeVar("T", bound=BaseModel)
 
@@ -151,3 +155,21 @@ def outage() -> LLMError:
 
 def as_json(obj: object) -> str:
     return json.dumps(obj, ensure_ascii=False)
+
+
+class Clock:
+    """Time passed in: tests move it, nothing sleeps."""
+
+    def __init__(self, now: datetime) -> None:
+        self.now = now
+
+    def __call__(self) -> datetime:
+        return self.now
+
+
+def clocked_engine(db: Database, clock: Clock, **extra: Any) -> Engine:
+    """An engine over `db` with a scripted model, on a clock the test moves."""
+    config = EngineConfig(max_input_tokens=1000)
+    return Engine(
+        db=db, llm=FakeLLM(), counter=LocalTokenCounter(), config=config, clock=clock, **extra
+    )

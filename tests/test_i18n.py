@@ -21,7 +21,7 @@ from memora import i18n
 from memora.commands import COMMANDS, CommandContext, help_text, run_command
 from memora.commands.debug import _hide_memories
 from memora.config import LimitsConfig
-from memora.engine import Engine, EngineConfig
+from memora.engine import Engine
 from memora.learner import progress
 from memora.learner.service import ReminderFacts
 from memora.llm import ChatMessage
@@ -31,8 +31,7 @@ from memora.storage import Database
 from memora.tokens import LocalTokenCounter
 from memora.types import ChatRef, UserRef
 from memora.usage import Call, Metering, UsageLedger
-from tests.fakes import FakeLLM
-from tests.test_reminders import Clock
+from tests.fakes import Clock, FakeLLM, clocked_engine
 from tests.test_weekly import ALICE, MONDAY, a_fortnight
 
 LOCALE = i18n.LOCALE_DIR
@@ -291,13 +290,8 @@ MONDAY_NOON = datetime(2026, 11, 30, 12, 5, tzinfo=UTC)  # 20:05 in Taipei
 
 @pytest.fixture
 async def clocked(db: Database) -> AsyncIterator[Engine]:
-    eng = Engine(
-        db=db,
-        llm=FakeLLM(),
-        counter=LocalTokenCounter(),
-        config=EngineConfig(max_input_tokens=1000),
-        clock=Clock(MONDAY_NOON),
-        metering=Metering(UsageLedger(db), LimitsConfig(), {"reply": "m1"}),
+    eng = clocked_engine(
+        db, Clock(MONDAY_NOON), metering=Metering(UsageLedger(db), LimitsConfig(), {"reply": "m1"})
     )
     yield eng
     await eng.drain()
@@ -374,13 +368,7 @@ async def test_the_models_context_stays_english_for_a_chinese_learner(clocked: E
 
 async def test_the_weekly_report_is_in_traditional_chinese(db: Database) -> None:
     clock = Clock(MONDAY)
-    engine = Engine(
-        db=db,
-        llm=FakeLLM(),
-        counter=LocalTokenCounter(),
-        config=EngineConfig(max_input_tokens=1000),
-        clock=clock,
-    )
+    engine = clocked_engine(db, clock)
     await a_fortnight(engine)
     await engine.set_language(ALICE, "zh_Hant")
     rep = await engine.weekly.report(ALICE, MONDAY)  # as the weekly job asks: no language given

@@ -46,6 +46,15 @@ async def command(engine: Engine, name: str, arg: str = "", chat: ChatRef = CHAT
     return reply.plain
 
 
+async def assert_exported_then_forgotten(engine: Engine, kind: str) -> None:
+    """The chat's running lesson is in /export; /forgetme deletes it."""
+    data = await engine.export_chat(CHAT.id)
+    assert data is not None
+    assert data["participants"]["1"]["lesson_modes"][0]["kind"] == kind
+    await command(engine, "forgetme")
+    assert await engine.db.user_modes(ALICE.id) == []
+
+
 def mode_block(llm: FakeLLM) -> str:
     """The lesson block of the last reply request."""
     last = [c for c in llm.calls if c.kind == "complete" and not llm.is_summary(c.instructions)][-1]
@@ -161,11 +170,7 @@ async def test_stop_cancel_reset_and_groups(engine: Engine, llm: FakeLLM) -> Non
 
 async def test_forgetme_and_export(engine: Engine, llm: FakeLLM) -> None:
     await command(engine, "placement")
-    data = await engine.export_chat(CHAT.id)
-    assert data is not None
-    assert data["participants"]["1"]["lesson_modes"][0]["kind"] == "placement"
-    await command(engine, "forgetme")
-    assert await engine.db.user_modes(ALICE.id) == []
+    await assert_exported_then_forgotten(engine, "placement")
 
 
 async def test_start_offers_placement_only_without_a_level(engine: Engine, llm: FakeLLM) -> None:

@@ -15,6 +15,7 @@ from memora.learner import review
 from memora.learner.model import ExtractedMistake, ExtractedWord
 from memora.modes.practice import code_grade
 from tests.fakes import FakeLLM
+from tests.test_placement import assert_exported_then_forgotten
 
 ALICE = UserRef(1, "Alice")
 CHAT = ChatRef(1)
@@ -137,11 +138,7 @@ async def test_stop_cancel_reset_groups_export_forgetme(engine: Engine, llm: Fak
     hello = await engine.handle_turn(CHAT, ALICE, "Hi!")  # the learner's items come from turns
     assert hello.stored
     await command(engine, "practice")
-    data = await engine.export_chat(CHAT.id)
-    assert data is not None
-    assert data["participants"]["1"]["lesson_modes"][0]["kind"] == "practice"
-    await command(engine, "forgetme")
-    assert await engine.db.user_modes(ALICE.id) == []
+    await assert_exported_then_forgotten(engine, "practice")
 
 
 async def test_due_cards_come_first(engine: Engine, llm: FakeLLM) -> None:

@@ -16,7 +16,7 @@ from bot.telegram import build_application
 from bot.telegram.reminders import ReminderJobs, _ptb_days
 from memora.commands import CommandContext, run_command
 from memora.config import Settings, TelegramConfig
-from memora.engine import ChatRef, Engine, EngineConfig, UserRef
+from memora.engine import ChatRef, Engine, UserRef
 from memora.learner.service import ReminderFacts
 from memora.reminders import (
     EVERY_DAY,
@@ -31,21 +31,11 @@ from memora.reminders import (
 from memora.storage import Database
 from memora.tokens import LocalTokenCounter
 from tests.fake_telegram import FakeTelegram
-from tests.fakes import FakeLLM
+from tests.fakes import Clock, FakeLLM, clocked_engine
 
 ALICE, BOB = 1001, 1002
 # Monday 30 November 2026, 12:05 UTC = 20:05 in Taipei.
 MONDAY_NOON = datetime(2026, 11, 30, 12, 5, tzinfo=UTC)
-
-
-class Clock:
-    """Time passed in: tests move it, nothing sleeps."""
-
-    def __init__(self, now: datetime) -> None:
-        self.now = now
-
-    def __call__(self) -> datetime:
-        return self.now
 
 
 # -- parsing ------------------------------------------------------------------------------------
@@ -191,15 +181,9 @@ async def test_the_day_is_claimed_once(reminders: Reminders) -> None:
 
 
 # -- the commands -------------------------------------------------------------------------------
-@pytest.fixture
-async def clocked_engine(db: Database, clock: Clock) -> AsyncIterator[Engine]:
-    eng = Engine(
-        db=db,
-        llm=FakeLLM(),
-        counter=LocalTokenCounter(),
-        config=EngineConfig(max_input_tokens=1000),
-        clock=clock,
-    )
+@pytest.fixture(name="clocked_engine")
+async def clocked_engine_fixture(db: Database, clock: Clock) -> AsyncIterator[Engine]:
+    eng = clocked_engine(db, clock)
     yield eng
     await eng.drain()
 

@@ -19,6 +19,7 @@ from tests.test_placement import (
     GROUP,
     NOTICES,
     answer,
+    assert_exported_then_forgotten,
     command,
     listen,
     mode_block,
@@ -121,16 +122,12 @@ async def test_suggestions_follow_interests(engine: Engine, llm: FakeLLM) -> Non
 async def test_cancel_reset_groups_export_forgetme(engine: Engine, llm: FakeLLM) -> None:
     assert "private chat" in await command(engine, "roleplay", "airport", chat=GROUP)
     await command(engine, "roleplay", "phone")
-    data = await engine.export_chat(CHAT.id)
-    assert data is not None
-    assert data["participants"]["1"]["lesson_modes"][0]["kind"] == "roleplay"
+    await assert_exported_then_forgotten(engine, "roleplay")
+    await command(engine, "roleplay", "phone")
     assert "Ended" in await command(engine, "cancel")
     await command(engine, "roleplay", "phone")
     assert "Ended" in await command(engine, "reset")
     assert await engine.mode(CHAT.id) is None
-    await command(engine, "roleplay", "phone")
-    await command(engine, "forgetme")
-    assert await engine.db.user_modes(ALICE.id) == []
 
 
 async def test_suggestions_read_long_term_memories(mem_engine: Engine, llm: FakeLLM) -> None:

@@ -30,8 +30,7 @@ from memora.views import Reply
 from memora.weekly import WeeklyReports, WeeklySetting, week_key
 from tests.fake_openai import FakeOpenAI
 from tests.fake_telegram import FakeTelegram
-from tests.fakes import FakeLLM
-from tests.test_reminders import Clock
+from tests.fakes import Clock, FakeLLM, clocked_engine
 from tests.test_terminal import chat, memora_env
 
 ALICE, BOB = 1001, 1002
@@ -61,13 +60,7 @@ def clock() -> Clock:
 
 @pytest.fixture
 async def engine(db: Database, clock: Clock) -> AsyncIterator[Engine]:
-    eng = Engine(
-        db=db,
-        llm=FakeLLM(),
-        counter=LocalTokenCounter(),
-        config=EngineConfig(max_input_tokens=1000),
-        clock=clock,
-    )
+    eng = clocked_engine(db, clock)
     yield eng
     await eng.drain()
 
