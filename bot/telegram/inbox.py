@@ -22,6 +22,7 @@ from memora.storage.durable import Inbox, Replicas
 
 from .privacy import masked_update
 from .processor import chat_key
+from .tasks import cancel_and_wait
 
 log = logging.getLogger(__name__)
 
@@ -116,9 +117,7 @@ class DurableQueue(asyncio.Queue[object]):
     async def close(self) -> None:
         """Stop beating and leave: what is still ours is taken over by the others at once."""
         if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+            await cancel_and_wait(self._task)
             self._task = None
             if self.replicas is not None:
                 await self.replicas.leave()

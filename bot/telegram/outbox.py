@@ -40,6 +40,7 @@ from memora.storage.durable import ANSWER, EDIT, VOICE, WEEKLY, Kept, Outbox, Ou
 
 from .bodies import Answer, markup_of
 from .render import not_modified, quoting, send_reply
+from .tasks import cancel_and_wait
 
 log = logging.getLogger(__name__)
 
@@ -153,9 +154,7 @@ class Deliverer:
         try:
             yield lost
         finally:
-            keeper.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await keeper
+            await cancel_and_wait(keeper)
             try:
                 await self.outbox.unlease(chat_id, self.holder)
             except Exception:  # it expires by itself
@@ -257,9 +256,7 @@ class Deliverer:
 
     async def stop(self) -> None:
         if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+            await cancel_and_wait(self._task)
             self._task = None
 
     async def _run(self) -> None:
