@@ -7,15 +7,16 @@ from memora.commands.registry import CommandContext, command
 from memora.engine import Engine
 from memora.i18n import _
 from memora.modes.placement import QUESTIONS, START_LEVEL
+from memora.types import ChatRef
 from memora.views import Reply
 
 STOP_WORDS = frozenset({"stop", "end", "cancel", "quit"})
 
 
-def lesson_refusal(engine: Engine, ctx: CommandContext, name: str) -> Reply | None:
+def lesson_refusal(engine: Engine, chat: ChatRef, name: str) -> Reply | None:
     """Why a lesson cannot start here: lessons run in the learner's private chat, with the
     learner model on."""
-    if ctx.chat.is_group:
+    if chat.is_group:
         return Reply(
             _("/{name} runs in our private chat: send it to me there.").format(name=name),
             ok=False,
@@ -36,7 +37,7 @@ async def _placement(engine: Engine, ctx: CommandContext) -> Reply:
         return await stop_lesson(
             engine, ctx, "placement", _("There is no placement test running here.")
         )
-    refused = lesson_refusal(engine, ctx, "placement")
+    refused = lesson_refusal(engine, ctx.chat, "placement")
     if refused is not None:
         return refused
     level = await engine.learner_level(ctx.user.id) or START_LEVEL

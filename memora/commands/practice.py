@@ -20,7 +20,7 @@ from memora.views import Reply
 async def _practice(engine: Engine, ctx: CommandContext) -> Reply:
     if ctx.arg.strip().lower() in STOP_WORDS:
         return await stop_lesson(engine, ctx, "practice", _("There is no practice running here."))
-    refused = lesson_refusal(engine, ctx, "practice")
+    refused = lesson_refusal(engine, ctx.chat, "practice")
     if refused is not None:
         return refused
     items = await build_items(engine.learner.store, ctx.user.id, engine.clock())

@@ -56,7 +56,7 @@ async def _roleplay(engine: Engine, ctx: CommandContext) -> Reply:
     arg = " ".join(ctx.arg.split())
     if arg.lower() in STOP_WORDS:
         return await end_scene(engine, ctx)
-    refused = lesson_refusal(engine, ctx, "roleplay")
+    refused = lesson_refusal(engine, ctx.chat, "roleplay")
     if refused is not None:
         return refused
     if not arg:
@@ -102,7 +102,7 @@ async def press_scene(engine: Engine, chat: ChatRef, user: UserRef, key: str) ->
     if scene is None:
         text = _("That button isn't one I can use (it may be from an old message). Send /roleplay.")
         return ButtonAnswer(text, alert=True)
-    refused = lesson_refusal(engine, CommandContext(chat, user, key), "roleplay")
+    refused = lesson_refusal(engine, chat, "roleplay")
     if refused is not None:
         return ButtonAnswer(refused.text, alert=True)
     mode = await engine.mode(chat.id)
