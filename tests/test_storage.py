@@ -303,3 +303,19 @@ async def test_a_known_chat_is_not_written_again_each_turn(tmp_path: Path) -> No
         assert 7 in await db.chat_ids()
     finally:
         await db.close()
+
+
+async def test_a_server_key_is_made_once_and_shared_by_every_connection(
+    db: Database, tmp_path: Path
+) -> None:
+    first = await db.server_key("webhook_secret")
+    assert len(first) >= 43 and first == await db.server_key("webhook_secret")
+    assert await db.server_key("provider_identifier") != first
+    # another replica on the same store reads the same key, and racing asks agree
+    other = Database(url=db.url) if db.url else Database(db.path)
+    await other.open()
+    try:
+        both = await asyncio.gather(other.server_key("new"), db.server_key("new"))
+        assert both[0] == both[1] and await other.server_key("webhook_secret") == first
+    finally:
+        await other.close()

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from memora.storage.chats import ChatQueries
 from memora.storage.erasure import UserErasure
+from memora.storage.keys import KeyQueries
 from memora.storage.modes import ModeQueries
 from memora.storage.turns import TurnQueries
 
 
-class Database(ChatQueries, TurnQueries, ModeQueries, UserErasure):
+class Database(ChatQueries, TurnQueries, ModeQueries, UserErasure, KeyQueries):
     """The short-term store: chats and their history (ChatQueries), turns, usage and the
-    extraction log (TurnQueries), lesson modes (ModeQueries), erasure (UserErasure), over one
-    Connection."""
+    extraction log (TurnQueries), lesson modes (ModeQueries), erasure (UserErasure), the
+    deployment's keys (KeyQueries), over one Connection."""

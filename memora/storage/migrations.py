@@ -412,3 +412,19 @@ async def m012_app_language(db: aiosqlite.Connection) -> None:
     """The language the learner's app last named (Telegram's language_code), kept so reminders
     and weekly reports, which no message prompts, speak it too (memora.learner.Learner.language)."""
     await script(db, APP_LANGUAGE_SCHEMA)
+
+
+@migration
+async def m013_server_keys(db: aiosqlite.Connection) -> None:
+    """The deployment's own keys (storage/keys.py): the webhook secret, the provider identifier's
+    key. No learner data."""
+    await script(
+        db,
+        """
+        CREATE TABLE server_keys (
+            name TEXT PRIMARY KEY,
+            value TEXT NOT NULL,
+            created_at TEXT NOT NULL
+        )
+        """,
+    )
