@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -177,3 +178,25 @@ def test_shared_stores_default_to_the_embedded_ones_and_refuse_other_schemes(
     monkeypatch.setenv("MEMORA_LONGTERM__CHROMA_URL", "chroma:8000")
     with pytest.raises(ConfigError, match=r"longterm\.chroma_url.*http"):
         load_settings()
+
+
+def test_example_provider_blocks_load_and_name_the_api_their_server_has(tmp_path: Path) -> None:
+    """The [llm] section's ready blocks (commented out): each loads as it is once uncommented,
+    and only OpenAI's and Azure's use the Responses API (the others answer it with 404)."""
+    text = (ROOT / "config.example.toml").read_text()
+    llm_section = text.split("\n[llm]\n", 1)[1].split("\n[", 1)[0]
+    blocks = re.findall(r"(?m)^# ([^\n(]+?) \([^\n]*\):\n((?:#   [^\n]+\n)+)", llm_section)
+    names = {name: body for name, body in blocks}
+    assert set(names) == {
+        "Azure OpenAI",
+        "DeepSeek",
+        "Ollama on this machine",
+        "A llama.cpp server",
+    }
+    for name, body in names.items():
+        cfg = tmp_path / "provider.toml"
+        lines = [line.removeprefix("#   ") for line in body.splitlines()]
+        cfg.write_text("[llm]\n" + "\n".join(lines) + "\n")
+        llm = load_settings(cfg).llm
+        assert llm.base_url.startswith(("https://", "http://localhost:")), name
+        assert llm.api == ("responses" if name == "Azure OpenAI" else "chat_completions"), name

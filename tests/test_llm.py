@@ -25,6 +25,7 @@ from memora.llm import (
     schema_sketch,
     validated,
 )
+from memora.llm.sdk_errors import NO_RESPONSES_API
 from memora.longterm.embeddings import OpenAIEmbedder
 from tests.fake_openai import (
     CutMode,
@@ -356,6 +357,22 @@ async def test_an_outage_is_not_taken_for_a_refused_format(fake: FakeOpenAI) -> 
         fake.fail_next(1, status=500, kind="structured")
         assert (await llm.parse(INSTR, MSGS, Correction)).parsed is not None  # now retried
     assert [r.retry_count for r in fake.requests] == [0, 0, 0, 1]
+
+
+async def test_a_404_names_the_api_setting_only_when_the_responses_api_is_missing(
+    fake: FakeOpenAI,
+) -> None:
+    fake.fail_next(1, status=404, kind="structured")
+    async with make_llm(fake, "responses", max_retries=0) as llm:
+        with pytest.raises(LLMError) as missing:
+            await llm.parse(INSTR, MSGS, Correction)
+    assert missing.value.code == NO_RESPONSES_API
+    assert 'set [llm] api = "chat_completions"' in str(missing.value)
+    fake.fail_next(1, status=404, kind="reply")  # a chat server's 404 is only a 404
+    async with make_llm(fake, "chat_completions", max_retries=0) as llm:
+        with pytest.raises(LLMError) as other:
+            await llm.complete(INSTR, MSGS)
+    assert str(other.value) == "the model service answered HTTP 404" and other.value.code is None
 
 
 # -- token counting --------------------------------------------------------------------------------

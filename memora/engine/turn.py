@@ -14,6 +14,7 @@ from memora.errors import LLMError, OverBudget
 from memora.i18n import N_, _, speaking
 from memora.llm import Completion, OnDelta
 from memora.llm.audio import Transcript
+from memora.llm.sdk_errors import API_FIX, NO_RESPONSES_API
 from memora.modes import LESSONS
 from memora.secretfilter import mask_secrets
 from memora.shortterm import BuiltContext, Window, build_context
@@ -28,6 +29,10 @@ LLM_FAILED = N_(
     "Sorry — I couldn't reach my language model just now ({why}). Nothing was saved; "
     "please send your message again in a moment."
 )
+LLM_WRONG_API = N_(
+    "Sorry — my language model is set up wrong, so I can't answer: its server has no "
+    "Responses API. Nothing was saved. (For the bot's operator: set {fix}.)"
+)
 TOO_LONG_CHARS = N_(
     "That message is too long for me ({n} characters; the limit is {limit}). "
     "Please send it in shorter parts. Nothing was saved."
@@ -38,6 +43,14 @@ OVER_BUDGET = N_(
 )
 FORWARDED = "[forwarded message, not the learner's own words] "
 EMPTY = N_("I didn't get any text. Write a message, or /help for what I can do.")
+
+
+def llm_failed(exc: LLMError) -> str:
+    """The learner's answer to a failed reply call: "again in a moment", or, for a server
+    without the API the config names, what the operator must change (waiting would not help)."""
+    if exc.code == NO_RESPONSES_API:
+        return _(LLM_WRONG_API).format(fix=API_FIX)
+    return _(LLM_FAILED).format(why=exc)
 
 
 @dataclass(frozen=True)
@@ -198,7 +211,7 @@ class Turns(AfterReply, Retrieval):
         except OverBudget as exc:
             return Reply(_(OVER_BUDGET).format(counted=exc.counted, budget=exc.budget), ok=False)
         except LLMError as exc:
-            return Reply(_(LLM_FAILED).format(why=exc), ok=False)
+            return Reply(llm_failed(exc), ok=False)
         summary_tokens = await self._save_folds(chat.id, window, built)
         return _Prepared(
             window=window,
@@ -220,7 +233,7 @@ class Turns(AfterReply, Retrieval):
             )
         except LLMError as exc:
             log.warning("reply failed for chat %s: %s", chat.id, exc)
-            return Reply(_(LLM_FAILED).format(why=exc), ok=False)
+            return Reply(llm_failed(exc), ok=False)
 
     async def _store(self, turn: _Turn, prepared: _Prepared, answer: Completion) -> Reply:
         """Write the whole turn in one transaction, then schedule the after-reply work."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import re
 from collections.abc import Awaitable, Iterator
 from contextlib import contextmanager
@@ -17,6 +18,12 @@ from memora.errors import LLMError
 from memora.llm.base import TIMED_OUT
 
 T_ = TypeVar("T_")
+
+log = logging.getLogger(__name__)
+
+NO_RESPONSES_API = "no_responses_api"  # LLMError.code: the server has no /responses endpoint
+API_FIX = '[llm] api = "chat_completions"'
+_told_no_responses_api = False  # the log says it once per process, at the first such answer
 
 
 class StreamRefused(Exception):
@@ -55,6 +62,28 @@ def _code_of(exc: openai.APIStatusError) -> str | None:
     return code if code and _ERROR_CODE.fullmatch(code) else None
 
 
+def lacks_responses_api(exc: openai.APIStatusError) -> bool:
+    """Whether an error answer means the server has no Responses API: HTTP 404 to a
+    `/responses` request (Ollama, DeepSeek and most local servers), except OpenAI's own 404 for
+    a model it does not know (code "model_not_found")."""
+    if exc.status_code != 404 or _code_of(exc) == "model_not_found":
+        return False
+    return "/responses" in exc.response.request.url.path
+
+
+def _no_responses_api(service: str) -> LLMError:
+    global _told_no_responses_api
+    if not _told_no_responses_api:
+        _told_no_responses_api = True
+        log.error(
+            "%s answered HTTP 404 to a Responses API request: this server has no Responses API."
+            " Set %s in the config (or MEMORA_LLM__API=chat_completions).",
+            service,
+            API_FIX,
+        )
+    return LLMError(f"{service} has no Responses API (HTTP 404); set {API_FIX}", NO_RESPONSES_API)
+
+
 @contextmanager
 def translated(service: str = "the model service") -> Iterator[None]:
     """Turn every SDK failure raised inside the block into an LLMError with a short, true reason."""
@@ -63,6 +92,8 @@ def translated(service: str = "the model service") -> Iterator[None]:
     except asyncio.CancelledError:
         raise
     except openai.APIStatusError as exc:
+        if lacks_responses_api(exc):
+            raise _no_responses_api(service) from exc
         code = _code_of(exc)
         named = f" ({code})" if code else ""
         raise LLMError(f"{service} answered HTTP {exc.status_code}{named}", code) from exc
