@@ -146,7 +146,9 @@ class LimitsConfig(_Section):
 
 class ModelPrice(_Section):
     input: float = Field(0.0, ge=0)  # per 1M input tokens
-    output: float = Field(0.0, ge=0)  # per 1M output tokens
+    output: float = Field(0.0, ge=0)  # per 1M output tokens (reasoning tokens are output)
+    # per 1M input tokens the provider served from its prompt cache; unset: the input price
+    cached_input: float | None = Field(None, ge=0)
     audio_minute: float = Field(0.0, ge=0)  # per minute of audio transcribed
 
 

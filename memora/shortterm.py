@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 from memora.errors import OverBudget as OverBudget  # re-exported
 from memora.keyfacts import pin_missing
-from memora.llm import LLM, ChatMessage
+from memora.llm import LLM, ChatMessage, Usage
 from memora.prompts import (
     MEMORY_BLOCK,
     MODE_BLOCK,
@@ -27,7 +27,7 @@ class Fold:
     summarized_count: int
     tokens: int  # input + output of the summary call
     pinned: list[str] = field(default_factory=list)
-    output_tokens: int = 0
+    usage: Usage = field(default_factory=Usage)  # the summary call's, as the provider said
 
 
 def label(m: StoredMessage, group: bool) -> ChatMessage:
@@ -56,9 +56,7 @@ async def summarize(
     new_summary = done.text.strip()
     sources = [m.content for m in messages if m.role == "user"]
     pinned_summary, missing = pin_missing(new_summary, sources, old_summary)
-    return Fold(
-        pinned_summary, covered_until, done.usage.total_tokens, missing, done.usage.output_tokens
-    )
+    return Fold(pinned_summary, covered_until, done.usage.total_tokens, missing, done.usage)
 
 
 @dataclass

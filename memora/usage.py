@@ -9,8 +9,10 @@ it (it is not the conversation); `/forgetme` does, with the rest of the learner'
 `[limits]` caps a learner's tokens (input + output of every call) and voice seconds per day and
 per month (UTC); 0 is no cap, admins are exempt. The check runs before the reply's model call:
 a learner over a cap gets one message saying when it resets, and nothing is stored or sent.
-`[pricing]` gives prices per model (per 1M input and output tokens, per audio minute); the cost
-is an estimate from those prices, which the operator keeps true (none is built in).
+`[pricing]` gives prices per model (per 1M input, cached input and output tokens, per audio
+minute); the cost is an estimate from those prices, which the operator keeps true (none is built
+in). The ledger keeps what the provider reported of each call's input as served from its prompt
+cache (billed at the cached price) and of its output as reasoning (billed as output).
 """
 
 from __future__ import annotations
@@ -24,7 +26,9 @@ from typing import Any
 from memora.clock import as_utc
 from memora.config import LimitsConfig, PricingConfig
 from memora.i18n import N_, _
+from memora.llm import Usage
 from memora.storage import Database
+from memora.storage.ledger import LedgerEntry
 
 __all__ = [
     "Call",
@@ -51,6 +55,8 @@ class Call:
     input_tokens: int = 0
     output_tokens: int = 0
     audio_seconds: float = 0.0
+    cached_tokens: int = 0  # of input_tokens: served from the provider's prompt cache
+    reasoning_tokens: int = 0  # of output_tokens: spent reasoning
 
     @property
     def empty(self) -> bool:
@@ -125,7 +131,10 @@ def cost(pricing: PricingConfig, calls: Sequence[Call]) -> float | None:
             if call.empty:
                 continue
             return None
-        total += call.input_tokens / 1e6 * price.input + call.output_tokens / 1e6 * price.output
+        cached = min(call.cached_tokens, call.input_tokens)
+        cached_price = price.input if price.cached_input is None else price.cached_input
+        total += (call.input_tokens - cached) / 1e6 * price.input + cached / 1e6 * cached_price
+        total += call.output_tokens / 1e6 * price.output
         total += call.audio_seconds / 60 * price.audio_minute
     return total
 
@@ -148,41 +157,26 @@ class UsageLedger:
         counted = [c for c in calls if not c.empty]
         if not counted and not turns:
             return
-        day = as_utc(now).date().isoformat()
         if not counted:  # a turn whose model reported no usage still counts as a turn
             counted = [Call("reply", "")]
-        async with self.db.transaction() as db:
-            for n, c in enumerate(counted):
-                await db.execute(
-                    "INSERT INTO usage(user_id, day, kind, model, calls, input_tokens, "
-                    "output_tokens, audio_seconds, turns) VALUES (?,?,?,?,1,?,?,?,?) "
-                    "ON CONFLICT(user_id, day, kind, model) DO UPDATE SET "
-                    "calls = usage.calls + 1, "
-                    "input_tokens = usage.input_tokens + excluded.input_tokens, "
-                    "output_tokens = usage.output_tokens + excluded.output_tokens, "
-                    "audio_seconds = usage.audio_seconds + excluded.audio_seconds, "
-                    "turns = usage.turns + excluded.turns",
-                    (
-                        user_id,
-                        day,
-                        c.kind,
-                        c.model,
-                        c.input_tokens,
-                        c.output_tokens,
-                        c.audio_seconds,
-                        turns if n == 0 else 0,
-                    ),
-                )
+        entries = [
+            LedgerEntry(
+                c.kind,
+                c.model,
+                c.input_tokens,
+                c.output_tokens,
+                c.cached_tokens,
+                c.reasoning_tokens,
+                c.audio_seconds,
+                turns if n == 0 else 0,
+            )
+            for n, c in enumerate(counted)
+        ]
+        await self.db.add_usage(user_id, as_utc(now).date().isoformat(), entries)
 
     async def spent(self, user_id: int, since: datetime) -> Spent:
         """The learner's tokens and voice seconds from `since`'s UTC day on."""
-        rows = await self.db.rows(
-            "SELECT COALESCE(SUM(input_tokens + output_tokens), 0), "
-            "COALESCE(SUM(audio_seconds), 0) FROM usage WHERE user_id=? AND day >= ?",
-            (user_id, as_utc(since).date().isoformat()),
-        )
-        tokens, seconds = rows[0] if rows else (0, 0.0)
-        return Spent(int(tokens), float(seconds))
+        return Spent(*await self.db.usage_spent(user_id, as_utc(since).date().isoformat()))
 
     async def over_limit(self, limits: LimitsConfig, user_id: int, now: datetime) -> str | None:
         """Why the learner may not send another message now (see :func:`over_limit`)."""
@@ -201,29 +195,33 @@ class UsageLedger:
 
     async def report(self, since: datetime) -> list[LearnerUsage]:
         """Every learner's usage from `since`'s UTC day on, most tokens first."""
-        rows = await self.db.rows(
-            "SELECT user_id, kind, model, SUM(calls), SUM(input_tokens), SUM(output_tokens), "
-            "SUM(audio_seconds), SUM(turns) FROM usage WHERE day >= ? "
-            "GROUP BY user_id, kind, model",
-            (as_utc(since).date().isoformat(),),
-        )
-        by_user: dict[int, list[Any]] = {}
-        for row in rows:
-            by_user.setdefault(int(row[0]), []).append(row)
-        names = await self._names(list(by_user))
+        by_user: dict[int, list[LedgerEntry]] = {}
+        for user_id, entry in await self.db.usage_since(as_utc(since).date().isoformat()):
+            by_user.setdefault(user_id, []).append(entry)
+        names = await self.db.learner_names(list(by_user))
         out = []
         for user_id, found in by_user.items():
             tokens: dict[str, int] = {}
-            calls = []
-            for _uid, kind, model, _n, inp, outp, seconds, _t in found:
-                if int(inp) + int(outp):
-                    tokens[kind] = tokens.get(kind, 0) + int(inp) + int(outp)
-                calls.append(Call(str(kind), str(model), int(inp), int(outp), float(seconds)))
+            for e in found:
+                if e.input_tokens + e.output_tokens:
+                    tokens[e.kind] = tokens.get(e.kind, 0) + e.input_tokens + e.output_tokens
+            calls = [
+                Call(
+                    e.kind,
+                    e.model,
+                    e.input_tokens,
+                    e.output_tokens,
+                    e.audio_seconds,
+                    cached_tokens=e.cached_tokens,
+                    reasoning_tokens=e.reasoning_tokens,
+                )
+                for e in found
+            ]
             out.append(
                 LearnerUsage(
                     user_id=user_id,
                     name=names.get(user_id, ""),
-                    turns=sum(int(r[7]) for r in found),
+                    turns=sum(e.turns for e in found),
                     tokens=tokens,
                     voice_seconds=sum(c.audio_seconds for c in calls),
                     calls=calls,
@@ -231,42 +229,13 @@ class UsageLedger:
             )
         return sorted(out, key=lambda u: -u.total_tokens)
 
-    async def _names(self, user_ids: list[int]) -> dict[int, str]:
-        if not user_ids:
-            return {}
-        marks = ",".join("?" * len(user_ids))
-        rows = await self.db.rows(
-            f"SELECT user_id, MAX(user_name) FROM messages WHERE user_id IN ({marks}) "
-            "GROUP BY user_id",
-            user_ids,
-        )
-        return {int(r[0]): str(r[1] or "") for r in rows}
-
     async def delete_user(self, user_id: int) -> int:
         """Forget the learner's usage (their /forgetme); how many rows went."""
-        rows = await self.db.rows("SELECT COUNT(*) FROM usage WHERE user_id=?", (user_id,))
-        async with self.db.transaction() as db:
-            await db.execute("DELETE FROM usage WHERE user_id=?", (user_id,))
-        return int(rows[0][0]) if rows else 0
+        return await self.db.delete_usage(user_id)
 
     async def export(self, user_id: int) -> list[dict[str, Any]]:
         """The learner's usage rows, for /export."""
-        rows = await self.db.rows(
-            "SELECT day, kind, model, calls, input_tokens, output_tokens, audio_seconds, turns "
-            "FROM usage WHERE user_id=? ORDER BY day, kind, model",
-            (user_id,),
-        )
-        keys = (
-            "day",
-            "kind",
-            "model",
-            "calls",
-            "input_tokens",
-            "output_tokens",
-            "audio_seconds",
-            "turns",
-        )
-        return [dict(zip(keys, row, strict=True)) for row in rows]
+        return await self.db.usage_rows(user_id)
 
 
 class Metering:
@@ -295,6 +264,18 @@ class Metering:
     ) -> Call:
         """One call of this kind, on the model configured for it."""
         return Call(kind, self.models.get(kind, ""), input_tokens, output_tokens, audio_seconds)
+
+    def model_call(self, kind: str, usage: Usage) -> Call:
+        """One model call of this kind as its provider reported it (cached input and reasoning
+        tokens included)."""
+        return Call(
+            kind,
+            self.models.get(kind, ""),
+            usage.input_tokens,
+            usage.output_tokens,
+            cached_tokens=usage.cached_tokens,
+            reasoning_tokens=usage.reasoning_tokens,
+        )
 
     async def refusal(self, user_id: int, now: datetime) -> str | None:
         """Why this learner may not send another message now; None if they may."""
@@ -347,6 +328,12 @@ def render_report(
             _("{n} turns").format(n=u.turns),
             _("{n} tokens").format(n=f"{u.total_tokens:,}") + (f" ({kinds})" if kinds else ""),
         ]
+        cached = sum(c.cached_tokens for c in u.calls)
+        reasoning = sum(c.reasoning_tokens for c in u.calls)
+        if cached:
+            parts.append(_("cached input {n}").format(n=f"{cached:,}"))
+        if reasoning:
+            parts.append(_("reasoning {n}").format(n=f"{reasoning:,}"))
         if u.voice_seconds:
             parts.append(_("voice {seconds} s").format(seconds=f"{u.voice_seconds:.0f}"))
         if each is not None:

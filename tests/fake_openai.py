@@ -18,6 +18,12 @@ It speaks enough of the wire format for the SDK's own parsing to work:
 - ``POST /v1/audio/speech``            the bytes of a real Ogg/Opus voice note (tests/data)
 - anything else                        404 in OpenAI's error format
 
+Usage is reported as OpenAI reports it, details included: a prompt that begins as an earlier
+request's did (same model, same schema) gets that prefix as cached input tokens, from 1,024 tokens
+in blocks of 128 (``PrefixCache``; ``prefix_cache = None`` turns it off); reasoning tokens are
+scripted per answer (``FakeReply(usage={"reasoning_tokens": N})``) and billed as output. Tokens
+are the fake's estimate (``approx_tokens``) unless ``count_tokens`` names a real tokenizer.
+
 Every request is recorded (``server.requests``), including each retry the SDK makes. Answers are
 scripted with ``queue_reply`` (FIFO, first priority) or a ``responder`` hook; the default echoes
 the last user message and builds a minimal valid object for structured calls. Failures are
@@ -110,8 +116,9 @@ class FakeReply:
     tested); `data` is dumped to JSON when `text` is None. `refusal` makes the model refuse
     (Responses: a refusal content part; Chat: `message.refusal`). `incomplete` marks the answer as
     cut off (Responses: status "incomplete"; Chat: finish_reason "length"). `usage` overrides
-    the token figures: keys "input_tokens" and/or "output_tokens" (for count calls,
-    "input_tokens" is the count; for embed calls it is the billed tokens).
+    the token figures: keys "input_tokens" and/or "output_tokens", "cached_tokens" and
+    "reasoning_tokens" (for count calls, "input_tokens" is the count; for embed calls it is the
+    billed tokens).
 
     Streamed answers only: `cut_after=N` stops the stream after N text deltas, the way `cut`
     says: "disconnect" drops the connection mid-body, "end" ends the body cleanly but without
@@ -145,12 +152,81 @@ def approx_tokens(text: str) -> int:
     return len(text) // 4 + 1
 
 
-def input_tokens_of(req: FakeRequest) -> int:
-    """Input tokens the fake bills: one `approx_tokens` per message, instructions included."""
-    parts = ([req.instructions] if req.instructions else []) + [m["content"] for m in req.messages]
-    if req.kind == "embed":
-        parts = req.texts
-    return sum(approx_tokens(p) for p in parts)
+Counter = Callable[[str], int]
+
+
+def prompt_parts(req: FakeRequest, *, schema: bool = False) -> list[str]:
+    """What a request's prompt is made of, in the order a provider reads it: with `schema`, a
+    strict call's JSON schema first (OpenAI: "the structured output schema serves as a prefix to
+    the system message"), then the instructions, then each message's content."""
+    parts = [req.instructions] if req.instructions else []
+    parts += [m["content"] for m in req.messages]
+    if schema and req.response_format == "json_schema" and req.schema is not None:
+        parts.insert(0, json.dumps(req.schema, sort_keys=True))
+    return parts
+
+
+def input_tokens_of(req: FakeRequest, count: Counter = approx_tokens, schema: bool = False) -> int:
+    """Input tokens the fake bills: one `count` per message, instructions included (and the
+    schema of a strict call, with `schema`)."""
+    parts = req.texts if req.kind == "embed" else prompt_parts(req, schema=schema)
+    return sum(count(p) for p in parts)
+
+
+CACHE_MIN_TOKENS = 1024  # OpenAI caches prompts from 1,024 tokens ...
+CACHE_BLOCK_TOKENS = 128  # ... in steps of 128 tokens
+
+
+class PrefixCache:
+    """A provider's prompt cache, as OpenAI documents it: a request whose prompt begins with the
+    same tokens as an earlier request's (same model) is billed that prefix as cached input,
+    counted from 1,024 tokens in blocks of 128 (a shorter prefix is not cached). The prefix is
+    measured part by part (see `prompt_parts`): whole parts that are equal, then the common
+    start of the first part that differs. Nothing expires (a test is shorter than the cache's
+    5-10 minutes) and every request reaches the one cache (`prompt_cache_key` only routes)."""
+
+    def __init__(self) -> None:
+        self._seen: list[tuple[tuple[str | None, ...], list[str]]] = []
+        self._lock = threading.Lock()
+
+    def clear(self) -> None:
+        with self._lock:
+            self._seen.clear()
+
+    def cached(self, key: tuple[str | None, ...], parts: list[str], count: Counter) -> int:
+        """The cached tokens of this prompt (`key`: what must be equal besides, the model and
+        a schema not counted in `parts`), which is then remembered for later requests."""
+        with self._lock:
+            best = max((_common(parts, p, count) for k, p in self._seen if k == key), default=0)
+            self._seen.append((key, parts))
+        if best < CACHE_MIN_TOKENS:
+            return 0
+        return best - (best - CACHE_MIN_TOKENS) % CACHE_BLOCK_TOKENS
+
+
+def _common(parts: list[str], earlier: list[str], count: Counter) -> int:
+    """The tokens of the prefix two prompts share."""
+    tokens = 0
+    for mine, theirs in zip(parts, earlier, strict=False):
+        if mine == theirs:
+            tokens += count(mine)
+            continue
+        n = 0
+        while n < min(len(mine), len(theirs)) and mine[n] == theirs[n]:
+            n += 1
+        return tokens + (count(mine[:n]) - 1 if n else 0)  # the partial token at the end
+    return tokens
+
+
+@dataclass(frozen=True)
+class Tokens:
+    """A generation's usage: input (`cached` of it from the prompt cache) and output
+    (`reasoning` of it spent reasoning)."""
+
+    input: int
+    output: int
+    cached: int = 0
+    reasoning: int = 0
 
 
 def fake_embedding(text: str, dim: int = DEFAULT_EMBEDDING_DIM) -> list[float]:
@@ -477,7 +553,7 @@ def _new_id(prefix: str) -> str:
     return prefix + uuid.uuid4().hex[:24]
 
 
-def _responses_body(req: FakeRequest, reply: FakeReply, text: str, usage: tuple[int, int]) -> Any:
+def _responses_body(req: FakeRequest, reply: FakeReply, text: str, usage: Tokens) -> Any:
     now = int(time.time())
     content: list[dict[str, Any]]
     if reply.refusal is not None:
@@ -498,7 +574,7 @@ def _responses_body(req: FakeRequest, reply: FakeReply, text: str, usage: tuple[
             "content": content,
         }
     )
-    inp, out = usage
+    inp, out = usage.input, usage.output
     return {
         "id": _new_id("resp_"),
         "object": "response",
@@ -526,9 +602,9 @@ def _responses_body(req: FakeRequest, reply: FakeReply, text: str, usage: tuple[
         "truncation": "disabled",
         "usage": {
             "input_tokens": inp,
-            "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},
+            "input_tokens_details": {"cached_tokens": usage.cached, "cache_write_tokens": 0},
             "output_tokens": out,
-            "output_tokens_details": {"reasoning_tokens": 0},
+            "output_tokens_details": {"reasoning_tokens": usage.reasoning},
             "total_tokens": inp + out,
         },
         "user": None,
@@ -536,8 +612,8 @@ def _responses_body(req: FakeRequest, reply: FakeReply, text: str, usage: tuple[
     }
 
 
-def _chat_body(req: FakeRequest, reply: FakeReply, text: str, usage: tuple[int, int]) -> Any:
-    inp, out = usage
+def _chat_body(req: FakeRequest, reply: FakeReply, text: str, usage: Tokens) -> Any:
+    inp, out = usage.input, usage.output
     message: dict[str, Any] = {"role": "assistant", "content": text, "refusal": None}
     if reply.refusal is not None:
         message.update(content=None, refusal=reply.refusal)
@@ -559,9 +635,9 @@ def _chat_body(req: FakeRequest, reply: FakeReply, text: str, usage: tuple[int, 
             "prompt_tokens": inp,
             "completion_tokens": out,
             "total_tokens": inp + out,
-            "prompt_tokens_details": {"cached_tokens": 0, "audio_tokens": 0},
+            "prompt_tokens_details": {"cached_tokens": usage.cached, "audio_tokens": 0},
             "completion_tokens_details": {
-                "reasoning_tokens": 0,
+                "reasoning_tokens": usage.reasoning,
                 "audio_tokens": 0,
                 "accepted_prediction_tokens": 0,
                 "rejected_prediction_tokens": 0,
@@ -593,7 +669,7 @@ def text_pieces(text: str) -> list[str]:
 
 
 def _responses_stream(
-    req: FakeRequest, reply: FakeReply, text: str, usage: tuple[int, int]
+    req: FakeRequest, reply: FakeReply, text: str, usage: Tokens
 ) -> tuple[list[bytes], list[bytes], list[bytes], Callable[[int], bytes]]:
     """(head, deltas, tail, error-frame maker) of a Responses event stream."""
     final = _responses_body(req, reply, text, usage)
@@ -654,7 +730,7 @@ def _responses_stream(
 
 
 def _chat_stream(
-    req: FakeRequest, reply: FakeReply, text: str, usage: tuple[int, int], report: bool = True
+    req: FakeRequest, reply: FakeReply, text: str, usage: Tokens, report: bool = True
 ) -> tuple[list[bytes], list[bytes], list[bytes], Callable[[int], bytes]]:
     """(head, deltas, tail, error-frame maker) of a Chat Completions chunk stream; `report`
     False leaves the usage chunk out even when asked for (llama.cpp's server)."""
@@ -692,7 +768,7 @@ def _chat_stream(
 
 
 def _event_stream(
-    req: FakeRequest, reply: FakeReply, text: str, usage: tuple[int, int], report: bool = True
+    req: FakeRequest, reply: FakeReply, text: str, usage: Tokens, report: bool = True
 ) -> _EventStream:
     if req.api == "responses":
         head, deltas, tail, error = _responses_stream(req, reply, text, usage)
@@ -902,6 +978,13 @@ class FakeOpenAI:
         # _over_context); None = no limit.
         self.context_window: int | None = None
         self.down: bool = False  # every request answers 503
+        # Usage as a provider reports it: tokens counted with `count_tokens` (approx_tokens, or
+        # a real tokenizer for figures like the provider's), a strict call's schema billed with
+        # the prompt when `bill_schema`, and `prefix_cache` (None: no prompt cache) reporting
+        # the prefix an earlier request shared as cached input.
+        self.count_tokens: Counter = approx_tokens
+        self.bill_schema: bool = False
+        self.prefix_cache: PrefixCache | None = PrefixCache()
         self.retry_after_ms: float | None = 1.0  # sent with error answers; keeps retries fast
         self._lock = threading.Lock()
         self._requests: list[FakeRequest] = []
@@ -1008,6 +1091,9 @@ class FakeOpenAI:
         self.context_window = None
         self.down = False
         self.retry_after_ms = 1.0
+        self.count_tokens = approx_tokens
+        self.bill_schema = False
+        self.prefix_cache = PrefixCache()
 
     # -- inspection ------------------------------------------------------------------------------
     @property
@@ -1091,6 +1177,27 @@ class FakeOpenAI:
         cut = text[: max(0, cap - 1) * 4]  # approx_tokens(cut) == cap
         return FakeReply(text=cut, incomplete=True, usage=reply.usage)
 
+    def _usage(self, req: FakeRequest, reply: FakeReply, text: str) -> Tokens:
+        """What an answered generation request reports: as scripted (`FakeReply.usage`), else
+        counted, its cached input from `prefix_cache`."""
+        given = reply.usage or {}
+        parts = prompt_parts(req, schema=self.bill_schema)
+        inp = given.get("input_tokens", sum(self.count_tokens(p) for p in parts))
+        cached = 0
+        if self.prefix_cache is not None:
+            schema = None  # a schema not billed still ends the shared prefix where it differs
+            if req.response_format == "json_schema" and not self.bill_schema:
+                schema = json.dumps(req.schema, sort_keys=True)
+            key = (req.model, schema)
+            cached = min(inp, self.prefix_cache.cached(key, parts, self.count_tokens))
+        reasoning = given.get("reasoning_tokens", 0)  # billed as output, never shown
+        return Tokens(
+            inp,
+            given.get("output_tokens", self.count_tokens(reply.refusal or text) + reasoning),
+            given.get("cached_tokens", cached),
+            reasoning,
+        )
+
     def _take_failure(self, kind: Kind) -> _Failure | None:
         for f in self._failures:
             if f.kind is None or f.kind == kind:
@@ -1163,11 +1270,7 @@ class FakeOpenAI:
         reply = _as_reply(answer, req.kind)
         reply = self._cut_to_context(req, reply, _reply_text(reply))
         text = _reply_text(reply)
-        usage = reply.usage or {}
-        tokens = (
-            usage.get("input_tokens", input_tokens_of(req)),
-            usage.get("output_tokens", approx_tokens(reply.refusal or text)),
-        )
+        tokens = self._usage(req, reply, text)
         if req.stream:
             return 200, _event_stream(req, reply, text, tokens, self.stream_usage), {}
         if req.api == "responses":

@@ -161,7 +161,8 @@ def test_the_real_bot_refuses_a_learner_over_the_limit_and_reports_usage(tmp_pat
     with FakeTelegram() as tg, FakeOpenAI() as llm:
         bot = BotProcess(tg, llm, tmp_path / "data", tmp_path / "bot.log")
         bot.env["MEMORA_LIMITS__DAILY_TOKENS"] = "1"
-        bot.env["MEMORA_PRICING__MODELS"] = json.dumps({"gpt-5-mini": {"input": 1, "output": 4}})
+        prices = {"gpt-5-mini": {"input": 1, "cached_input": 0.1, "output": 4}}
+        bot.env["MEMORA_PRICING__MODELS"] = json.dumps(prices)
         bot.start()
         try:
             assert ask(tg, "Hello! I'm Alice.") == "Echo: Hello! I'm Alice."
@@ -185,3 +186,6 @@ def test_the_real_bot_refuses_a_learner_over_the_limit_and_reports_usage(tmp_pat
     )
     assert done.returncode == 0, done.stderr
     assert f"Alice ({ALICE})" in done.stdout and f"Ada ({ADMIN})" in done.stdout
+    # Ada's extraction began as Alice's did: its instructions came from the provider's cache
+    ada = next(line for line in done.stdout.splitlines() if f"Ada ({ADMIN})" in line)
+    assert "cached input" in ada, done.stdout

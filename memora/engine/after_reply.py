@@ -70,11 +70,13 @@ class AfterReply(Queries, Lessons):
         await self.db.save_summary(
             chat.id, fold.summary, fold.summarized_count, expected_from=row.summarized_count
         )
-        await self.db.add_turn_usage(turn_id, TurnUsage(summary_tokens=fold.tokens))
-        await self._meter(
-            user,
-            [self._usage_call("summary", fold.tokens - fold.output_tokens, fold.output_tokens)],
+        spent = TurnUsage(
+            summary_tokens=fold.tokens,
+            summary_cached=fold.usage.cached_tokens,
+            summary_reasoning=fold.usage.reasoning_tokens,
         )
+        await self.db.add_turn_usage(turn_id, spent)
+        await self._meter(user, [self._model_call("summary", fold.usage)])
 
     async def _extract(self, done: Answered, now: datetime | None = None) -> None:
         chat, user, text, turn_id = done.chat, done.user, done.text, done.turn_id
@@ -107,13 +109,16 @@ class AfterReply(Queries, Lessons):
         )
         self.extraction_form = outcome.form
         used = outcome.usage
-        await self._meter(
-            user, [self._usage_call("extraction", used.input_tokens, used.output_tokens)]
+        await self._meter(user, [self._model_call("extraction", used)])
+        tokens = used.total_tokens
+        cost = TurnUsage(
+            extraction_tokens=tokens,
+            extraction_cached=used.cached_tokens,
+            extraction_reasoning=used.reasoning_tokens,
         )
-        tokens = outcome.usage.total_tokens
         raw = outcome.raw  # extraction has masked every rejected secret in it already
         if outcome.error:
-            spent = (turn_id, TurnUsage(extraction_tokens=tokens))
+            spent = (turn_id, cost)
             why = "\n".join([outcome.error, *await self._settle_mode(done, None)])
             await self._log_extraction(user, chat, "failed", raw, why, tokens, spent)
             return
@@ -137,7 +142,7 @@ class AfterReply(Queries, Lessons):
             )
         except Exception as exc:  # the embedder or the store failed; the reply already went out
             log.exception("storing extracted memories failed for user %s", user.id)
-            spent = (turn_id, TurnUsage(extraction_tokens=tokens))
+            spent = (turn_id, cost)
             await self._log_extraction(user, chat, "failed", raw, f"store: {exc}", tokens, spent)
             return
         got = {m.id for m in filled}
@@ -148,7 +153,7 @@ class AfterReply(Queries, Lessons):
                 unanswered[memory.id] = unanswered.get(memory.id, 0) + 1
         embed = sum(r.embedding_tokens for r in results) + filled_tokens
         await self._meter(user, [self._usage_call("embedding", embed)])
-        spent = (turn_id, TurnUsage(extraction_tokens=tokens, embedding_tokens=embed))
+        spent = (turn_id, replace(cost, embedding_tokens=embed))
         detail = "\n".join(f"{r.action}: {r.memory.text}" for r in results)
         detail += "".join(
             f"\nsearch terms added: {m.text} ({', '.join([*m.terms, *m.situations])})"

@@ -16,7 +16,7 @@ from memora.clock import as_utc
 from memora.engine.config import EngineConfig
 from memora.i18n import speaking
 from memora.learner.service import LANGUAGE_FIELD, Learner
-from memora.llm import LLM
+from memora.llm import LLM, Usage
 from memora.llm.audio import Speaker, Transcriber
 from memora.longterm import MemoryStore
 from memora.reminders import Reminders
@@ -124,6 +124,12 @@ class EngineBase:
         if self.metering is None:
             return Call(kind, "", input_tokens, output_tokens, audio_seconds)
         return self.metering.call(kind, input_tokens, output_tokens, audio_seconds)
+
+    def _model_call(self, kind: str, usage: Usage) -> Call:
+        """One model call of this kind as the ledger counts it, as its provider reported it."""
+        if self.metering is None:
+            return Call(kind, "", usage.input_tokens, usage.output_tokens)
+        return self.metering.model_call(kind, usage)
 
     async def _meter(self, user: UserRef, calls: list[Call], *, turns: int = 0) -> None:
         """Count what these calls of the learner's turn cost (see memora.usage)."""

@@ -253,6 +253,10 @@ class Turns(AfterReply, Retrieval):
             memories_used=prepared.memories_used,
             transcription_tokens=transcript.tokens if transcript else 0,
             transcription_seconds=round(transcript.seconds) if transcript else 0,
+            reply_cached=answer.usage.cached_tokens,
+            reply_reasoning=answer.usage.reasoning_tokens,
+            summary_cached=sum(f.usage.cached_tokens for f in built.folds),
+            summary_reasoning=sum(f.usage.reasoning_tokens for f in built.folds),
         )
         # The model saw any secret once, in this request; nothing stored (and so nothing sent
         # later: history, summaries, extraction) keeps it. The context's other messages were
@@ -283,12 +287,9 @@ class Turns(AfterReply, Retrieval):
             session_total=(await self.db.total_usage(chat.id)).total,
         )
         calls = [
-            self._usage_call("reply", answer.usage.input_tokens, answer.usage.output_tokens),
+            self._model_call("reply", answer.usage),
             self._usage_call("embedding", prepared.embedding_tokens),
-            *(
-                self._usage_call("summary", f.tokens - f.output_tokens, f.output_tokens)
-                for f in built.folds
-            ),
+            *(self._model_call("summary", f.usage) for f in built.folds),
         ]
         if transcript is not None:
             calls.append(

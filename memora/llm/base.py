@@ -19,14 +19,26 @@ OnDelta = Callable[[str], Awaitable[None]]
 
 @dataclass(frozen=True)
 class Usage:
-    """Token usage reported by the provider for one call."""
+    """Token usage reported by the provider for one call: `cached_tokens` are the part of the
+    input the provider served from its prompt cache (billed at its cached-input price), and
+    `reasoning_tokens` the part of the output the model spent reasoning (billed as output)."""
 
     input_tokens: int = 0
     output_tokens: int = 0
+    cached_tokens: int = 0
+    reasoning_tokens: int = 0
 
     @property
     def total_tokens(self) -> int:
         return self.input_tokens + self.output_tokens
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            self.input_tokens + other.input_tokens,
+            self.output_tokens + other.output_tokens,
+            self.cached_tokens + other.cached_tokens,
+            self.reasoning_tokens + other.reasoning_tokens,
+        )
 
 
 @dataclass(frozen=True)

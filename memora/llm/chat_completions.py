@@ -20,6 +20,7 @@ class ChatCompletionsLLM(OpenAILLM):
 
     api = "chat_completions"
     usage_fields = ("prompt_tokens", "completion_tokens")
+    usage_details = ("prompt_tokens_details", "completion_tokens_details")
 
     def _extra(self) -> dict[str, Any]:
         # `max_tokens`, which every compatible server reads (llama.cpp's, Ollama, vLLM);

@@ -45,6 +45,8 @@ class OpenAILLM(ABC):
     api: ClassVar[Api]
     usage_fields: ClassVar[tuple[str, str]]
     """The names of the input and output token counts in this API's usage object."""
+    usage_details: ClassVar[tuple[str, str]]
+    """The names of its input and output details (their `cached_tokens`, `reasoning_tokens`)."""
     _by_api: ClassVar[dict[str, type[OpenAILLM]]] = {}
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
@@ -99,7 +101,13 @@ class OpenAILLM(ABC):
         if raw is None:
             return Usage()
         inp, out = self.usage_fields
-        return Usage(int(getattr(raw, inp, 0) or 0), int(getattr(raw, out, 0) or 0))
+        inp_details, out_details = (getattr(raw, name, None) for name in self.usage_details)
+        return Usage(
+            int(getattr(raw, inp, 0) or 0),
+            int(getattr(raw, out, 0) or 0),
+            int(getattr(inp_details, "cached_tokens", 0) or 0),
+            int(getattr(out_details, "reasoning_tokens", 0) or 0),
+        )
 
     # -- the protocol --------------------------------------------------------------------------
     async def complete(

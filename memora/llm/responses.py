@@ -27,6 +27,7 @@ class ResponsesLLM(OpenAILLM):
 
     api = "responses"
     usage_fields = ("input_tokens", "output_tokens")
+    usage_details = ("input_tokens_details", "output_tokens_details")
 
     def _extra(self) -> dict[str, Any]:
         extra: dict[str, Any] = {}

@@ -428,3 +428,23 @@ async def m013_server_keys(db: aiosqlite.Connection) -> None:
         )
         """,
     )
+
+
+@migration
+async def m014_cached_and_reasoning_tokens(db: aiosqlite.Connection) -> None:
+    """Cached input and reasoning tokens (issue 39): per turn for each kind of call (reply,
+    summary, extraction), and in the usage ledger per day, kind and model, so the estimated cost
+    can price cached input apart."""
+    await script(
+        db,
+        """
+        ALTER TABLE turns ADD COLUMN reply_cached INTEGER NOT NULL DEFAULT 0;
+        ALTER TABLE turns ADD COLUMN reply_reasoning INTEGER NOT NULL DEFAULT 0;
+        ALTER TABLE turns ADD COLUMN summary_cached INTEGER NOT NULL DEFAULT 0;
+        ALTER TABLE turns ADD COLUMN summary_reasoning INTEGER NOT NULL DEFAULT 0;
+        ALTER TABLE turns ADD COLUMN extraction_cached INTEGER NOT NULL DEFAULT 0;
+        ALTER TABLE turns ADD COLUMN extraction_reasoning INTEGER NOT NULL DEFAULT 0;
+        ALTER TABLE usage ADD COLUMN cached_tokens INTEGER NOT NULL DEFAULT 0;
+        ALTER TABLE usage ADD COLUMN reasoning_tokens INTEGER NOT NULL DEFAULT 0
+        """,
+    )

@@ -42,6 +42,14 @@ class TurnUsage:
     memories_used: int = 0
     transcription_tokens: int = 0  # a voice message's transcription (token-billed models)
     transcription_seconds: int = 0  # … or its audio length (duration-billed models)
+    # Of each call kind's tokens above: the input the provider served from its prompt cache,
+    # and the output the model spent reasoning (both already counted in the totals)
+    reply_cached: int = 0
+    reply_reasoning: int = 0
+    summary_cached: int = 0
+    summary_reasoning: int = 0
+    extraction_cached: int = 0
+    extraction_reasoning: int = 0
 
     @property
     def total(self) -> int:

@@ -13,7 +13,6 @@ from memora.llm import (
     LLM,
     ChatMessage,
     LLMError,
-    Usage,
 )
 from memora.longterm.extraction.prompts import FORMS, MAX_ASKS, MAX_BACKFILL, build_extraction_input
 from memora.longterm.extraction.reading import REFUSED, RETRY_PROMPT, read_answer
@@ -164,10 +163,7 @@ async def _extract_in(
                 )
             result, problem = read_answer(again, schema)
             raw = f"{answer.text}\n--- asked again ---\n{again.text}"
-            usage = Usage(
-                usage.input_tokens + again.usage.input_tokens,
-                usage.output_tokens + again.usage.output_tokens,
-            )
+            usage = usage + again.usage
     except LLMError as exc:
         return done(error=f"the model call failed: {exc}", code=exc.code)
     except Exception as exc:  # a bug or an SDK surprise must not break the chat

@@ -1,0 +1,231 @@
+"""Cost you can predict (issue 39): cached input and reasoning tokens as both APIs report them,
+kept per turn and per call kind and in the usage ledger, priced with a cached-input price; and
+the fake server's prompt cache that reports them the way OpenAI documents it."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+from datetime import UTC, datetime, timedelta
+from typing import Literal
+
+import pytest
+from pydantic import BaseModel
+
+from memora.commands import CommandContext, run_command
+from memora.config import LimitsConfig, ModelPrice, PricingConfig
+from memora.engine import Engine, EngineConfig
+from memora.llm import ChatMessage, OpenAILLM, ResponsesLLM, Usage
+from memora.longterm import MemoryStore
+from memora.storage import Database
+from memora.tokens import LocalTokenCounter
+from memora.types import ChatRef, UserRef
+from memora.usage import KINDS, Call, Metering, UsageLedger, cost, render_report
+from tests.fake_openai import (
+    Answer,
+    FakeOpenAI,
+    FakeReply,
+    FakeRequest,
+    approx_tokens,
+    default_responder,
+)
+
+API = Literal["responses", "chat_completions"]
+NOW = datetime(2026, 12, 5, 14, 30, tzinfo=UTC)
+MODEL = "gpt-5-mini"
+LONG = "Rules of the tutor's notes. " * 180  # 5,040 characters: 1,261 of the fake's tokens
+
+
+class Note(BaseModel):
+    text: str
+
+
+class OtherNote(BaseModel):
+    words: list[str]
+
+
+@pytest.fixture(scope="module")
+def _server() -> Iterator[FakeOpenAI]:
+    with FakeOpenAI() as server:
+        yield server
+
+
+@pytest.fixture
+def fake(_server: FakeOpenAI) -> FakeOpenAI:
+    _server.reset()
+    return _server
+
+
+def client(fake: FakeOpenAI, api: API = "responses") -> OpenAILLM:
+    return OpenAILLM.for_api(api, model="gpt-fake", api_key="sk-fake", base_url=fake.base_url)
+
+
+# -- the fake's prompt cache -----------------------------------------------------------------------
+async def test_the_fake_caches_a_repeated_prefix_from_1024_tokens_in_blocks_of_128(
+    fake: FakeOpenAI,
+) -> None:
+    llm = client(fake)
+    try:
+        first = await llm.complete(LONG, [ChatMessage("user", "I live in Taipei.")])
+        again = await llm.complete(LONG, [ChatMessage("user", "My exam is in March.")])
+        short = await llm.complete("Be brief.", [ChatMessage("user", "Hello")])
+        short_again = await llm.complete("Be brief.", [ChatMessage("user", "Hello")])
+    finally:
+        await llm.aclose()
+    assert first.usage.cached_tokens == 0  # nothing was cached yet
+    shared = approx_tokens(LONG)  # the instructions; the messages differ from their first letter
+    assert shared == 1261
+    assert again.usage.cached_tokens == 1024 + 128  # 1,261 shared: one block past 1,024
+    assert again.usage.input_tokens > again.usage.cached_tokens
+    assert short_again.usage.cached_tokens == 0 == short.usage.cached_tokens  # under 1,024
+
+
+async def test_another_schema_or_model_misses_the_cache(fake: FakeOpenAI) -> None:
+    llm = client(fake)
+    other = OpenAILLM.for_api("responses", model="gpt-other", api_key="k", base_url=fake.base_url)
+    try:
+        msgs = [ChatMessage("user", "Note this.")]
+        await llm.parse(LONG, msgs, Note)
+        same = await llm.parse(LONG, msgs, Note)
+        changed = await llm.parse(LONG, msgs, OtherNote)
+        elsewhere = await other.parse(LONG, msgs, Note)
+    finally:
+        await llm.aclose()
+        await other.aclose()
+    assert same.usage.cached_tokens >= 1024
+    # OpenAI: "the structured output schema serves as a prefix to the system message"
+    assert changed.usage.cached_tokens == 0
+    assert elsewhere.usage.cached_tokens == 0
+
+
+# -- both APIs' usage details ----------------------------------------------------------------------
+@pytest.mark.parametrize("api", ["responses", "chat_completions"])
+@pytest.mark.parametrize("stream", [False, True])
+async def test_both_apis_report_cached_input_and_reasoning_tokens(
+    fake: FakeOpenAI, api: API, stream: bool
+) -> None:
+    """Responses: usage.input_tokens_details.cached_tokens and
+    usage.output_tokens_details.reasoning_tokens; Chat Completions:
+    usage.prompt_tokens_details.cached_tokens and usage.completion_tokens_details
+    .reasoning_tokens; plain, streamed and structured."""
+    llm = client(fake, api)
+    seen: list[str] = []
+
+    async def on_delta(text: str) -> None:
+        seen.append(text)
+
+    try:
+        await llm.complete(LONG, [ChatMessage("user", "first")])
+        fake.queue_reply(FakeReply(text="Hello there.", usage={"reasoning_tokens": 64}))
+        answer = await llm.complete(
+            LONG, [ChatMessage("user", "second")], on_delta=on_delta if stream else None
+        )
+        fake.queue_reply(FakeReply(data={"text": "x"}, usage={"reasoning_tokens": 7}))
+        parsed = await llm.parse(LONG, [ChatMessage("user", "third")], Note)
+    finally:
+        await llm.aclose()
+    assert bool(seen) == stream
+    assert answer.usage == Usage(
+        input_tokens=1261 + approx_tokens("second"),
+        output_tokens=approx_tokens("Hello there.") + 64,  # reasoning is billed as output
+        cached_tokens=1152,
+        reasoning_tokens=64,
+    )
+    assert parsed.usage.reasoning_tokens == 7
+    assert parsed.usage.cached_tokens == 0  # the first call with this schema
+
+
+# -- the ledger and its price ----------------------------------------------------------------------
+PRICING = PricingConfig(
+    models={"gpt-5-mini": ModelPrice(input=0.25, cached_input=0.025, output=2.0)}
+)
+
+
+def test_cached_input_is_priced_apart_and_defaults_to_the_input_price() -> None:
+    call = Call("extraction", "gpt-5-mini", 2_000_000, 100_000, cached_tokens=1_500_000)
+    # 500k at 0.25, 1.5M at 0.025, 100k at 2.00
+    assert cost(PRICING, [call]) == pytest.approx(0.125 + 0.0375 + 0.2)
+    unset = PricingConfig(models={"gpt-5-mini": ModelPrice(input=0.25, output=2.0)})
+    assert cost(unset, [call]) == pytest.approx(0.5 + 0.2)
+
+
+async def test_the_ledger_keeps_cached_and_reasoning_tokens_per_kind(db: Database) -> None:
+    ledger = UsageLedger(db)
+    reply = Call("reply", "gpt-5-mini", 300, 90, cached_tokens=0, reasoning_tokens=40)
+    extraction = Call("extraction", "gpt-5-mini", 1400, 60, cached_tokens=1152, reasoning_tokens=8)
+    await ledger.record(1, [reply, extraction], NOW, turns=1)
+    await ledger.record(1, [extraction], NOW)
+    (alice,) = await ledger.report(NOW)
+    by_kind = {c.kind: c for c in alice.calls}
+    assert (by_kind["extraction"].cached_tokens, by_kind["extraction"].reasoning_tokens) == (
+        2304,
+        16,
+    )
+    assert (by_kind["reply"].cached_tokens, by_kind["reply"].reasoning_tokens) == (0, 40)
+    rows = await ledger.export(1)
+    assert {(r["kind"], r["cached_tokens"], r["reasoning_tokens"]) for r in rows} == {
+        ("reply", 0, 40),
+        ("extraction", 2304, 16),
+    }
+    text = render_report(await ledger.report(NOW), PRICING, 1, NOW)
+    assert "cached input 2,304" in text and "reasoning 56" in text
+    expected = cost(PRICING, alice.calls)
+    assert expected is not None and f"≈ {expected:.4f} USD" in text
+
+
+# -- through the engine, over the real SDK ---------------------------------------------------------
+REASONING = {"reply": 10, "structured": 30}
+SUMMARY_REASONING = 20
+
+
+def reasoning_model(req: FakeRequest) -> Answer:
+    """Answers as the default responder, with reasoning tokens by kind of call (a summary is a
+    reply call with the summary instructions)."""
+    answer = default_responder(req)
+    spent = REASONING[req.kind]
+    if "running summary" in (req.instructions or ""):
+        spent = SUMMARY_REASONING
+    if isinstance(answer, str):
+        return FakeReply(text=answer, usage={"reasoning_tokens": spent})
+    return FakeReply(data=answer, usage={"reasoning_tokens": spent})
+
+
+@pytest.fixture
+async def metered(fake: FakeOpenAI, db: Database, store: MemoryStore) -> AsyncIterator[Engine]:
+    llm = ResponsesLLM(model="gpt-5-mini", api_key="k", base_url=fake.base_url)
+    engine = Engine(
+        db=db,
+        llm=llm,
+        counter=LocalTokenCounter(),
+        store=store,
+        config=EngineConfig(max_recent_turns=1),
+        metering=Metering(UsageLedger(db), LimitsConfig(), dict.fromkeys(KINDS, MODEL), PRICING),
+    )
+    yield engine
+    await engine.drain()
+    await llm.aclose()
+
+
+async def test_a_turn_keeps_each_calls_cached_and_reasoning_tokens(
+    fake: FakeOpenAI, metered: Engine, db: Database
+) -> None:
+    fake.responder = reasoning_model
+    alice = UserRef(1, "Alice")
+    for text in ("I'm a nurse in Taipei.", "I want TOEIC 850.", "How do I say 塞車?"):
+        assert (await metered.handle_turn(ChatRef(1), alice, text)).ok
+        await metered.drain()
+    turns = await db.turn_rows(1)
+    assert [t["reply_reasoning"] for t in turns] == [10, 10, 10]
+    assert [t["extraction_reasoning"] for t in turns] == [30, 30, 30]
+    assert [t["summary_reasoning"] > 0 for t in turns] == [t["summary_tokens"] > 0 for t in turns]
+    assert any(t["summary_tokens"] for t in turns)  # folds happened (one recent turn kept)
+    # The extraction's instructions repeat on every turn: from the second on they are cached.
+    assert turns[0]["extraction_cached"] == 0
+    assert all(t["extraction_cached"] >= 1024 for t in turns[1:])
+    (spent,) = await UsageLedger(db).report(NOW - timedelta(days=3650))
+    kinds = {c.kind: c for c in spent.calls}
+    assert kinds["extraction"].cached_tokens == sum(t["extraction_cached"] for t in turns)
+    assert kinds["reply"].reasoning_tokens == 30
+    assert kinds["summary"].reasoning_tokens == sum(t["summary_reasoning"] for t in turns)
+    report = await run_command(metered, "usage", CommandContext(ChatRef(1), alice, "1", True))
+    cached = kinds["extraction"].cached_tokens
+    assert f"cached input {cached:,}" in report.text and "reasoning" in report.text
