@@ -5,6 +5,7 @@ the fake server's prompt cache that reports them the way OpenAI documents it."""
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Literal
 
@@ -15,9 +16,12 @@ from memora.commands import CommandContext, run_command
 from memora.config import LimitsConfig, ModelPrice, PricingConfig
 from memora.engine import Engine, EngineConfig
 from memora.llm import ChatMessage, OpenAILLM, ResponsesLLM, Usage
-from memora.longterm import MemoryStore
+from memora.longterm import Memory, MemoryStore
+from memora.longterm.extraction import ModeAsk, extract, fixed_instructions
+from memora.modes import LESSONS, new_mode
+from memora.modes.practice import exercise
 from memora.storage import Database
-from memora.tokens import LocalTokenCounter
+from memora.tokens import LocalTokenCounter, o200k
 from memora.types import ChatRef, UserRef
 from memora.usage import KINDS, Call, Metering, UsageLedger, cost, render_report
 from tests.fake_openai import (
@@ -229,3 +233,76 @@ async def test_a_turn_keeps_each_calls_cached_and_reasoning_tokens(
     report = await run_command(metered, "usage", CommandContext(ChatRef(1), alice, "1", True))
     cached = kinds["extraction"].cached_tokens
     assert f"cached input {cached:,}" in report.text and "reasoning" in report.text
+
+
+# -- the order of the extraction request -----------------------------------------------------------
+def lesson_asks() -> dict[str, ModeAsk]:
+    """What each lesson mode adds to the extraction call, for a turn that answered something."""
+    rows = {
+        "placement": (2, {"level": "B1"}),
+        "roleplay": (2, {"scene": "airport"}),
+        "practice": (
+            1,
+            {"items": [exercise(1, 0, "mistake", "I goed home", "I went home", "", 0)]},
+        ),
+    }
+    asks = {}
+    for kind, (step, state) in rows.items():
+        row = replace(new_mode(kind, 1, 1, state, NOW), step=step)
+        ask = LESSONS[kind].ask(row)
+        assert ask is not None, kind
+        asks[kind] = ask
+    assert set(asks) == set(LESSONS)  # every lesson mode is tried
+    return asks
+
+
+def remembered(text: str, n: int, terms: tuple[str, ...] = ("x",)) -> Memory:
+    at = NOW.isoformat()
+    return Memory(f"m{n}", 1, text, "manual", "personal", at, at, terms=terms, situations=terms)
+
+
+@pytest.mark.parametrize("api", ["responses", "chat_completions"])
+async def test_the_extraction_begins_with_the_same_1024_tokens_for_every_learner_turn_and_mode(
+    fake: FakeOpenAI, api: API
+) -> None:
+    """The fixed instructions come first in every extraction request, whatever the learner, the
+    turn (memories listed, search terms asked for) and the lesson mode; what varies comes after
+    them. On a server without json_schema (JSON mode) too, where the schema is written into the
+    instructions: after the fixed part."""
+    if api == "chat_completions":
+        fake.refused_formats = frozenset({"json_schema"})  # a DeepSeek-like server
+        fake.refused_format_status = 400
+    llm = client(fake, api)
+    fixed = fixed_instructions("full", learner=True)
+    learners = [
+        ("I'm a nurse in Taipei.", ["level: B1"], [], []),
+        ("我下個月要考多益", [], [remembered("The user lives in Taipei.", 1)], []),
+        ("Forget my job.", ["goal: TOEIC 850"], [], [remembered("The user has a cat.", 2, ())]),
+    ]
+    cached: dict[str | None, list[int]] = {}
+    try:
+        for message, profile, existing, bare in learners:
+            for kind, mode in [(None, None), *lesson_asks().items()]:
+                outcome = await extract(
+                    llm,
+                    user_message=message,
+                    assistant_reply="Nice to meet you!",
+                    existing=existing,
+                    now=NOW,
+                    profile_lines=profile,
+                    needs_terms=bare,
+                    mode=mode,
+                )
+                assert outcome.error is None, outcome.error
+                cached.setdefault(kind, []).append(outcome.usage.cached_tokens)
+    finally:
+        await llm.aclose()
+    sent = fake.requests_of("structured")
+    assert len(sent) == len(learners) * (1 + len(LESSONS)) + (api == "chat_completions")
+    assert all((r.instructions or "").startswith(fixed) for r in sent)
+    assert len({r.instructions for r in sent}) > len(LESSONS)  # they do vary, after it
+    assert len(o200k().encode(fixed)) >= 1024  # OpenAI caches a prefix from 1,024 tokens
+    if api == "responses":  # every later learner's call in the same mode: from the cache
+        assert all(c[0] == 0 for c in cached.values())  # the first call of each schema
+        floor = approx_tokens(fixed) - 128
+        assert all(n >= floor for c in cached.values() for n in c[1:]), cached

@@ -24,6 +24,7 @@ from memora.longterm.extraction.prompts import (
     MAX_BACKFILL,
     TERMS_FOR_INSTRUCTIONS,
     build_extraction_input,
+    fixed_instructions,
 )
 from memora.longterm.extraction.schema import (
     SITUATIONS_DESCRIPTION,
@@ -59,6 +60,7 @@ __all__ = [
     "apply_terms",
     "build_extraction_input",
     "extract",
+    "fixed_instructions",
     "looks_secret",
     "needing_terms",
     "profile_first",

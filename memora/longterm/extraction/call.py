@@ -14,7 +14,13 @@ from memora.llm import (
     ChatMessage,
     LLMError,
 )
-from memora.longterm.extraction.prompts import FORMS, MAX_ASKS, MAX_BACKFILL, build_extraction_input
+from memora.longterm.extraction.prompts import (
+    FORMS,
+    MAX_ASKS,
+    MAX_BACKFILL,
+    build_extraction_input,
+    fixed_instructions,
+)
 from memora.longterm.extraction.reading import REFUSED, RETRY_PROMPT, read_answer
 from memora.longterm.extraction.schema import (
     ExtractionOutcome,
@@ -127,10 +133,9 @@ async def _extract_in(
         form=form,
     )
     schema: type[ExtractionResult] = ExtractionResult
-    instructions = shape.instructions
+    instructions = fixed_instructions(form, learner=profile_lines is not None)  # first: cached
     if profile_lines is not None:
         schema = LearnerExtractionResult
-        instructions += shape.learner
     if mode is not None:
         schema = mode.schema
         instructions += mode.instructions

@@ -155,6 +155,16 @@ FORMS: dict[Form, _Shape] = {
 }
 
 
+def fixed_instructions(form: Form = "full", *, learner: bool = True) -> str:
+    """The part of the extraction call's instructions that is the same for every learner, turn
+    and lesson mode: it comes first, and what varies (a mode's instructions, the search-terms
+    request, and in JSON mode the schema) is appended after it, so a provider's prompt cache
+    can serve it (OpenAI caches a repeated prefix from 1,024 tokens; the full form with the
+    learner part is over that)."""
+    shape = FORMS[form]
+    return shape.instructions + (shape.learner if learner else "")
+
+
 def build_extraction_input(
     *,
     user_message: str,
