@@ -1,4 +1,4 @@
-"""The `memora` command: run (Telegram), chat (terminal), export and usage (admin)."""
+"""The `memora` command: run (Telegram), chat (terminal), export, usage and app-url (admin)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import json
 import logging
 import sys
 from pathlib import Path
+from urllib.parse import urlencode
 
 from bot.terminal import chat_loop
 from memora.app import open_engine, setup_logging
@@ -31,7 +32,26 @@ def _parser() -> argparse.ArgumentParser:
     exp.add_argument("-o", "--output", default="-", help="file to write (default: stdout)")
     use = sub.add_parser("usage", help="what each learner spent, with the estimated cost")
     use.add_argument("--days", type=int, default=7, help="the last N UTC days (default 7)")
+    url = sub.add_parser("app-url", help="a link to a learner's page, signed with the bot token")
+    url.add_argument("user_id", type=int, help="the learner's Telegram user id")
+    url.add_argument("--language", default="", help="their app language, e.g. zh-TW")
     return p
+
+
+def _app_url(settings: Settings, args: argparse.Namespace) -> int:
+    """A link to the learner's page with initData signed by the configured token, in the URL
+    fragment as Telegram passes it (a fragment never reaches the server or its logs)."""
+    from bot.web.auth import sign  # lazily, like the bot
+
+    if not settings.telegram.token:
+        raise ConfigError("app-url signs with 'telegram.token', which is empty")
+    cfg = settings.webapp
+    base = cfg.public_url or f"http://{cfg.host}:{cfg.port}/app/"
+    user: dict[str, object] = {"id": args.user_id, "first_name": str(args.user_id)}
+    if args.language:
+        user["language_code"] = args.language
+    print(f"{base}#{urlencode({'tgWebAppData': sign(user, settings.telegram.token)})}")
+    return 0
 
 
 async def _usage(settings: Settings, args: argparse.Namespace) -> int:
@@ -75,6 +95,8 @@ def main(argv: list[str] | None = None) -> int:
             return asyncio.run(_export(settings, args))
         if args.command == "usage":
             return asyncio.run(_usage(settings, args))
+        if args.command == "app-url":
+            return _app_url(settings, args)
         # imported lazily: python-telegram-bot and the bot take ~0.3 s that chat and export skip
         from bot.telegram import check_config, run_bot
 

@@ -194,6 +194,24 @@ class LongtermConfig(_Section):
         return v.rstrip("/")
 
 
+class WebAppConfig(_Section):
+    """The learner's page (a Telegram Mini App) served by `memora run` (bot/web)."""
+
+    enabled: bool = False
+    host: str = "127.0.0.1"
+    port: int = Field(8080, ge=0, le=65535)  # 0: any free port (tests)
+    public_url: str = ""  # the page's public HTTPS address, ending in /app/
+    max_age: int = Field(86400, ge=60)  # seconds a signed opening of the page stays valid
+    requests_per_minute: int = Field(60, ge=1)  # per learner
+
+    @field_validator("public_url")
+    @classmethod
+    def _public_url(cls, v: str) -> str:
+        if v and not v.startswith(("http://", "https://")):
+            raise ValueError("must be empty or an http(s):// URL (Telegram needs https)")
+        return v
+
+
 class LoggingConfig(_Section):
     level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
 
@@ -221,6 +239,7 @@ class Settings(BaseSettings):
     pricing: PricingConfig = PricingConfig()
     storage: StorageConfig = Field(default_factory=StorageConfig)  # data_dir: per user, now
     longterm: LongtermConfig = LongtermConfig()
+    webapp: WebAppConfig = WebAppConfig()
     logging: LoggingConfig = LoggingConfig()
 
     @field_validator("llm")

@@ -32,6 +32,7 @@ from memora.storage.ledger import LedgerEntry
 
 __all__ = [
     "Call",
+    "DayUsage",
     "LearnerUsage",
     "Metering",
     "Spent",
@@ -69,6 +70,15 @@ class Spent:
 
     tokens: int = 0
     voice_seconds: float = 0.0
+
+
+@dataclass(frozen=True)
+class DayUsage:
+    """One UTC day of every learner's usage: tokens, and the estimated cost (None: unpriced)."""
+
+    day: str
+    tokens: int
+    cost: float | None
 
 
 def month_start(now: datetime) -> datetime:
@@ -144,6 +154,19 @@ def unpriced(pricing: PricingConfig, calls: Sequence[Call]) -> list[str]:
     return sorted({c.model for c in calls if c.model not in pricing.models and not c.empty})
 
 
+def _call(e: LedgerEntry) -> Call:
+    """A ledger row's figures as the call they add up to (what the cost is computed from)."""
+    return Call(
+        e.kind,
+        e.model,
+        e.input_tokens,
+        e.output_tokens,
+        e.audio_seconds,
+        cached_tokens=e.cached_tokens,
+        reasoning_tokens=e.reasoning_tokens,
+    )
+
+
 class UsageLedger:
     """The `usage` table: what each learner's calls cost, added up per UTC day."""
 
@@ -205,18 +228,7 @@ class UsageLedger:
             for e in found:
                 if e.input_tokens + e.output_tokens:
                     tokens[e.kind] = tokens.get(e.kind, 0) + e.input_tokens + e.output_tokens
-            calls = [
-                Call(
-                    e.kind,
-                    e.model,
-                    e.input_tokens,
-                    e.output_tokens,
-                    e.audio_seconds,
-                    cached_tokens=e.cached_tokens,
-                    reasoning_tokens=e.reasoning_tokens,
-                )
-                for e in found
-            ]
+            calls = [_call(e) for e in found]
             out.append(
                 LearnerUsage(
                     user_id=user_id,
@@ -228,6 +240,14 @@ class UsageLedger:
                 )
             )
         return sorted(out, key=lambda u: -u.total_tokens)
+
+    async def daily(self, since: datetime) -> list[tuple[str, list[Call]]]:
+        """Every learner's calls added up per UTC day from `since`'s day on, oldest day first
+        (the operator's chart)."""
+        days: dict[str, list[Call]] = {}
+        for day, entry in await self.db.usage_per_day(as_utc(since).date().isoformat()):
+            days.setdefault(day, []).append(_call(entry))
+        return list(days.items())
 
     async def delete_user(self, user_id: int) -> int:
         """Forget the learner's usage (their /forgetme); how many rows went."""
@@ -258,6 +278,19 @@ class Metering:
         """Every learner's usage over the last `days` UTC days, with the estimated cost."""
         since = as_utc(now) - timedelta(days=days - 1)
         return render_report(await self.ledger.report(since), self.pricing, days, since)
+
+    async def daily(self, days: int, now: datetime) -> list[DayUsage]:
+        """Tokens and estimated cost per UTC day over the last `days` days (days without use
+        included, as zero)."""
+        since = as_utc(now) - timedelta(days=days - 1)
+        spent = dict(await self.ledger.daily(since))
+        out = []
+        for n in range(days):
+            day = (since + timedelta(days=n)).date().isoformat()
+            calls = spent.get(day, [])
+            tokens = sum(c.input_tokens + c.output_tokens for c in calls)
+            out.append(DayUsage(day, tokens, cost(self.pricing, calls) if calls else None))
+        return out
 
     def call(
         self, kind: str, input_tokens: int = 0, output_tokens: int = 0, audio_seconds: float = 0.0

@@ -7,10 +7,11 @@ from dataclasses import replace
 
 from memora.commands.registry import CommandContext, command
 from memora.engine import MAX_BUDGETED_MEMORIES, Engine
+from memora.engine.queries import memory_text_refusal
 from memora.i18n import N_, _
 from memora.learner.model import PROFILE_FIELDS
 from memora.learner.profile import TEACHING_FIELDS
-from memora.longterm import MAX_MEMORY_CHARS, Memory
+from memora.longterm import Memory
 from memora.longterm.dedupe import normalise_text
 from memora.longterm.policy import describe as describe_policy
 from memora.secretfilter import looks_secret
@@ -102,15 +103,9 @@ async def _visible(engine: Engine, ctx: CommandContext) -> list[Memory]:
 )
 async def _remember(engine: Engine, ctx: CommandContext) -> Reply:
     text = ctx.arg.strip()
-    if not normalise_text(text):
-        return Reply(_("There is nothing to remember in that: write a few words."), ok=False)
-    if looks_secret(text):
-        return Reply(_("That looks like a password, key or card number — I never store those."))
-    if len(text) > MAX_MEMORY_CHARS:
-        return Reply(
-            _("A memory must be short ({n} characters at most).").format(n=MAX_MEMORY_CHARS),
-            ok=False,
-        )
+    refusal = memory_text_refusal(text)
+    if refusal is not None:  # a secret is not the learner's mistake: that answer is not an error
+        return Reply(refusal, ok=looks_secret(text) and bool(normalise_text(text)))
     result = await engine.remember(ctx.chat, ctx.user, text, message_id=ctx.message_id)
     if result.action == "duplicate":
         note = _("I already remembered that.")

@@ -1,13 +1,15 @@
 """/export: a chat's data (history, summary, usage, participants' memories and learner data) as
-JSON-able data."""
+JSON-able data; and one learner's own export of everything kept about them (their page)."""
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from typing import Any
 
 from memora.clock import utcnow
 from memora.engine.base import EngineBase
 from memora.longterm import Memory
+from memora.storage import StoredMessage
 from memora.usage import UsageLedger
 
 
@@ -30,36 +32,13 @@ class Export(EngineBase):
         for uid, name in await self.db.participants(chat_id):  # profile, mistakes, words, cards
             entry = participants.setdefault(str(uid), {"name": name})
             if origin is None:  # a learner's model and reminder span their chats: not a group's
-                entry["learner"] = await self.learner.store.export(uid, self.clock())
-                entry["reminder"] = await self.reminders.export(uid)  # None without one
-                entry["usage"] = await UsageLedger(self.db).export(uid)  # counts, no words
-                entry["weekly_report"] = await self.weekly.export(uid)  # setting, weeks sent
-                entry["lesson_modes"] = [  # placement, a scene, practice: where each stands
-                    {
-                        "chat_id": m.chat_id,
-                        "kind": m.kind,
-                        "step": m.step,
-                        "state": m.state,
-                        "started_at": m.started_at,
-                    }
-                    for m in await self.db.user_modes(uid)
-                ]
+                entry.update(await self._learner_data(uid))
         return {
             "exported_at": utcnow(self.clock()),
             "chat": {"id": chat_id, "kind": row.kind, "title": row.title},
             "summary": row.summary,
             "summarized_messages": row.summarized_count,
-            "history": [
-                {
-                    "seq": m.seq,
-                    "role": m.role,
-                    "content": m.content,
-                    "user_id": m.user_id,
-                    "user_name": m.user_name,
-                    "at": m.created_at,
-                }
-                for m in await self.db.messages(chat_id)
-            ],
+            "history": [_message(m) for m in await self.db.messages(chat_id)],
             "last_context": [m.as_dict() for m in row.last_context],
             "usage": {
                 "turns": await self.db.turn_rows(chat_id),
@@ -67,6 +46,67 @@ class Export(EngineBase):
             },
             "participants": participants,
         }
+
+    async def _learner_data(self, user_id: int) -> dict[str, Any]:
+        """What is kept about a learner across their chats: the learner model, reminder, usage,
+        weekly report setting and lesson modes."""
+        return {
+            "learner": await self.learner.store.export(user_id, self.clock()),
+            "reminder": await self.reminders.export(user_id),  # None without one
+            "usage": await UsageLedger(self.db).export(user_id),  # counts, no words
+            "weekly_report": await self.weekly.export(user_id),  # setting, weeks sent
+            "lesson_modes": [  # placement, a scene, practice: where each stands
+                {
+                    "chat_id": m.chat_id,
+                    "kind": m.kind,
+                    "step": m.step,
+                    "state": m.state,
+                    "started_at": m.started_at,
+                }
+                for m in await self.db.user_modes(user_id)
+            ],
+        }
+
+    async def export_learner(self, user_id: int) -> dict[str, Any]:
+        """Everything kept about one learner, whatever the chat (their "download my data"):
+        their long-term memories, learner model, reminder, usage, lesson modes, extraction log,
+        their private chats whole and their own messages in groups."""
+        memories = await self.store.memories(user_id) if self.store is not None else []
+        log = await self.db.extraction(user_id)
+        private = []
+        for chat_id in await self.db.private_chats_of(user_id):
+            row = await self.db.chat(chat_id)
+            private.append(
+                {
+                    "chat_id": chat_id,
+                    "summary": row.summary,
+                    "history": [_message(m) for m in await self.db.messages(chat_id)],
+                }
+            )
+        return {
+            "exported_at": utcnow(self.clock()),
+            "user_id": user_id,
+            "memories": [_exported(m) for m in memories],
+            **await self._learner_data(user_id),
+            "extraction_log": None if log is None else asdict(log),
+            "private_chats": private,
+            "group_messages": [
+                {"chat_id": chat_id, **_message(m)}
+                for chat_id, m in await self.db.group_messages_of(user_id)
+            ],
+        }
+
+
+def _message(m: StoredMessage) -> dict[str, Any]:
+    """One stored message as an export writes it."""
+    return {
+        "seq": m.seq,
+        "role": m.role,
+        "content": m.content,
+        "user_id": m.user_id,
+        "user_name": m.user_name,
+        "at": m.created_at,
+    }
 
 
 def _exported(m: Memory) -> dict[str, Any]:

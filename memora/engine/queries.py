@@ -7,13 +7,27 @@ import logging
 
 from memora.engine.lanes import Lanes
 from memora.i18n import _
-from memora.longterm import AddResult, Memory, SearchResult
+from memora.longterm import MAX_MEMORY_CHARS, AddResult, Memory, SearchResult
+from memora.longterm.dedupe import normalise_text
+from memora.secretfilter import looks_secret
 from memora.storage import ChatRow, ExtractionLog, StoredMessage
 from memora.types import ChatRef, UserRef
 from memora.usage import UsageLedger
 from memora.views import Status
 
 log = logging.getLogger(__name__)
+
+
+def memory_text_refusal(text: str) -> str | None:
+    """Why `text` cannot be a memory the learner wrote (/remember, an edit on their page), in
+    the current language; None if it can."""
+    if not normalise_text(text):
+        return _("There is nothing to remember in that: write a few words.")
+    if looks_secret(text):
+        return _("That looks like a password, key or card number — I never store those.")
+    if len(text) > MAX_MEMORY_CHARS:
+        return _("A memory must be short ({n} characters at most).").format(n=MAX_MEMORY_CHARS)
+    return None
 
 
 class Queries(Lanes):
@@ -112,3 +126,25 @@ class Queries(Lanes):
     async def reset_chat(self, chat_id: int) -> int:
         """Forget the chat's short-term memory; return how many messages went."""
         return await self.db.reset_chat(chat_id)
+
+    async def memory(self, user_id: int, memory_id: str) -> Memory | None:
+        """One of the user's memories by id; None if the user has no such memory."""
+        return await self._memory().get(user_id, memory_id)
+
+    async def edit_memory(self, user_id: int, memory_id: str, text: str) -> Memory:
+        """The learner's new wording of their memory: stored and re-indexed as a new write is
+        (a new vector, no old search terms), the old text kept in its history for an undo.
+        Raises MemoryNotFound for a memory the user does not have."""
+        return await self._memory().supersede(
+            user_id, memory_id, text.strip(), reason="edited", now=self.clock()
+        )
+
+    async def memory_sources(self, user_id: int, memories: list[Memory]) -> dict[str, str]:
+        """The learner's message each memory came from (memory id → text), where it is kept."""
+        refs = {
+            m.id: (m.chat_id, m.message_id)
+            for m in memories
+            if m.chat_id is not None and m.message_id is not None
+        }
+        found = await self.db.source_messages(user_id, list(refs.values()))
+        return {mid: found[ref] for mid, ref in refs.items() if ref in found}

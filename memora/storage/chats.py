@@ -116,3 +116,40 @@ class ChatQueries(Connection):
                 (chat_id,),
             )
         ]
+
+    # -- one learner's messages (their page, their own export) -----------------------------------
+    async def private_chats_of(self, user_id: int) -> list[int]:
+        """The private chats the user has written in."""
+        rows = await self.rows(
+            "SELECT DISTINCT m.chat_id FROM messages m JOIN chats c ON c.chat_id = m.chat_id "
+            "WHERE m.user_id=? AND c.kind='private' ORDER BY m.chat_id",
+            (user_id,),
+        )
+        return [int(r[0]) for r in rows]
+
+    async def group_messages_of(self, user_id: int) -> list[tuple[int, StoredMessage]]:
+        """The user's own messages in groups, as (chat id, message), oldest first per chat."""
+        rows = await self.rows(
+            "SELECT m.chat_id, m.seq, m.role, m.content, m.user_id, m.user_name, m.created_at "
+            "FROM messages m JOIN chats c ON c.chat_id = m.chat_id "
+            "WHERE m.user_id=? AND c.kind != 'private' ORDER BY m.chat_id, m.seq",
+            (user_id,),
+        )
+        return [(int(r[0]), StoredMessage(r[1], r[2], r[3], r[4], r[5], r[6])) for r in rows]
+
+    async def source_messages(
+        self, user_id: int, refs: list[tuple[int, int]]
+    ) -> dict[tuple[int, int], str]:
+        """The user's own messages named by (chat id, platform message id): what a memory came
+        from. Only that user's messages are found."""
+        ids = sorted({message_id for _chat, message_id in refs})
+        if not ids:
+            return {}
+        marks = ",".join("?" * len(ids))
+        rows = await self.rows(
+            "SELECT chat_id, external_id, content FROM messages "
+            f"WHERE user_id=? AND role='user' AND external_id IN ({marks})",
+            (user_id, *ids),
+        )
+        wanted = set(refs)
+        return {(int(r[0]), int(r[1])): str(r[2]) for r in rows if (int(r[0]), int(r[1])) in wanted}

@@ -46,6 +46,21 @@ _ADD = (
 )
 
 
+def _entry(row: Sequence[Any]) -> LedgerEntry:
+    """(kind, model, then the sums of LEDGER_COLS but calls) as a LedgerEntry."""
+    kind, model, inp, out, cached, reasoning, seconds, turns = row
+    return LedgerEntry(
+        str(kind),
+        str(model),
+        int(inp),
+        int(out),
+        int(cached),
+        int(reasoning),
+        float(seconds),
+        int(turns),
+    )
+
+
 class LedgerQueries(Connection):
     """Writes and reads of the `usage` table."""
 
@@ -87,22 +102,17 @@ class LedgerQueries(Connection):
             "GROUP BY user_id, kind, model",
             (since_day,),
         )
-        return [
-            (
-                int(uid),
-                LedgerEntry(
-                    str(kind),
-                    str(model),
-                    int(inp),
-                    int(out),
-                    int(cached),
-                    int(reasoning),
-                    float(seconds),
-                    int(turns),
-                ),
-            )
-            for uid, kind, model, inp, out, cached, reasoning, seconds, turns in rows
-        ]
+        return [(int(r[0]), _entry(r[1:])) for r in rows]
+
+    async def usage_per_day(self, since_day: str) -> list[tuple[str, LedgerEntry]]:
+        """Every learner's usage from `since_day` on, summed per (day, kind, model), by day."""
+        sums = ", ".join(f"SUM({c})" for c in LEDGER_COLS[1:])
+        rows = await self.rows(
+            f"SELECT day, kind, model, {sums} FROM usage WHERE day >= ? "
+            "GROUP BY day, kind, model ORDER BY day",
+            (since_day,),
+        )
+        return [(str(r[0]), _entry(r[1:])) for r in rows]
 
     async def learner_names(self, user_ids: Sequence[int]) -> dict[int, str]:
         """The name each of these learners last wrote under."""
