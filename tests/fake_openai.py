@@ -31,6 +31,15 @@ injected with ``fail_next``, ``down``, ``latency`` and ``kind_latency``; a strea
 cut part-way with ``FakeReply(cut_after=N, cut=...)`` and paced with ``stream_delay``;
 ``refuse_streams`` answers every streamed request with 400.
 
+By default the fake is kinder than any real service: it takes any schema and parameter, and
+answers at once with no reasoning. A provider profile makes it answer as one kind of service
+documents (tests/provider_rules.py says which rules, and where they come from):
+``like_openai()`` (strict schemas checked, a reasoning effort refused by models that do not
+reason, reasoning tokens and optionally latency by effort), ``like_azure()`` (the Azure client's
+paths, `api-version` and `api-key`; `default` refused in strict schemas), ``like_deepseek()``
+(Chat Completions only, JSON mode but no `json_schema`), ``like_local_server()`` (no Responses
+API: 404) and ``like_llama_cpp()`` (recorded from its server).
+
 Usage::
 
     with FakeOpenAI() as server:
@@ -62,6 +71,14 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal
+from urllib.parse import parse_qs
+
+from tests.provider_rules import (
+    Reasoning,
+    effort_sent,
+    invalid_schema_message,
+    strict_schema_problems,
+)
 
 Kind = Literal["reply", "structured", "count", "embed", "transcribe", "speech", "other"]
 Api = Literal["responses", "chat_completions", "embeddings", "audio"]
@@ -562,7 +579,7 @@ def _responses_body(req: FakeRequest, reply: FakeReply, text: str, usage: Tokens
         content = [{"type": "output_text", "text": text, "annotations": [], "logprobs": []}]
     output: list[dict[str, Any]] = []
     reasoning = req.body.get("reasoning")
-    if reasoning:  # reasoning models put a reasoning item before the message
+    if reasoning or usage.reasoning:  # reasoning models put a reasoning item before the message
         output.append({"id": _new_id("rs_"), "type": "reasoning", "summary": []})
     status = "incomplete" if reply.incomplete else "completed"
     output.append(
@@ -884,9 +901,13 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _serve(self, method: str) -> None:
         fake = self.server.fake
-        path = self.path.split("?", 1)[0].rstrip("/")
+        path, _, query = self.path.partition("?")
+        path = path.rstrip("/")
         raw = self._read_body()
         headers = {k.lower(): v for k, v in self.headers.items()}
+        deployment = None
+        if fake.azure_api_version is not None:
+            path, deployment = fake.azure_path(path, query, headers)
         upload: dict[str, Any] = {}
         if headers.get("content-type", "").startswith("multipart/form-data"):
             fields, files = multipart_form(headers["content-type"], raw)
@@ -898,6 +919,8 @@ class _Handler(BaseHTTPRequestHandler):
                 parsed = None
         body: dict[str, Any] = parsed if isinstance(parsed, dict) else {}
         req = _describe(method, path, body, headers)
+        if deployment is not None:  # Azure: the deployment in the path is the model
+            req.model = deployment
         req.audio, req.filename = upload.get("content"), upload.get("filename")
         status, payload, extra = fake._handle(
             req, bad_json=raw != b"" and parsed is None, client_gone=self._client_gone
@@ -986,6 +1009,7 @@ class FakeOpenAI:
         self.bill_schema: bool = False
         self.prefix_cache: PrefixCache | None = PrefixCache()
         self.retry_after_ms: float | None = 1.0  # sent with error answers; keeps retries fast
+        self._provider_defaults()
         self._lock = threading.Lock()
         self._requests: list[FakeRequest] = []
         self._queue: deque[tuple[Kind | None, Answer]] = deque()
@@ -1094,6 +1118,120 @@ class FakeOpenAI:
         self.count_tokens = approx_tokens
         self.bill_schema = False
         self.prefix_cache = PrefixCache()
+        self._provider_defaults()
+
+    def _provider_defaults(self) -> None:
+        """The provider rules off: the kind server every test had before the profiles."""
+        self.profile = "kind"
+        self.apis: frozenset[str] | None = None  # the APIs served (None: all); others 404
+        self.strict_schemas = False  # json_schema checked against OpenAI's strict subset
+        self.schema_refuses_default = False  # ... and `default` refused (Azure)
+        self.refused_params: frozenset[str] = frozenset()  # 400 "Unrecognized request argument"
+        self.reasoning: Reasoning | None = None  # reasoning models emulated (provider_rules)
+        self.json_word = False  # json_object refused unless "json" is in the messages
+        self.azure_api_version: str | None = None  # Azure's paths, api-version and api-key
+
+    # -- provider profiles (the rules each service documents: tests/provider_rules.py) ----------
+    def like_openai(self, reasoning: Reasoning | None = None) -> FakeOpenAI:
+        """OpenAI's API: both APIs, strict schemas checked, reasoning effort only for reasoning
+        models (which report reasoning tokens), JSON mode needs the word "json"."""
+        self.profile = "openai"
+        self.strict_schemas = True
+        self.reasoning = reasoning or Reasoning()
+        self.json_word = True
+        return self
+
+    def like_azure(self, api_version: str = "2025-04-01-preview") -> FakeOpenAI:
+        """Azure OpenAI through the SDK's Azure client: OpenAI's rules, served at
+        `/openai/deployments/<deployment>/chat/completions` and `/openai/responses` with an
+        `api-version` query and an `api-key` header; `default` refused in strict schemas."""
+        self.like_openai()
+        self.profile = "azure"
+        self.schema_refuses_default = True
+        self.azure_api_version = api_version
+        return self
+
+    def like_deepseek(self) -> FakeOpenAI:
+        """A DeepSeek-like server: Chat Completions only (404 on /v1/responses), JSON mode
+        (with the word "json") but no `json_schema` (HTTP 400), no reasoning effort taken."""
+        self.profile = "deepseek"
+        self.apis = frozenset({"chat_completions", "embeddings"})
+        self.refused_formats = frozenset({"json_schema"})
+        self.refused_format_status = 400
+        self.json_word = True
+        self.refused_params = frozenset({"reasoning_effort"})
+        return self
+
+    def like_local_server(self) -> FakeOpenAI:
+        """A local server without the Responses API (older Ollama, most local servers): Chat
+        Completions, any schema taken as it is, unknown arguments ignored."""
+        self.profile = "local"
+        self.apis = frozenset({"chat_completions", "embeddings", "audio"})
+        return self
+
+    def _provider_refusal(self, req: FakeRequest) -> tuple[int, Any, dict[str, str]] | None:
+        """What this profile's provider refuses in `req` (tests/provider_rules.py), or None."""
+        if self.apis is not None and req.api is not None and req.api not in self.apis:
+            return self._error(404, f"Invalid URL ({req.method} {req.path})")
+        for name in sorted(self.refused_params):
+            if name in req.body:
+                return self._refusal(f"Unrecognized request argument supplied: {name}", name)
+        effort = effort_sent(req.body)
+        wire = "reasoning.effort" if req.api == "responses" else "reasoning_effort"
+        if effort is not None and self.reasoning is not None:
+            if not self.reasoning.reasons(req.model):
+                said = f"Unsupported parameter: '{wire}' is not supported with this model."
+                return self._refusal(said, wire, "unsupported_parameter")
+            takes = self.reasoning.efforts(req.model)
+            if effort not in takes:
+                said = (
+                    f"Unsupported value: '{wire}' does not support '{effort}' with this model. "
+                    f"Supported values are: {', '.join(repr(e) for e in takes)}."
+                )
+                return self._refusal(said, wire, "unsupported_value")
+        if req.response_format == "json_schema" and self.strict_schemas and req.schema:
+            problems = strict_schema_problems(
+                req.schema, refuses_default=self.schema_refuses_default
+            )
+            if problems:
+                said = invalid_schema_message(req.schema_name, problems[0])
+                return self._refusal(said, "response_format", "invalid_json_schema")
+        if req.response_format == "json_object" and self.json_word:
+            said = " ".join([req.instructions or "", *(m["content"] for m in req.messages)])
+            if "json" not in said.lower():
+                return self._refusal(
+                    "'messages' must contain the word 'json' in some form, to use "
+                    "'response_format' of type 'json_object'.",
+                    "messages",
+                )
+        return None
+
+    def _refusal(
+        self, message: str, param: str, code: str | None = None
+    ) -> tuple[int, Any, dict[str, str]]:
+        body = error_body(message, "invalid_request_error", code)
+        body["error"]["param"] = param
+        return 400, body, {}
+
+    def reasoned_tokens(self, req: FakeRequest) -> int:
+        """The reasoning tokens this profile's model spends on `req` (0: it does not reason)."""
+        if self.reasoning is None or not self.reasoning.reasons(req.model):
+            return 0
+        effort = effort_sent(req.body) or self.reasoning.default_effort
+        return self.reasoning.tokens.get(effort, 0)
+
+    def azure_path(self, path: str, query: str, headers: dict[str, str]) -> tuple[str, str | None]:
+        """(the OpenAI path an Azure request stands for, its deployment); ("", None) when Azure
+        would not serve it (a plain /v1 path, no api-version, no api-key)."""
+        asked = parse_qs(query).get("api-version", [""])[0]
+        if asked != self.azure_api_version or not headers.get("api-key"):
+            return "", None
+        found = re.fullmatch(r"/openai/deployments/([^/]+)(/.+)", path)
+        if found:
+            return "/v1" + found.group(2), found.group(1)
+        if path.startswith("/openai/"):
+            return "/v1" + path.removeprefix("/openai"), None
+        return "", None
 
     # -- inspection ------------------------------------------------------------------------------
     @property
@@ -1190,7 +1328,8 @@ class FakeOpenAI:
                 schema = json.dumps(req.schema, sort_keys=True)
             key = (req.model, schema)
             cached = min(inp, self.prefix_cache.cached(key, parts, self.count_tokens))
-        reasoning = given.get("reasoning_tokens", 0)  # billed as output, never shown
+        # billed as output, never shown: as scripted, else as the profile's model reasons
+        reasoning = given.get("reasoning_tokens", self.reasoned_tokens(req))
         return Tokens(
             inp,
             given.get("output_tokens", self.count_tokens(reply.refusal or text) + reasoning),
@@ -1234,6 +1373,9 @@ class FakeOpenAI:
             return self._error(failure.status, failure.message)
         if bad_json:
             return self._error(400, "We could not parse the JSON body of your request.")
+        refused = self._provider_refusal(req)
+        if refused is not None:
+            return refused
         if req.stream and (self.refuse_streams or req.kind not in GENERATION_KINDS):
             return self._error(400, "This server does not support stream=true (fake).")
         if req.response_format in self.refused_formats:
@@ -1271,6 +1413,11 @@ class FakeOpenAI:
         reply = self._cut_to_context(req, reply, _reply_text(reply))
         text = _reply_text(reply)
         tokens = self._usage(req, reply, text)
+        if tokens.reasoning and self.reasoning is not None:
+            # The model thinks before its first visible word (streamed or not).
+            pause = self.reasoning.seconds(tokens.reasoning)
+            if pause > 0 and (self._stopping.wait(pause) or epoch != self._epoch):
+                return 0, None, {}
         if req.stream:
             return 200, _event_stream(req, reply, text, tokens, self.stream_usage), {}
         if req.api == "responses":

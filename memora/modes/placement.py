@@ -43,8 +43,9 @@ class PlacementCheck(BaseModel):
         default=None,
         description="Only after the last question: the learner's CEFR level, A1-C2.",
     )
-    reason: str = Field(
-        default="",
+    # None, not "": a strict schema carries no `default` but null (Azure refuses `default`)
+    reason: str | None = Field(
+        default=None,
         description="Only after the last question: one paragraph on why, from their answers.",
     )
 
@@ -165,7 +166,7 @@ class Placement(Lesson):
     ) -> Settled:
         """The estimate to the profile (source "placement") and the learner told."""
         estimate = valid_level(check.estimate)
-        reason = " ".join(check.reason.split())
+        reason = " ".join((check.reason or "").split())
         if estimate is None or not reason:
             reason = ladder_reason(answers)
         estimate = estimate or ladder_estimate(answers)

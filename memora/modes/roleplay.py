@@ -157,8 +157,9 @@ def scene_of(state: dict[str, object]) -> Scene:
 
 
 class RoleplayResult(LearnerExtractionResult):
-    scene_over: bool = Field(
-        default=False,
+    # None (not false) when unsaid: a strict schema carries no `default` (Azure refuses it)
+    scene_over: bool | None = Field(
+        default=None,
         description="Whether the role-play scene reached its natural end in this exchange.",
     )
 
