@@ -30,6 +30,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel
 
@@ -72,7 +73,11 @@ class ZeroLatencyLLM:
         self.memory_block = 0  # o200k tokens of the memory lines in the last reply request
 
     async def complete(
-        self, instructions: str, messages: list[ChatMessage], on_delta: OnDelta | None = None
+        self,
+        instructions: str,
+        messages: list[ChatMessage],
+        on_delta: OnDelta | None = None,
+        **_: Any,
     ) -> Completion:
         self.calls += 1
         if "summary" in instructions.lower():
@@ -89,7 +94,7 @@ class ZeroLatencyLLM:
         return Completion(text, usage)
 
     async def parse(
-        self, instructions: str, messages: list[ChatMessage], schema: type[BaseModel]
+        self, instructions: str, messages: list[ChatMessage], schema: type[BaseModel], **_: Any
     ) -> Parsed:
         self.calls += 1
         return Parsed("{}", Usage(10, 2), schema.model_validate({}))

@@ -73,7 +73,11 @@ class SlowEcho:
         self.latency = latency
 
     async def complete(
-        self, instructions: str, messages: list[ChatMessage], on_delta: OnDelta | None = None
+        self,
+        instructions: str,
+        messages: list[ChatMessage],
+        on_delta: OnDelta | None = None,
+        **_: Any,
     ) -> Completion:
         await asyncio.sleep(self.latency)
         last = next((m.content for m in reversed(messages) if m.role == "user"), "")
@@ -81,7 +85,9 @@ class SlowEcho:
             await on_delta(f"Echo: {last}")
         return Completion(f"Echo: {last}", Usage(len(last) // 4 + 1, len(last) // 4 + 3))
 
-    async def parse(self, instructions: str, messages: list[ChatMessage], schema: Any) -> Parsed:
+    async def parse(
+        self, instructions: str, messages: list[ChatMessage], schema: Any, **_: Any
+    ) -> Parsed:
         """The extractor (--facts): after `latency`, the user's message as one memory."""
         await asyncio.sleep(self.latency)
         said = next((m.content for m in messages if "nurse" in m.content), "")

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 from memora.errors import OverBudget as OverBudget  # re-exported
 from memora.keyfacts import pin_missing
-from memora.llm import LLM, ChatMessage, Usage
+from memora.llm import LLM, CallInfo, ChatMessage, Usage
 from memora.prompts import (
     MEMORY_BLOCK,
     MODE_BLOCK,
@@ -46,13 +46,22 @@ def transcript(messages: list[StoredMessage]) -> str:
 
 
 async def summarize(
-    llm: LLM, old_summary: str, messages: list[StoredMessage], covered_until: int
+    llm: LLM,
+    old_summary: str,
+    messages: list[StoredMessage],
+    covered_until: int,
+    learner: str | None = None,
 ) -> Fold:
-    """Fold `messages` into the summary with one LLM call; pin key facts the model dropped."""
+    """Fold `messages` into the summary with one LLM call; pin key facts the model dropped.
+    `learner`: the provider identifier of the learner whose turn asked for it."""
     prompt = (
         f"Existing summary:\n{old_summary or '(empty)'}\n\nNew messages:\n{transcript(messages)}"
     )
-    done = await llm.complete(SUMMARY_INSTRUCTIONS, [ChatMessage("user", prompt)])
+    done = await llm.complete(
+        SUMMARY_INSTRUCTIONS,
+        [ChatMessage("user", prompt)],
+        call=CallInfo("summary", learner),
+    )
     new_summary = done.text.strip()
     sources = [m.content for m in messages if m.role == "user"]
     pinned_summary, missing = pin_missing(new_summary, sources, old_summary)
@@ -120,6 +129,7 @@ async def build_context(
     group: bool,
     profile_lines: Sequence[str] = (),
     mode_lines: Sequence[str] = (),
+    learner: str | None = None,
 ) -> BuiltContext:
     """Profile + memories + summary + last turns + lesson mode + message, inside the budget.
 
@@ -128,6 +138,7 @@ async def build_context(
     is left to fold, the lowest-ranked memories are dropped, then the profile (a few lines; it
     goes only when the message would not fit otherwise); then OverBudget is raised. The lesson
     mode's block (placement, a scene, practice) is never dropped: the reply is that lesson's.
+    `learner`: the provider identifier the folds are sent with.
     """
     alone = await counter.count(instructions, [current])
     if alone > budget:  # no fold can help: refuse before spending anything
@@ -147,7 +158,7 @@ async def build_context(
             return BuiltContext(msgs, counted, folds, len(memory_lines) - len(lines))
         if len(recent) >= 2:
             to_fold = backlog + recent[:2]
-            fold = await summarize(llm, summary, to_fold, to_fold[-1].seq + 1)
+            fold = await summarize(llm, summary, to_fold, to_fold[-1].seq + 1, learner)
             folds.append(fold)
             summary, offset = fold.summary, fold.summarized_count
             backlog, recent = [], recent[2:]
@@ -157,7 +168,7 @@ async def build_context(
             profile = []
         elif summary and not compressed:
             # A summary that outgrew the budget is rewritten once, shorter, before giving up.
-            fold = await summarize(llm, summary, [], offset)
+            fold = await summarize(llm, summary, [], offset, learner)
             folds.append(fold)
             summary, compressed = fold.summary, True
         else:

@@ -14,7 +14,17 @@ from typing import Any, TypeVar
 from pydantic import BaseModel
 
 from memora.engine import Engine, EngineConfig
-from memora.llm import ChatMessage, Completion, LLMError, OnDelta, Parsed, Usage, validated
+from memora.llm import (
+    REPLY,
+    CallInfo,
+    ChatMessage,
+    Completion,
+    LLMError,
+    OnDelta,
+    Parsed,
+    Usage,
+    validated,
+)
 from memora.storage import Database
 from memora.tokens import LocalTokenCounter
 
@@ -30,6 +40,7 @@ class Call:
     messages: list[ChatMessage]
     schema: str | None = None
     streamed: bool = False  # complete() was given an on_delta callback
+    info: CallInfo = REPLY  # the call's kind and the learner's provider identifier
 
 
 @dataclass(frozen=True)
@@ -81,9 +92,11 @@ class FakeLLM:
         instructions: str,
         messages: list[ChatMessage],
         on_delta: OnDelta | None = None,
+        *,
+        call: CallInfo = REPLY,
     ) -> Completion:
         self.calls.append(
-            Call("complete", instructions, list(messages), streamed=on_delta is not None)
+            Call("complete", instructions, list(messages), streamed=on_delta is not None, info=call)
         )
         if self.delay:
             await asyncio.sleep(self.delay)
@@ -113,9 +126,14 @@ class FakeLLM:
         return Completion(text=text, usage=self._usage(instructions, messages, text))
 
     async def parse(
-        self, instructions: str, messages: list[ChatMessage], schema: type[T]
+        self,
+        instructions: str,
+        messages: list[ChatMessage],
+        schema: type[T],
+        *,
+        call: CallInfo = REPLY,
     ) -> Parsed:
-        self.calls.append(Call("parse", instructions, list(messages), schema.__name__))
+        self.calls.append(Call("parse", instructions, list(messages), schema.__name__, info=call))
         if self.delay:
             await asyncio.sleep(self.delay)
         item: object = self.parsed.popleft() if self.parsed else schema.model_validate({})

@@ -29,9 +29,11 @@ class StuckExtractor(FakeLLM):
         super().__init__()
         self.release = asyncio.Event()
 
-    async def parse(self, instructions: str, messages: list[ChatMessage], schema: Any) -> Parsed:
+    async def parse(
+        self, instructions: str, messages: list[ChatMessage], schema: Any, **kw: Any
+    ) -> Parsed:
         await self.release.wait()
-        return await super().parse(instructions, messages, schema)
+        return await super().parse(instructions, messages, schema, **kw)
 
 
 async def test_a_stuck_extraction_never_delays_the_next_reply(
@@ -66,7 +68,9 @@ def test_background_calls_have_their_own_shorter_limits() -> None:
 class FactExtractor(FakeLLM):
     """An extraction model that keeps each learner message as one memory."""
 
-    async def parse(self, instructions: str, messages: list[ChatMessage], schema: Any) -> Parsed:
+    async def parse(
+        self, instructions: str, messages: list[ChatMessage], schema: Any, **kw: Any
+    ) -> Parsed:
         said = next(m.content for m in messages if "nurse" in m.content)
         line = next(ln for ln in said.splitlines() if "nurse" in ln and "Echo" not in ln)
         self.parsed.append({"memories": [{"text": line, "category": "personal"}]})

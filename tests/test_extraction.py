@@ -136,7 +136,7 @@ async def test_model_failures_never_raise(store: MemoryStore) -> None:
 
 async def test_a_refusal_keeps_the_raw_text() -> None:
     class Refusing(FakeLLM):
-        async def parse(self, instructions, messages, schema):  # type: ignore[no-untyped-def]
+        async def parse(self, instructions, messages, schema, **kw):  # type: ignore[no-untyped-def]
             from memora.llm import Parsed, Usage
 
             return Parsed(

@@ -128,7 +128,8 @@ async def test_chat_completions_sends_instructions_as_the_first_system_message(
         {"role": "system", "content": INSTR},
         {"role": "system", "content": "Memories: likes tea"},  # older servers lack "developer"
     ]
-    assert "reasoning" not in body and "reasoning_effort" not in body
+    # Chat Completions names the effort `reasoning_effort` (Responses: `reasoning.effort`)
+    assert "reasoning" not in body and body["reasoning_effort"] == "high"
 
 
 async def test_responses_sends_reasoning_effort_on_replies_and_structured_calls(

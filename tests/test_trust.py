@@ -152,7 +152,7 @@ async def test_forget_in_words_deletes_the_named_memory_and_says_so(
 
     original = llm.parse
 
-    async def parse(instructions: str, messages: list[Any], schema: Any) -> Any:
+    async def parse(instructions: str, messages: list[Any], schema: Any, **kw: Any) -> Any:
         """A model that names the memory about Taipei by its number in the list it was shown."""
         number = 1 + next(i for i, text in enumerate(listed(messages)) if "Taipei" in text)
         llm.parsed.append(

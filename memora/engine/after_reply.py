@@ -62,7 +62,10 @@ class AfterReply(Queries, Lessons):
         if not backlog:
             return
         try:
-            fold = await summarize(self.summary_llm, row.summary, backlog, backlog[-1].seq + 1)
+            learner = await self._provider_id(user)
+            fold = await summarize(
+                self.summary_llm, row.summary, backlog, backlog[-1].seq + 1, learner
+            )
         except LLMError as exc:
             log.warning("summary update failed for chat %s: %s", chat.id, exc)
             await self.db.note_summary_error(chat.id, f"{utcnow()}: {exc}")
@@ -106,6 +109,7 @@ class AfterReply(Queries, Lessons):
             needs_terms=needs,
             form=self.extraction_form,
             mode=self._mode_ask(done.mode),
+            learner=await self._provider_id(user),
         )
         self.extraction_form = outcome.form
         used = outcome.usage

@@ -16,11 +16,12 @@ from memora.clock import as_utc
 from memora.engine.config import EngineConfig
 from memora.i18n import speaking
 from memora.learner.service import LANGUAGE_FIELD, Learner
-from memora.llm import LLM, Usage
+from memora.llm import LLM, ProviderIdentity, Usage
 from memora.llm.audio import Speaker, Transcriber
 from memora.longterm import MemoryStore
 from memora.reminders import Reminders
 from memora.storage import Database, ModeRow, SharedChatLock
+from memora.storage.keys import PROVIDER_IDENTIFIER
 from memora.tokens import TokenCounter
 from memora.types import ChatRef, UserRef
 from memora.usage import Call, Metering
@@ -98,6 +99,14 @@ class EngineBase:
         # Per user, term-less memories the extraction call was asked about and did not answer
         # (memory id → times); see extraction.MAX_ASKS. In process only: a restart asks again.
         self._terms_unanswered: dict[int, dict[str, int]] = {}
+        self._identity: ProviderIdentity | None = None  # its key is read once, when first needed
+
+    async def _provider_id(self, user: UserRef) -> str:
+        """The learner as the model provider is told: their keyed hash (memora.llm.identity),
+        never their id."""
+        if self._identity is None:
+            self._identity = ProviderIdentity(await self.db.server_key(PROVIDER_IDENTIFIER))
+        return self._identity.of(user.id)
 
     @property
     def has_memory(self) -> bool:

@@ -12,7 +12,7 @@ from memora.engine.base import Answered
 from memora.engine.retrieval import Retrieval
 from memora.errors import LLMError, OverBudget
 from memora.i18n import N_, _, speaking
-from memora.llm import Completion, OnDelta
+from memora.llm import CallInfo, Completion, OnDelta
 from memora.llm.audio import Transcript
 from memora.llm.sdk_errors import API_FIX, NO_RESPONSES_API
 from memora.modes import LESSONS
@@ -174,7 +174,7 @@ class Turns(AfterReply, Retrieval):
         prepared = await self._prepare(turn)
         if isinstance(prepared, Reply):
             return prepared
-        answer = await self._answer(turn.chat, prepared.built, on_delta)
+        answer = await self._answer(turn.chat, turn.user, prepared.built, on_delta)
         if isinstance(answer, Reply):
             return answer
         if self._epoch(turn.user.id) != epoch:  # the user asked to be forgotten meanwhile
@@ -207,6 +207,7 @@ class Turns(AfterReply, Retrieval):
                 group=chat.is_group,
                 profile_lines=profile_lines,
                 mode_lines=self._mode_lines(turn.mode),
+                learner=await self._provider_id(user),
             )
         except OverBudget as exc:
             return Reply(_(OVER_BUDGET).format(counted=exc.counted, budget=exc.budget), ok=False)
@@ -222,14 +223,15 @@ class Turns(AfterReply, Retrieval):
         )
 
     async def _answer(
-        self, chat: ChatRef, built: BuiltContext, on_delta: OnDelta | None
+        self, chat: ChatRef, user: UserRef, built: BuiltContext, on_delta: OnDelta | None
     ) -> Completion | Reply:
         """The one LLM call of the reply path (streamed when the adapter asked)."""
+        call = CallInfo("reply", await self._provider_id(user))
         try:
             if on_delta is None:
-                return await self.llm.complete(self.config.instructions, built.messages)
+                return await self.llm.complete(self.config.instructions, built.messages, call=call)
             return await self.llm.complete(
-                self.config.instructions, built.messages, on_delta=_shielded(on_delta)
+                self.config.instructions, built.messages, on_delta=_shielded(on_delta), call=call
             )
         except LLMError as exc:
             log.warning("reply failed for chat %s: %s", chat.id, exc)

@@ -7,13 +7,18 @@ from memora.llm.audio import OpenAIAudio, Speaker, Transcriber, Transcript
 from memora.llm.base import (
     CONTEXT_EXCEEDED,
     LLM,
+    REPLY,
     TIMED_OUT,
+    CallInfo,
+    CallKind,
     Completion,
     OnDelta,
     Parsed,
     Usage,
 )
 from memora.llm.chat_completions import ChatCompletionsLLM
+from memora.llm.identity import ProviderIdentity
+from memora.llm.learned import Learned
 from memora.llm.openai_base import Api, OpenAILLM
 from memora.llm.responses import ResponsesLLM
 from memora.llm.sdk_errors import guard, translated
@@ -30,18 +35,23 @@ from memora.types import ChatMessage, Role
 __all__ = [
     "CONTEXT_EXCEEDED",
     "LLM",
+    "REPLY",
     "SCHEMA_INSTRUCTIONS",
     "STRUCTURED_MODES",
     "TIMED_OUT",
     "Api",
+    "CallInfo",
+    "CallKind",
     "ChatCompletionsLLM",
     "ChatMessage",
     "Completion",
     "LLMError",
+    "Learned",
     "OnDelta",
     "OpenAIAudio",
     "OpenAILLM",
     "Parsed",
+    "ProviderIdentity",
     "ResponsesLLM",
     "Role",
     "Speaker",

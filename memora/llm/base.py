@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Generic, Protocol, TypeVar
+from typing import Generic, Literal, Protocol, TypeVar
 
 from pydantic import BaseModel
 
@@ -15,6 +15,23 @@ T = TypeVar("T", bound=BaseModel)
 
 OnDelta = Callable[[str], Awaitable[None]]
 """Called while a reply is being written, with the whole text so far (not just the new piece)."""
+
+
+CallKind = Literal["reply", "extraction", "summary"]
+"""What a model call is for: each kind has its own reasoning effort and prompt-cache key."""
+
+
+@dataclass(frozen=True)
+class CallInfo:
+    """What one model call is and whom it is for, as the provider may be told: its kind, and
+    the learner's provider identifier (a keyed hash, never their platform id; see
+    memora.llm.identity), sent as `safety_identifier` where the API takes one."""
+
+    kind: CallKind = "reply"
+    learner: str | None = None
+
+
+REPLY = CallInfo()
 
 
 @dataclass(frozen=True)
@@ -75,15 +92,22 @@ class LLM(Protocol):
         instructions: str,
         messages: list[ChatMessage],
         on_delta: OnDelta | None = None,
+        *,
+        call: CallInfo = REPLY,
     ) -> Completion:
-        """The answer. With `on_delta`, the text is streamed: `on_delta` is awaited with the whole
-        text so far each time more arrives (possibly never, e.g. from a server that cannot
-        stream). The Completion returned is the same either way, and a failure part-way raises
-        LLMError like any other."""
+        """The answer to a call of this kind for this learner (`call`). With `on_delta`, the
+        text is streamed: `on_delta` is awaited with the whole text so far each time more
+        arrives (possibly never, e.g. from a server that cannot stream). The Completion returned
+        is the same either way, and a failure part-way raises LLMError like any other."""
         ...
 
     async def parse(
-        self, instructions: str, messages: list[ChatMessage], schema: type[T]
+        self,
+        instructions: str,
+        messages: list[ChatMessage],
+        schema: type[T],
+        *,
+        call: CallInfo = REPLY,
     ) -> Parsed[T]: ...
 
     async def count_input_tokens(self, instructions: str, messages: list[ChatMessage]) -> int: ...

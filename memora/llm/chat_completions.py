@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
-from openai import AsyncOpenAI
+from openai import AsyncOpenAI, AsyncStream
+from openai.types.chat import ChatCompletionChunk
 
 from memora.errors import LLMError
-from memora.llm.base import CONTEXT_EXCEEDED, Completion, OnDelta, Parsed, T, Usage
+from memora.llm.base import CONTEXT_EXCEEDED, CallInfo, Completion, OnDelta, Parsed, T, Usage
 from memora.llm.openai_base import OpenAILLM
 from memora.llm.sdk_errors import mid_stream, refusable, translated
 from memora.llm.structured import StructuredMode, json_schema, response_format, validated
@@ -16,16 +17,29 @@ from memora.types import ChatMessage
 
 class ChatCompletionsLLM(OpenAILLM):
     """Chat Completions: what every OpenAI-compatible server speaks; the instructions become the
-    system message, and no reasoning effort is sent (compatible servers may reject it)."""
+    system message. The reasoning effort is `reasoning_effort`; `store` is only sent when the
+    operator opts in (the API keeps nothing by default, and compatible servers do not know it);
+    a server that refuses one of them is remembered (see `OpenAILLM._learning`)."""
 
     api = "chat_completions"
     usage_fields = ("prompt_tokens", "completion_tokens")
     usage_details = ("prompt_tokens_details", "completion_tokens_details")
 
-    def _extra(self) -> dict[str, Any]:
+    def _optional(self, call: CallInfo) -> dict[str, Any]:
+        extra: dict[str, Any] = {"prompt_cache_key": f"memora-{call.kind}"}
+        if self.store:
+            extra["store"] = True
+        if call.learner:
+            extra["safety_identifier"] = call.learner
+        effort = self._effort(call)
+        if effort:
+            extra["reasoning_effort"] = effort
+        extra = self._taken(extra)
         # `max_tokens`, which every compatible server reads (llama.cpp's, Ollama, vLLM);
         # OpenAI's reasoning models want `max_completion_tokens`: use the Responses API there.
-        return {"max_tokens": self.max_output_tokens} if self.max_output_tokens else {}
+        if self.max_output_tokens:
+            extra["max_tokens"] = self.max_output_tokens
+        return extra
 
     @staticmethod
     def _messages(instructions: str, messages: list[ChatMessage]) -> Any:
@@ -38,10 +52,13 @@ class ChatCompletionsLLM(OpenAILLM):
         return out
 
     async def _create(
-        self, client: AsyncOpenAI, instructions: str, messages: list[ChatMessage]
+        self, client: AsyncOpenAI, instructions: str, messages: list[ChatMessage], call: CallInfo
     ) -> Completion:
-        resp = await client.chat.completions.create(
-            model=self.model, messages=self._messages(instructions, messages), **self._extra()
+        resp = await self._sent(
+            client.chat.completions.create,
+            model=self.model,
+            messages=self._messages(instructions, messages),
+            **self._optional(call),
         )
         if not resp.choices:
             raise LLMError("the model returned no choices")
@@ -49,7 +66,7 @@ class ChatCompletionsLLM(OpenAILLM):
         return Completion(text=text, usage=self._usage(resp.usage))
 
     async def _stream(
-        self, instructions: str, messages: list[ChatMessage], on_delta: OnDelta
+        self, instructions: str, messages: list[ChatMessage], on_delta: OnDelta, call: CallInfo
     ) -> Completion:
         """`choices[0].delta.content` pieces until a finish_reason; usage from the last chunk
         (`stream_options.include_usage`)."""
@@ -57,15 +74,17 @@ class ChatCompletionsLLM(OpenAILLM):
         finished = False
         usage: object = None
         with translated():
-            stream = await refusable(
-                self._client.chat.completions.create(
+            created = await refusable(
+                self._sent(
+                    self._client.chat.completions.create,
                     model=self.model,
                     messages=self._messages(instructions, messages),
                     stream=True,
                     stream_options={"include_usage": True},
-                    **self._extra(),
+                    **self._optional(call),
                 )
             )
+            stream = cast(AsyncStream[ChatCompletionChunk], created)
             async with stream:
                 with mid_stream():
                     async for chunk in stream:
@@ -90,8 +109,9 @@ class ChatCompletionsLLM(OpenAILLM):
         instructions: str,
         messages: list[ChatMessage],
         schema: type[T],
+        call: CallInfo,
     ) -> Parsed[T]:
-        extra = self._extra()
+        extra = self._optional(call)
         if mode == "json_schema":
             extra["response_format"] = response_format(schema)
         elif mode == "json_object":  # llama.cpp's server constrains the output to `schema`
@@ -99,7 +119,8 @@ class ChatCompletionsLLM(OpenAILLM):
                 "type": "json_object",
                 "schema": json_schema(schema),
             }
-        resp = await client.chat.completions.create(
+        resp = await self._sent(
+            client.chat.completions.create,
             model=self.model,
             messages=self._messages(
                 self._format_instructions(mode, instructions, schema), messages
@@ -119,7 +140,7 @@ class ChatCompletionsLLM(OpenAILLM):
             # llama.cpp answers a prompt that fits and stops the answer where its context ends
             # (it lowers max_tokens to the room left): asking again, longer, cannot fit more.
             # Said as the server says a prompt too long, so the caller can ask in fewer tokens.
-            self._structured_confirmed = True  # the server took the form: it answered 200
+            self.learned.confirm(self.model)  # the server took the form: it answered 200
             raise LLMError(
                 f"the answer was cut at the end of the model's context ({usage.input_tokens} "
                 f"prompt + {usage.output_tokens} answer tokens)",

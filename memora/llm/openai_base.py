@@ -1,7 +1,8 @@
 """What both OpenAI APIs share (`OpenAILLM`): the client, errors as LLMError, streaming with its
-fallback, structured output in the best form the server accepts. One subclass per API
-(responses.py, chat_completions.py) says what its API can do with class attributes instead of
-branching on the API name."""
+fallback, structured output in the best form the server accepts (per schema), the optional
+parameters each call kind sends and their refusals learned (memora/llm/learned.py). One subclass
+per API (responses.py, chat_completions.py) says what its API can do with class attributes and
+`_optional` instead of branching on the API name."""
 
 from __future__ import annotations
 
@@ -9,16 +10,36 @@ import functools
 import logging
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, ClassVar, Literal, TypeVar
 
 import openai
 from openai import AsyncOpenAI
 
 from memora.errors import LLMError
-from memora.llm.base import TIMED_OUT, Completion, OnDelta, Parsed, T, Usage
+from memora.llm.base import (
+    REPLY,
+    TIMED_OUT,
+    CallInfo,
+    CallKind,
+    Completion,
+    OnDelta,
+    Parsed,
+    T,
+    Usage,
+)
+from memora.llm.learned import Learned
 from memora.llm.pacing import AdaptiveTimeout
-from memora.llm.sdk_errors import FormatRefused, StreamRefused, guard, refuses_format, translated
+from memora.llm.sdk_errors import (
+    FormatRefused,
+    ParamRefused,
+    StreamRefused,
+    guard,
+    param_refusals,
+    refuses_format,
+    refuses_schema,
+    translated,
+)
 from memora.llm.structured import (
     SCHEMA_INSTRUCTIONS,
     STRUCTURED_MODES,
@@ -62,23 +83,30 @@ class OpenAILLM(ABC):
         timeout: float = 60.0,
         max_retries: int = 2,
         reasoning_effort: str | None = None,
+        efforts: Mapping[CallKind, str] | None = None,
+        store: bool = False,
         max_output_tokens: int | None = None,
         pacing: AdaptiveTimeout | None = None,
+        learned: Learned | None = None,
+        client: AsyncOpenAI | None = None,
     ) -> None:
         self.model = model
         # Background clients (summary, extraction): the time limit follows the endpoint
         self.pacing = pacing
-        self.reasoning_effort = reasoning_effort
+        # The reasoning effort per call kind ("" or absent: none sent, the model's default);
+        # `reasoning_effort` alone is the reply's (as [llm] reasoning_effort is).
+        self.efforts: dict[CallKind, str] = dict(efforts or {})
+        if reasoning_effort is not None:
+            self.efforts["reply"] = reasoning_effort
+        # Whether the provider may keep requests and answers (Responses `store`; off unless the
+        # operator opts in: /forgetme cannot reach a provider's copy).
+        self.store = store
         # A cap on each answer, for local servers: without one, llama.cpp's server lets a small
         # model that repeats itself write until its context is full (minutes on a CPU).
         self.max_output_tokens = max_output_tokens
-        # Learned, not configured: some OpenAI-compatible servers answer stream=true with 400.
-        self._stream_refused = False
-        # Learned too: the best structured-output form this server accepts, and whether it has
-        # answered one yet (until then a refusal is not retried: it cannot succeed).
-        self._structured: StructuredMode = "json_schema"
-        self._structured_confirmed = False
-        self._client = AsyncOpenAI(
+        # Learned, not configured: refused parameters, streams and structured forms.
+        self.learned = learned or Learned()
+        self._client = client or AsyncOpenAI(
             api_key=api_key, base_url=base_url, timeout=timeout, max_retries=max_retries
         )
 
@@ -90,12 +118,40 @@ class OpenAILLM(ABC):
     @property
     def streams(self) -> bool:
         """Whether a reply asked for with `on_delta` is streamed (False once the server refused)."""
-        return not self._stream_refused
+        return self.learned.streams(self.model)
 
     @property
     def structured_mode(self) -> StructuredMode:
-        """How structured output is asked for now (it only moves down STRUCTURED_MODES)."""
-        return self._structured
+        """How structured output is asked for now for any schema the server has not refused
+        (it only moves down STRUCTURED_MODES)."""
+        return self.learned.form(self.model)
+
+    def structured_mode_for(self, schema: type[Any]) -> StructuredMode:
+        """How structured output is asked for now for `schema`."""
+        return self.learned.form(self.model, schema.__name__)
+
+    def _effort(self, call: CallInfo) -> str | None:
+        """The reasoning effort sent with `call`, unless none is set or the model refused it."""
+        effort = self.efforts.get(call.kind) or None
+        return effort if effort and self.learned.takes(self.model, "reasoning") else None
+
+    def _taken(self, params: dict[str, Any]) -> dict[str, Any]:
+        """`params` (wire names) minus those this model has refused."""
+        named = {"reasoning_effort": "reasoning"}
+        return {k: v for k, v in params.items() if self.learned.takes(self.model, named.get(k, k))}
+
+    async def _sent(self, create: Callable[..., Awaitable[R]], **kwargs: Any) -> R:
+        """One SDK request; a refusal of one of its optional parameters raises ParamRefused."""
+        with param_refusals(kwargs):
+            return await create(**kwargs)
+
+    async def _learning(self, attempt: Callable[[], Awaitable[R]]) -> R:
+        """`attempt` again, without the parameter, each time the server refuses one."""
+        while True:
+            try:
+                return await attempt()
+            except ParamRefused as refused:
+                self.learned.refuse_param(self.model, refused.param, refused.why)
 
     def _usage(self, raw: object) -> Usage:
         if raw is None:
@@ -115,66 +171,87 @@ class OpenAILLM(ABC):
         instructions: str,
         messages: list[ChatMessage],
         on_delta: OnDelta | None = None,
+        *,
+        call: CallInfo = REPLY,
     ) -> Completion:
-        if on_delta is None or self._stream_refused:
-            completion = await self._paced(
-                lambda client: guard(self._create(client, instructions, messages))
-            )
-        else:
-            try:
-                completion = await self._stream(instructions, messages, on_delta)
-            except StreamRefused:
-                # Some OpenAI-compatible servers reject stream=true (or stream_options). Ask
-                # again without streaming; if that works, the server cannot stream: stop trying.
-                completion = await guard(self._create(self._client, instructions, messages))
-                log.warning("the model server refuses streamed requests; replies are not streamed")
-                self._stream_refused = True
+        completion = await self._learning(
+            functools.partial(self._complete, instructions, messages, on_delta, call)
+        )
         if not completion.text.strip():
             raise LLMError("the model returned an empty answer")
         return completion
 
+    async def _complete(
+        self,
+        instructions: str,
+        messages: list[ChatMessage],
+        on_delta: OnDelta | None,
+        call: CallInfo,
+    ) -> Completion:
+        if on_delta is None or not self.streams:
+            return await self._paced(
+                lambda client: guard(self._create(client, instructions, messages, call))
+            )
+        try:
+            return await self._stream(instructions, messages, on_delta, call)
+        except StreamRefused:
+            # Some OpenAI-compatible servers reject stream=true (or stream_options). Ask
+            # again without streaming; if that works, the server cannot stream: stop trying.
+            completion = await guard(self._create(self._client, instructions, messages, call))
+            self.learned.refuse_stream(self.model)
+            return completion
+
     async def parse(
-        self, instructions: str, messages: list[ChatMessage], schema: type[T]
+        self,
+        instructions: str,
+        messages: list[ChatMessage],
+        schema: type[T],
+        *,
+        call: CallInfo = REPLY,
     ) -> Parsed[T]:
         """The answer as a `schema` instance, asked for in the best form the server accepts.
 
         A server that refuses the form (HTTP 400/422/500 naming it) is asked again, once, in the
-        next form of STRUCTURED_MODES, and the client remembers it for the rest of the process,
-        as it does for streaming. Until a form has worked once, its request is sent without the
-        SDK's retries: a refusal would only be refused again.
+        next form of STRUCTURED_MODES, and it is remembered for the rest of the process, as
+        streaming is: for this schema alone when the server said the schema is invalid (another
+        schema keeps its strict form), for every schema when it refused the form itself. Until
+        a form has worked once, its request is sent without the SDK's retries: a refusal would
+        only be refused again.
         """
         while True:
-            mode = self._structured
+            mode = self.structured_mode_for(schema)
             client = self._client
-            if not self._structured_confirmed:
+            if not self.learned.confirmed(self.model):
                 client = client.with_options(max_retries=0)
             try:
                 with translated():
                     try:
-                        answer = await self._paced(
+                        answer = await self._learning(
                             functools.partial(
-                                self._parse,
-                                mode=mode,
-                                instructions=instructions,
-                                messages=messages,
-                                schema=schema,
-                            ),
-                            client,
+                                self._paced,
+                                functools.partial(
+                                    self._parse,
+                                    mode=mode,
+                                    instructions=instructions,
+                                    messages=messages,
+                                    schema=schema,
+                                    call=call,
+                                ),
+                                client,
+                            )
                         )
                     except openai.APIStatusError as exc:
                         if mode != STRUCTURED_MODES[-1] and refuses_format(exc):
                             raise FormatRefused from exc
                         raise
             except FormatRefused as refused:
-                self._structured = STRUCTURED_MODES[STRUCTURED_MODES.index(mode) + 1]
-                log.warning(
-                    "the model server refuses structured output as %s (%s); using %s from now on",
-                    mode,
-                    refused.__cause__,
-                    self._structured,
+                cause = refused.__cause__
+                alone = isinstance(cause, openai.APIStatusError) and refuses_schema(cause)
+                self.learned.refuse_form(
+                    self.model, mode, schema.__name__ if alone else None, cause
                 )
                 continue
-            self._structured_confirmed = True
+            self.learned.confirm(self.model)
             return answer
 
     def _format_instructions(self, mode: StructuredMode, instructions: str, schema: Any) -> str:
@@ -224,14 +301,19 @@ class OpenAILLM(ABC):
 
     # -- per API ---------------------------------------------------------------------------------
     @abstractmethod
+    def _optional(self, call: CallInfo) -> dict[str, Any]:
+        """The optional parameters this API takes for `call` (wire names), minus those the
+        model refused: store, safety_identifier, prompt_cache_key, the reasoning effort."""
+
+    @abstractmethod
     async def _create(
-        self, client: AsyncOpenAI, instructions: str, messages: list[ChatMessage]
+        self, client: AsyncOpenAI, instructions: str, messages: list[ChatMessage], call: CallInfo
     ) -> Completion:
         """One plain (not streamed) answer, asked through `client`."""
 
     @abstractmethod
     async def _stream(
-        self, instructions: str, messages: list[ChatMessage], on_delta: OnDelta
+        self, instructions: str, messages: list[ChatMessage], on_delta: OnDelta, call: CallInfo
     ) -> Completion:
         """The answer, `on_delta` awaited as it grows; raises StreamRefused on an HTTP 400."""
 
@@ -243,5 +325,6 @@ class OpenAILLM(ABC):
         instructions: str,
         messages: list[ChatMessage],
         schema: type[T],
+        call: CallInfo,
     ) -> Parsed[T]:
         """The answer asked for in `mode` and read as `schema` (see `Parsed` for None)."""

@@ -15,7 +15,7 @@ from openai.types.responses import (
 )
 
 from memora.errors import LLMError
-from memora.llm.base import Completion, OnDelta, Parsed, T
+from memora.llm.base import CallInfo, Completion, OnDelta, Parsed, T
 from memora.llm.openai_base import OpenAILLM
 from memora.llm.sdk_errors import mid_stream, refusable, translated
 from memora.llm.structured import StructuredMode, text_format, validated
@@ -23,45 +23,55 @@ from memora.types import ChatMessage
 
 
 class ResponsesLLM(OpenAILLM):
-    """OpenAI's Responses API: instructions apart from the input, reasoning effort, SSE events."""
+    """OpenAI's Responses API: instructions apart from the input, reasoning effort, SSE events;
+    `store` (false unless the operator opts in), `safety_identifier` and `prompt_cache_key`."""
 
     api = "responses"
     usage_fields = ("input_tokens", "output_tokens")
     usage_details = ("input_tokens_details", "output_tokens_details")
 
-    def _extra(self) -> dict[str, Any]:
-        extra: dict[str, Any] = {}
-        if self.reasoning_effort:
-            extra["reasoning"] = {"effort": self.reasoning_effort}
+    def _optional(self, call: CallInfo) -> dict[str, Any]:
+        extra: dict[str, Any] = {
+            "store": self.store,
+            "prompt_cache_key": f"memora-{call.kind}",
+        }
+        if call.learner:
+            extra["safety_identifier"] = call.learner
+        effort = self._effort(call)
+        if effort:
+            extra["reasoning"] = {"effort": effort}
+        extra = self._taken(extra)
         if self.max_output_tokens:
             extra["max_output_tokens"] = self.max_output_tokens
         return extra
 
     async def _create(
-        self, client: AsyncOpenAI, instructions: str, messages: list[ChatMessage]
+        self, client: AsyncOpenAI, instructions: str, messages: list[ChatMessage], call: CallInfo
     ) -> Completion:
-        resp = await client.responses.create(
+        resp = await self._sent(
+            client.responses.create,
             model=self.model,
             instructions=instructions,
-            input=[m.as_dict() for m in messages],  # type: ignore[misc]
-            **self._extra(),
+            input=[m.as_dict() for m in messages],
+            **self._optional(call),
         )
         return Completion(text=resp.output_text or "", usage=self._usage(resp.usage))
 
     async def _stream(
-        self, instructions: str, messages: list[ChatMessage], on_delta: OnDelta
+        self, instructions: str, messages: list[ChatMessage], on_delta: OnDelta, call: CallInfo
     ) -> Completion:
         """Text from `response.output_text.delta` events; the final text and usage from the
         `response.completed` (or `.incomplete`) event."""
         text = ""
         final: Any = None
         with translated():
-            created = self._client.responses.create(
+            created = self._sent(
+                self._client.responses.create,
                 model=self.model,
                 instructions=instructions,
-                input=[m.as_dict() for m in messages],  # type: ignore[misc]
+                input=[m.as_dict() for m in messages],
                 stream=True,
-                **self._extra(),
+                **self._optional(call),
             )
             stream = cast(AsyncStream[ResponseStreamEvent], await refusable(created))
             async with stream:
@@ -91,6 +101,7 @@ class ResponsesLLM(OpenAILLM):
         instructions: str,
         messages: list[ChatMessage],
         schema: type[T],
+        call: CallInfo,
     ) -> Parsed[T]:
         fmt: Any = {"type": "text"}
         if mode == "json_schema":
@@ -99,12 +110,13 @@ class ResponsesLLM(OpenAILLM):
             fmt = {"type": "json_object"}
         text_config: Any = {"format": fmt}
         input_items: Any = [m.as_dict() for m in messages]
-        resp = await client.responses.create(
+        resp = await self._sent(
+            client.responses.create,
             model=self.model,
             instructions=self._format_instructions(mode, instructions, schema),
             input=input_items,
             text=text_config,
-            **self._extra(),
+            **self._optional(call),
         )
         usage = self._usage(resp.usage)
         refusal = next(

@@ -1,5 +1,6 @@
 """The OpenAI SDK's failures as LLMError with a short, true reason (nothing of the request in it),
-and the two refusals the clients learn from: a streamed request, a structured-output form."""
+and the refusals the clients learn from: a streamed request, a structured-output form (or one
+schema), an optional request parameter."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import asyncio
 import json
 import logging
 import re
-from collections.abc import Awaitable, Iterator
+from collections.abc import Awaitable, Collection, Iterator
 from contextlib import contextmanager
 from typing import TypeVar
 
@@ -32,6 +33,59 @@ class StreamRefused(Exception):
 
 class FormatRefused(Exception):
     """The server rejected the way structured output was asked for (see `refuses_format`)."""
+
+
+class ParamRefused(Exception):
+    """The server refused an optional request parameter (see `param_refusals`)."""
+
+    def __init__(self, param: str, why: str) -> None:
+        super().__init__(param)
+        self.param = param
+        self.why = why
+
+
+# Wire names → the parameter Memora learns about (longest first: "reasoning_effort" and
+# "reasoning.effort" both name `reasoning`).
+_WIRE_PARAMS = (
+    ("reasoning_effort", "reasoning"),
+    ("reasoning", "reasoning"),
+    ("safety_identifier", "safety_identifier"),
+    ("prompt_cache_key", "prompt_cache_key"),
+    ("store", "store"),
+)
+
+
+def refused_param(exc: openai.APIStatusError, sent: Collection[str]) -> str | None:
+    """Which optional parameter that was `sent` (wire names) an error answer refuses: OpenAI's
+    and Azure's HTTP 400 "Unsupported parameter: 'reasoning.effort' is not supported with this
+    model", "Unsupported value: ...", "Unrecognized request argument supplied: store", or a 422
+    naming it. None when it names none of them (the error is something else)."""
+    if exc.status_code not in (400, 422):
+        return None
+    body = exc.body if isinstance(exc.body, dict) else {}
+    said = f"{body.get('param') or ''} {exc.message}".lower()
+    for wire, param in _WIRE_PARAMS:
+        if wire in sent and re.search(rf"\b{re.escape(wire)}\b", said):
+            return param
+    return None
+
+
+@contextmanager
+def param_refusals(sent: Collection[str]) -> Iterator[None]:
+    """An SDK call whose refusal of an optional parameter in `sent` becomes ParamRefused."""
+    try:
+        yield
+    except openai.APIStatusError as exc:
+        param = refused_param(exc, sent)
+        if param is None:
+            raise
+        raise ParamRefused(param, f"HTTP {exc.status_code}") from exc
+
+
+def refuses_schema(exc: openai.APIStatusError) -> bool:
+    """Whether a refused structured call refused its schema (OpenAI's and Azure's "Invalid
+    schema for response_format 'X': ...": that schema alone) rather than the form itself."""
+    return "invalid schema" in f"{exc.message} {exc.body}".lower()
 
 
 _FORMAT_WORDS = ("response_format", "json_schema", "json_object", "schema", "format", "grammar")

@@ -11,6 +11,7 @@ from datetime import datetime
 from memora.llm import (
     CONTEXT_EXCEEDED,
     LLM,
+    CallInfo,
     ChatMessage,
     LLMError,
 )
@@ -74,6 +75,7 @@ async def extract(
     needs_terms: Sequence[Memory] = (),
     form: Form = "full",
     mode: ModeAsk | None = None,
+    learner: str | None = None,
 ) -> ExtractionOutcome:
     """Ask the model what to remember from one user message. Never raises on a model failure.
 
@@ -91,7 +93,9 @@ async def extract(
     for the process), as the LLM seam keeps a structured-output form that worked. Learned, not
     configured: the server knows its context, its refusal is immediate (the prompt is only
     tokenised), and an operator need not know how many tokens the call takes with their
-    model's tokenizer."""
+    model's tokenizer.
+
+    `learner`: the learner's provider identifier, sent with the call (memora.llm.identity)."""
     call = functools.partial(
         _extract_in,
         llm,
@@ -100,6 +104,7 @@ async def extract(
         now=now,
         profile_lines=profile_lines,
         mode=mode if profile_lines is not None else None,
+        call=CallInfo("extraction", learner),
     )
     outcome = await call(form, existing, needs_terms)
     if form == "full" and outcome.code == CONTEXT_EXCEEDED:
@@ -119,6 +124,7 @@ async def _extract_in(
     now: datetime,
     profile_lines: Sequence[str] | None,
     mode: ModeAsk | None = None,
+    call: CallInfo,
 ) -> ExtractionOutcome:
     """One extraction in one form (see `extract`), showing as many memories as it allows."""
     shape = FORMS[form]
@@ -147,7 +153,7 @@ async def _extract_in(
         ExtractionOutcome, form=form, listed=len(existing), terms_listed=len(needs_terms)
     )
     try:
-        answer = await llm.parse(instructions, messages, schema)
+        answer = await llm.parse(instructions, messages, schema, call=call)
         result, problem = read_answer(answer, schema)
         raw, usage = answer.text, answer.usage
         if result is None and problem != REFUSED:
@@ -158,7 +164,7 @@ async def _extract_in(
                 ChatMessage("user", RETRY_PROMPT.format(problem=problem)),
             ]
             try:
-                again = await llm.parse(instructions, retry, schema)
+                again = await llm.parse(instructions, retry, schema, call=call)
             except LLMError as exc:  # the first answer and why it failed stay in the log
                 return done(
                     raw=masked_unusable(raw),
