@@ -12,7 +12,7 @@ import asyncpg
 import pytest
 
 from memora.llm import ChatMessage
-from memora.storage import Database, NewTurn, TurnUsage
+from memora.storage import Database, Erased, ForgottenMeanwhile, NewTurn, TurnUsage
 from memora.storage.migrations import MIGRATIONS, Migration, applied, migrate, script
 
 
@@ -104,6 +104,34 @@ async def test_forget_user_removes_their_turns_in_groups_and_their_private_chat(
     assert await db.messages(1) == []
     assert 1 not in await db.chat_ids()
     assert (await db.chat(-9)).last_context == []  # it quoted Bob's turn, last; cleared anyway
+
+
+async def test_a_turn_in_flight_finds_the_deletions_made_since_it_began(db: Database) -> None:
+    """The guard lives in the store, so it holds across replicas: what a turn began at (its
+    mark) tells the turn's own transaction who and what was forgotten meanwhile."""
+    await db.ensure_chat(-9, "group")
+    await db.record_turn(turn(-9, 1, "alice in group"))
+    mark = await db.erasure_mark()
+    await db.forget_user(1)
+    await db.note_memory_erased(2, "memory-of-bob")
+    assert await db.erased_since(mark, 2, -9) == Erased(
+        members=frozenset({1}), memories=frozenset({"memory-of-bob"})
+    )
+    assert not await db.erased_since(await db.erasure_mark(), 2, -9)
+    # A fold begun before the deletion writes no summary: it may paraphrase the member.
+    assert not await db.save_summary(-9, "alice said…", 0, expected_from=0, since=mark)
+    seen: list[Erased] = []
+
+    def scrub(erased: Erased) -> list[ChatMessage]:
+        seen.append(erased)
+        return [ChatMessage("user", "scrubbed")]
+
+    await db.record_turn(turn(-9, 2, "bob in group"), since=mark, scrub=scrub)
+    assert seen and seen[0].members == {1}
+    assert [m.content for m in (await db.chat(-9)).last_context] == ["scrubbed"]
+    with pytest.raises(ForgottenMeanwhile):  # the speaker forgotten meanwhile: nothing stored
+        await db.record_turn(turn(-9, 1, "alice again"), since=mark, scrub=scrub)
+    assert [m.content for m in await db.messages(-9)] == ["bob in group", "re: bob in group"]
 
 
 async def test_a_database_that_counted_migrations_in_user_version_is_adopted(

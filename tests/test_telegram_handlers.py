@@ -498,7 +498,7 @@ async def test_memory_commands_in_a_group_act_on_the_callers_memories(
         (found,) = await h.say("/search exam score", group=True)
         assert "IELTS" in found and "nurse" not in found
         (gone,) = await h.say("/forget 1", user=BOB, group=True)
-        assert gone == "Forgotten: I work as a nurse in Taipei"
+        assert gone == "Forgotten for good: memory 1."
         (alice,) = await h.say("/memories", group=True)
         assert "IELTS" in alice
         (undo,) = await h.say("/undo 1", group=True)

@@ -21,6 +21,7 @@ from tests.fake_openai import Answer, FakeOpenAI, FakeRequest, default_responder
 from tests.fake_telegram import FakeTelegram
 from tests.fakes import FakeLLM
 from tests.test_e2e_telegram import WAIT, BotProcess, ask
+from tests.test_erase import files_holding
 
 ALICE = UserRef(1, "Alice")
 CHAT = ChatRef(1)
@@ -163,13 +164,13 @@ async def test_forget_in_words_deletes_the_named_memory_and_says_so(
     llm.parse = parse  # type: ignore[method-assign]
     await turn(mem_engine, "忘掉我住在台北這件事")
     assert [m.text for m in await store.memories(ALICE.id)] == ["Works as a nurse."]
-    assert notices == [
-        (CHAT.id, "🗑 Forgotten, as you asked (deleted for good):\n• Lives in Taipei.")
-    ]
+    # The notice and the log never repeat the words: both are written to disk.
+    assert notices == [(CHAT.id, "🗑 Forgotten, as you asked: 1 memory.")]
     shown = (await run_command(mem_engine, "memories", ctx())).text
     assert "Taipei" not in shown and "forget" not in shown
     log = await mem_engine.extraction_log(ALICE.id)
-    assert log is not None and "forgotten, as the learner asked: Lives in Taipei." in log.detail
+    assert log is not None and "forgotten, as the learner asked: 1 (" in log.detail
+    assert "Taipei" not in log.detail + log.raw
 
 
 async def test_a_wrong_number_deletes_nothing_and_says_so(
@@ -234,10 +235,9 @@ def test_the_bot_forgets_in_words_and_says_so_in_the_chat(tmp_path: Path) -> Non
             update = tg.user_sends("忘掉我住在台北這件事")
             reply, notice = tg.wait_messages(count=2, after=update, timeout=WAIT)
             assert reply["text"] == "Echo: 忘掉我住在台北這件事"
-            assert (
-                notice["text"]
-                == "🗑 Forgotten, as you asked (deleted for good):\n• Lives in Taipei."
-            )
+            assert notice["text"] == "🗑 Forgotten, as you asked: 1 memory."
             assert ask(tg, "/memories").startswith("I don't remember anything about you yet")
+            # With the bot still running: not in the outbox's old pages, nor the extraction log.
+            assert files_holding(tmp_path / "data", "Lives in Taipei") == []
         finally:
             assert bot.stop() == 0, bot.output()

@@ -199,7 +199,8 @@ async def _forget(engine: Engine, ctx: CommandContext) -> Reply:
     if isinstance(memory, Reply):
         return memory
     await engine.forget_memory(ctx.user.id, memory)
-    return Reply(_("Forgotten: {text}").format(text=memory.text))
+    # Its words are not repeated: the answer waits in the outbox (on disk) until it is sent.
+    return Reply(_("Forgotten for good: memory {n}.").format(n=int(ctx.arg.strip().lstrip("#"))))
 
 
 @command(

@@ -23,23 +23,18 @@ from memora.usage import Call
 log = logging.getLogger(__name__)
 
 
-def forgotten_notice(forgotten: list[Memory], *, group: bool) -> str:
-    """What a learner who asked in words to forget something is told once it is done. In a
-    group the texts are not repeated: a memory from a private chat stays private."""
+def forgotten_notice(forgotten: list[Memory]) -> str:
+    """What a learner who asked in words to forget something is told once it is done. The texts
+    are not repeated: the notice is kept until it is sent, and a memory from a private chat
+    stays private in a group."""
     if not forgotten:
         return _(
             "You asked me to forget something, but I couldn't tell which memory you meant, so "
             "nothing was deleted. /memories lists them; /forget <n> deletes one."
         )
-    if group:
-        n = len(forgotten)
-        one = _("🗑 Forgotten, as you asked: {n} memory.")
-        return (one if n == 1 else _("🗑 Forgotten, as you asked: {n} memories.")).format(n=n)
-    return (
-        _("🗑 Forgotten, as you asked (deleted for good):")
-        + "\n"
-        + "\n".join(f"• {m.text}" for m in forgotten)
-    )
+    n = len(forgotten)
+    one = _("🗑 Forgotten, as you asked: {n} memory.")
+    return (one if n == 1 else _("🗑 Forgotten, as you asked: {n} memories.")).format(n=n)
 
 
 class AfterReply(Queries, Lessons):
@@ -54,6 +49,7 @@ class AfterReply(Queries, Lessons):
         await self._fold_backlog(done.chat, done.user, done.turn_id)
 
     async def _fold_backlog(self, chat: ChatRef, user: UserRef, turn_id: int) -> None:
+        since = await self.db.erasure_mark()  # a member forgotten meanwhile: no summary written
         row = await self.db.chat(chat.id)
         pending = await self.db.messages(chat.id, from_seq=row.summarized_count)
         backlog = Window(row.summary, row.summarized_count, pending).backlog(
@@ -71,7 +67,11 @@ class AfterReply(Queries, Lessons):
             await self.db.note_summary_error(chat.id, f"{utcnow()}: {exc}")
             return
         await self.db.save_summary(
-            chat.id, fold.summary, fold.summarized_count, expected_from=row.summarized_count
+            chat.id,
+            fold.summary,
+            fold.summarized_count,
+            expected_from=row.summarized_count,
+            since=since,
         )
         spent = TurnUsage(
             summary_tokens=fold.tokens,
@@ -112,6 +112,8 @@ class AfterReply(Queries, Lessons):
             learner=await self._provider_id(user),
         )
         self.extraction_form = outcome.form
+        if await self._forgotten_since(done):  # nothing about them is written any more
+            return
         used = outcome.usage
         await self._meter(user, [self._model_call("extraction", used)])
         tokens = used.total_tokens
@@ -171,11 +173,20 @@ class AfterReply(Queries, Lessons):
             )
         if learned:
             detail += "\n" + "\n".join(learned)
-        detail += "".join(f"\nforgotten, as the learner asked: {m.text}" for m in forgotten)
+        if forgotten:  # their ids: the words are gone, and the log must not keep them
+            ids = ", ".join(m.id for m in forgotten)
+            detail += f"\nforgotten, as the learner asked: {len(forgotten)} ({ids})"
         if outcome.asks_to_forget and not forgotten:
             detail += "\nthe learner asked to forget, but no listed memory was named"
         status = f"ok, {len(results)} memories" if results else "ok, nothing worth keeping"
         await self._log_extraction(user, chat, status, raw, detail.strip(), tokens, spent)
+
+    async def _forgotten_since(self, done: Answered) -> bool:
+        """Whether the turn's speaker asked to be forgotten after the turn began (in any process
+        on this store)."""
+        if done.since is None:
+            return False
+        return (await self.db.erased_since(done.since, done.user.id, done.chat.id)).speaker
 
     async def _forget_asked(
         self, done: Answered, outcome: ExtractionOutcome, existing: list[Memory]
@@ -194,7 +205,7 @@ class AfterReply(Queries, Lessons):
             if await self.forget_memory(done.user.id, memory):
                 forgotten.append(memory)
         with speaking(await self.language(done.user)):  # background work: resolve again
-            notice = forgotten_notice(forgotten, group=done.chat.is_group)
+            notice = forgotten_notice(forgotten)
         await self._notify(done, notice)
         return forgotten
 

@@ -41,6 +41,7 @@ class Answered:
     turn_id: int
     message_id: int | None  # the platform's id of the learner's message
     mode: ModeRow | None = None  # the chat's lesson mode as the turn left it
+    since: int | None = None  # the erasure mark the turn began at (memora.storage.erasure)
 
 
 Notify = Callable[[ChatRef, UserRef, str], Awaitable[None]]
@@ -91,8 +92,6 @@ class EngineBase:
         # The shared store's hold on a chat, from the start of a turn to the end of its
         # after-reply work (nothing to hold on SQLite, which one process owns).
         self._held: dict[int, SharedChatLock] = {}
-        # Bumped by forget_user: work begun before it must not write anything about the user.
-        self._epochs: dict[int, int] = {}
         # The extraction call's form: "compact" once the model's server refused the full one as
         # longer than its context (learned like the LLM's structured-output form; see extract).
         self.extraction_form: Literal["full", "compact"] = "full"
@@ -165,9 +164,6 @@ class EngineBase:
         return await self.learner.store.set_field(
             user_id, LANGUAGE_FIELD, lang, source="you", now=self.clock()
         )
-
-    def _epoch(self, user_id: int) -> int:
-        return self._epochs.get(user_id, 0)
 
     async def _profile_lines(self, user: UserRef, *, teaching_only: bool = False) -> list[str]:
         """The speaker's learner profile for a context (two indexed queries, no LLM);

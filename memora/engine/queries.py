@@ -34,8 +34,9 @@ class Queries(Lanes):
     """The engine's reads and the changes a learner asks for."""
 
     async def forget_user(self, user_id: int) -> dict[str, int]:
-        """Delete everything stored about a user, including what in-flight work would write."""
-        self._epochs[user_id] = self._epochs.get(user_id, 0) + 1
+        """Delete everything stored about a user, including what in-flight work would write: a
+        turn in flight, in this process or another on the store, finds the deletion noted in
+        the store and stores no trace of the user (memora.storage.erasure)."""
         await self.drain()  # summaries and extractions already under way finish first
         self._terms_unanswered.pop(user_id, None)
         counts = await self.db.forget_user(user_id)
@@ -112,7 +113,9 @@ class Queries(Lanes):
         return result
 
     async def forget_memory(self, user_id: int, memory: Memory) -> bool:
-        """Delete the memory, and its words (and earlier versions) wherever SQLite kept them."""
+        """Delete the memory, and its words (and earlier versions) wherever SQLite kept them; a
+        turn in flight that retrieved it leaves it out of the context it stores."""
+        await self.db.note_memory_erased(user_id, memory.id)
         deleted = await self._memory().delete(user_id, memory.id)
         for text in {memory.text, *(r.text for r in memory.history)}:
             await self.db.forget_memory_text(user_id, text)

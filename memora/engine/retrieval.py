@@ -46,9 +46,10 @@ class Retrieval(EngineBase):
 
     async def _retrieve(
         self, chat: ChatRef, user: UserRef, text: str, pending: list[StoredMessage]
-    ) -> tuple[list[str], int]:
+    ) -> tuple[dict[str, str], int]:
+        """The memories for the context, as their lines by memory id, and the embedding tokens."""
         if self.store is None or self.config.top_k == 0:
-            return [], 0
+            return {}, 0
         try:
             found = await memory_policy.retrieve(
                 self.store,
@@ -60,6 +61,5 @@ class Retrieval(EngineBase):
             )
         except Exception:
             log.exception("memory retrieval failed for user %s; answering without it", user.id)
-            return [], 0
-        hits = found.hits
-        return [f"- {h.memory.text}" for h in hits], found.embedding_tokens
+            return {}, 0
+        return {h.memory.id: f"- {h.memory.text}" for h in found.hits}, found.embedding_tokens

@@ -9,6 +9,7 @@ from datetime import datetime
 
 from memora.engine.after_reply import AfterReply
 from memora.engine.base import Answered
+from memora.engine.forgetting import without_erased
 from memora.engine.retrieval import Retrieval
 from memora.errors import LLMError, OverBudget
 from memora.i18n import N_, _, speaking
@@ -18,7 +19,7 @@ from memora.llm.sdk_errors import API_FIX, NO_RESPONSES_API
 from memora.modes import LESSONS
 from memora.secretfilter import mask_secrets
 from memora.shortterm import BuiltContext, Window, build_context
-from memora.storage import ModeRow, NewTurn, TurnUsage
+from memora.storage import Erased, ForgottenMeanwhile, ModeRow, NewTurn, TurnUsage
 from memora.types import ChatMessage, ChatRef, UserRef
 from memora.views import Reply, TurnStats
 
@@ -76,6 +77,8 @@ class _Prepared:
     memories_used: int
     embedding_tokens: int
     summary_tokens: int
+    memory_lines: dict[str, str]  # the retrieved memories' lines by id
+    since: int  # the erasure mark the turn began at (memora.storage.erasure)
 
 
 def _shielded(on_delta: OnDelta) -> OnDelta:
@@ -170,19 +173,20 @@ class Turns(AfterReply, Retrieval):
 
     async def _turn(self, turn: _Turn, on_delta: OnDelta | None) -> Reply:
         """Context → reply → store; each step answers the learner itself when it fails."""
-        epoch = self._epoch(turn.user.id)
-        prepared = await self._prepare(turn)
+        prepared = await self._prepare(turn, await self.db.erasure_mark())
         if isinstance(prepared, Reply):
             return prepared
         answer = await self._answer(turn.chat, turn.user, prepared.built, on_delta)
         if isinstance(answer, Reply):
             return answer
-        if self._epoch(turn.user.id) != epoch:  # the user asked to be forgotten meanwhile
+        try:
+            return await self._store(turn, prepared, answer)
+        except ForgottenMeanwhile:  # the speaker asked to be forgotten meanwhile
             return Reply(answer.text, markdown=True)
-        return await self._store(turn, prepared, answer)
 
-    async def _prepare(self, turn: _Turn) -> _Prepared | Reply:
-        """Retrieve memories and build the context inside the budget (folding if needed)."""
+    async def _prepare(self, turn: _Turn, since: int) -> _Prepared | Reply:
+        """Retrieve memories and build the context inside the budget (folding if needed);
+        `since` is the erasure mark the turn began at, taken before anything was read."""
         chat, user = turn.chat, turn.user
         await self.db.ensure_chat(chat.id, chat.kind, chat.title)
         row = await self.db.chat(chat.id)
@@ -198,7 +202,7 @@ class Turns(AfterReply, Retrieval):
             built = await build_context(
                 window=window,
                 current=ChatMessage("user", shown),
-                memory_lines=memory_lines,
+                memory_lines=list(memory_lines.values()),
                 instructions=self.config.instructions,
                 counter=self.counter,
                 budget=self.config.max_input_tokens,
@@ -213,13 +217,15 @@ class Turns(AfterReply, Retrieval):
             return Reply(_(OVER_BUDGET).format(counted=exc.counted, budget=exc.budget), ok=False)
         except LLMError as exc:
             return Reply(llm_failed(exc), ok=False)
-        summary_tokens = await self._save_folds(chat.id, window, built)
+        summary_tokens = await self._save_folds(chat.id, window, built, since)
         return _Prepared(
             window=window,
             built=built,
             memories_used=len(memory_lines) - built.memories_dropped,
             embedding_tokens=embed_tokens,
             summary_tokens=summary_tokens,
+            memory_lines=memory_lines,
+            since=since,
         )
 
     async def _answer(
@@ -267,6 +273,16 @@ class Turns(AfterReply, Retrieval):
         kept_text, kept_reply = mask_secrets(turn.text), mask_secrets(text)
         *earlier, current = built.messages
         context = [*earlier, ChatMessage(current.role, mask_secrets(current.content))]
+
+        def scrub(erased: Erased) -> list[ChatMessage]:
+            return without_erased(
+                context,
+                erased,
+                pending=prepared.window.pending,
+                group=chat.is_group,
+                memory_lines=prepared.memory_lines,
+            )
+
         turn_id = await self.db.record_turn(
             NewTurn(
                 chat_id=chat.id,
@@ -279,7 +295,9 @@ class Turns(AfterReply, Retrieval):
                 external_id=turn.message_id,
                 update_id=turn.update_id,
                 mode=mode,
-            )
+            ),
+            since=prepared.since,
+            scrub=scrub,
         )
         was = prepared.window.summarized_count
         stats = TurnStats(
@@ -301,7 +319,9 @@ class Turns(AfterReply, Retrieval):
                     audio_seconds=transcript.length or transcript.seconds,
                 )
             )
-        done = Answered(chat, turn.user, kept_text, kept_reply, turn_id, turn.message_id, mode)
+        done = Answered(
+            chat, turn.user, kept_text, kept_reply, turn_id, turn.message_id, mode, prepared.since
+        )
         self._schedule(chat.id, self._after_reply(done, calls))  # the next turn waits for it
         if turn.extract and self.store is not None and self.config.extraction_enabled:
             self._extract_later(turn.user.id, self._extract(done))
@@ -325,11 +345,17 @@ class Turns(AfterReply, Retrieval):
             if self.store is not None and self.config.extraction_enabled:
                 await self._extract(Answered(chat, user, text, reply, turn_id, None), now=at)
 
-    async def _save_folds(self, chat_id: int, window: Window, built: BuiltContext) -> int:
+    async def _save_folds(
+        self, chat_id: int, window: Window, built: BuiltContext, since: int
+    ) -> int:
         tokens = sum(f.tokens for f in built.folds)
         if built.folds:
             last = built.folds[-1]
             await self.db.save_summary(
-                chat_id, last.summary, last.summarized_count, expected_from=window.summarized_count
+                chat_id,
+                last.summary,
+                last.summarized_count,
+                expected_from=window.summarized_count,
+                since=since,
             )
         return tokens

@@ -5,7 +5,9 @@ migrations.py (and learner_schema.py)."""
 from memora.storage.database import Database
 from memora.storage.records import (
     ChatRow,
+    Erased,
     ExtractionLog,
+    ForgottenMeanwhile,
     ModeRow,
     NewTurn,
     SharedChatLock,
@@ -16,7 +18,9 @@ from memora.storage.records import (
 __all__ = [
     "ChatRow",
     "Database",
+    "Erased",
     "ExtractionLog",
+    "ForgottenMeanwhile",
     "ModeRow",
     "NewTurn",
     "SharedChatLock",

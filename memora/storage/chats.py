@@ -10,6 +10,8 @@ from memora.storage.connection import Connection
 from memora.storage.records import ChatRow, StoredMessage
 from memora.types import ChatMessage
 
+_ERASED_SINCE = "SELECT 1 FROM erasures WHERE id > ? AND chat_id = ?"
+
 
 class ChatQueries(Connection):
     """Reads and writes of chats and their messages."""
@@ -60,13 +62,22 @@ class ChatQueries(Connection):
         return int(row[0]) if row else 0
 
     async def save_summary(
-        self, chat_id: int, summary: str, summarized_count: int, *, expected_from: int
+        self,
+        chat_id: int,
+        summary: str,
+        summarized_count: int,
+        *,
+        expected_from: int,
+        since: int | None = None,
     ) -> bool:
-        """Advance the summary; refuses (False) if another writer moved the offset meanwhile."""
+        """Advance the summary; refuses (False) if another writer moved the offset meanwhile,
+        or (with `since`, the erasure mark the fold began at) if a member of the chat was
+        forgotten since: the summary may paraphrase them, so it is not written."""
+        unerased = "" if since is None else f" AND NOT EXISTS ({_ERASED_SINCE})"
         changed = await self._write(
             "UPDATE chats SET summary=?, summarized_count=?, last_summary_error='', updated_at=? "
             "WHERE chat_id=? AND summarized_count=? "
-            "AND ? <= (SELECT COALESCE(MAX(seq), -1) + 1 FROM messages WHERE chat_id=?)",
+            "AND ? <= (SELECT COALESCE(MAX(seq), -1) + 1 FROM messages WHERE chat_id=?)" + unerased,
             (
                 summary,
                 summarized_count,
@@ -75,6 +86,7 @@ class ChatQueries(Connection):
                 expected_from,
                 summarized_count,
                 chat_id,
+                *(() if since is None else (since, chat_id)),
             ),
         )
         return changed > 0

@@ -448,3 +448,22 @@ async def m014_cached_and_reasoning_tokens(db: aiosqlite.Connection) -> None:
         ALTER TABLE usage ADD COLUMN reasoning_tokens INTEGER NOT NULL DEFAULT 0
         """,
     )
+
+
+@migration
+async def m015_erasures(db: aiosqlite.Connection) -> None:
+    """What was deleted, for the turns in flight (storage/erasure.py): a row per /forgetme (the
+    user, and each group they wrote in) and per forgotten memory (its id). Ids and numbers only,
+    never text; rows older than a day are pruned (no turn runs that long)."""
+    await script(
+        db,
+        """
+        CREATE TABLE erasures (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            user_id INTEGER NOT NULL,
+            chat_id INTEGER,
+            memory_id TEXT,
+            at TEXT NOT NULL
+        )
+        """,
+    )

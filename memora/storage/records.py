@@ -3,6 +3,7 @@ they cost, the extraction log."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from typing import Any, Protocol
 
@@ -116,3 +117,26 @@ def usage_values(usage: TurnUsage) -> tuple[int, ...]:
 
 class SharedChatLock(Protocol):
     async def release(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class Erased:
+    """What was deleted since a turn began, as far as that turn is concerned: whether its
+    speaker asked to be forgotten, which other members of its chat did (their lines and the
+    summary must not be stored again), and which of the speaker's memories were forgotten (the
+    context's memory block may quote them)."""
+
+    speaker: bool = False
+    members: frozenset[int] = frozenset()
+    memories: frozenset[str] = frozenset()
+
+    def __bool__(self) -> bool:
+        return self.speaker or bool(self.members) or bool(self.memories)
+
+
+class ForgottenMeanwhile(Exception):
+    """The turn's speaker was forgotten while the turn ran: nothing of it is stored."""
+
+
+Scrub = Callable[[Erased], list[ChatMessage]]
+"""A turn's context without what was deleted while the turn ran."""

@@ -10,12 +10,15 @@ import aiosqlite
 
 from memora.clock import utcnow
 from memora.storage.connection import Connection
+from memora.storage.erasure import erased_since
 from memora.storage.modes import write_mode
 from memora.storage.records import (
     ADD_USAGE,
     USAGE_COLS,
     ExtractionLog,
+    ForgottenMeanwhile,
     NewTurn,
+    Scrub,
     TurnUsage,
     usage_values,
 )
@@ -24,9 +27,22 @@ from memora.storage.records import (
 class TurnQueries(Connection):
     """Writes and reads of turns, their usage and the extraction log."""
 
-    async def record_turn(self, turn: NewTurn) -> int:
-        """Write user message, reply, usage and last context atomically; return the turn id."""
+    async def record_turn(
+        self, turn: NewTurn, *, since: int | None = None, scrub: Scrub | None = None
+    ) -> int:
+        """Write user message, reply, usage and last context atomically; return the turn id.
+
+        With `since` (the erasure mark the turn began at), what was deleted meanwhile is read in
+        this transaction: a speaker forgotten meanwhile raises ForgottenMeanwhile (nothing is
+        written); otherwise `scrub` gives the context to store without what was deleted."""
         async with self.transaction() as db:
+            context = turn.context
+            if since is not None and turn.user_id is not None:
+                erased = await erased_since(db, since, turn.user_id, turn.chat_id)
+                if erased.speaker:
+                    raise ForgottenMeanwhile(turn.user_id)
+                if erased and scrub is not None:
+                    context = scrub(erased)
             # A chat seen for the first time; never changes a known chat's kind. Touching the
             # row locks it until COMMIT, so on PostgreSQL two turns of one chat take turns
             # here and each sees the other's seq (SQLite's one connection does that already).
@@ -54,7 +70,7 @@ class TurnQueries(Connection):
                     "turn_id, external_id, created_at) VALUES (?,?,?,?,?,?,?,?,?)",
                     (turn.chat_id, seq + offset, role, text, uid, name, turn_id, ext, turn.at),
                 )
-            ctx = json.dumps([m.as_dict() for m in turn.context], ensure_ascii=False)
+            ctx = json.dumps([m.as_dict() for m in context], ensure_ascii=False)
             await db.execute(
                 "UPDATE chats SET last_context=?, updated_at=? WHERE chat_id=?",
                 (ctx, turn.at, turn.chat_id),
