@@ -1,4 +1,5 @@
-"""The `memora` command: run (Telegram), chat (terminal), export, usage and app-url (admin)."""
+"""The `memora` command: run (Telegram), chat (terminal), export, usage and app-url (admin),
+check (the model provider and the Telegram token)."""
 
 from __future__ import annotations
 
@@ -35,6 +36,7 @@ def _parser() -> argparse.ArgumentParser:
     url = sub.add_parser("app-url", help="a link to a learner's page, signed with the bot token")
     url.add_argument("user_id", type=int, help="the learner's Telegram user id")
     url.add_argument("--language", default="", help="their app language, e.g. zh-TW")
+    sub.add_parser("check", help="try the model provider and the Telegram token as configured")
     return p
 
 
@@ -97,6 +99,10 @@ def main(argv: list[str] | None = None) -> int:
             return asyncio.run(_usage(settings, args))
         if args.command == "app-url":
             return _app_url(settings, args)
+        if args.command == "check":
+            from bot.check import run as check  # imported lazily, as the bot is
+
+            return asyncio.run(check(settings))
         # imported lazily: python-telegram-bot and the bot take ~0.3 s that chat and export skip
         from bot.telegram import check_config, run_bot
 

@@ -67,20 +67,25 @@ def setup_logging(settings: Settings) -> None:
         logging.getLogger(noisy).setLevel(logging.WARNING)
 
 
-def metering(settings: Settings, db: Database, embedding_model: str) -> Metering:
-    """What each learner spends, counted against `[limits]`, by the models configured here."""
+def metering_models(settings: Settings, embedding_model: str = "") -> dict[str, str]:
+    """The model each kind of call uses, as configured (what its usage is priced by)."""
     cfg = settings.llm
-    models = {
+    return {
         "reply": cfg.model,
         "summary": cfg.summary_model or cfg.model,
         "extraction": cfg.extraction_model or cfg.model,
         "transcription": cfg.transcription_model,
         "embedding": embedding_model,
     }
+
+
+def metering(settings: Settings, db: Database, embedding_model: str) -> Metering:
+    """What each learner spends, counted against `[limits]`, by the models configured here."""
+    models = metering_models(settings, embedding_model)
     return Metering(UsageLedger(db), settings.limits, models, settings.pricing)
 
 
-def _llm(settings: Settings, model: str, *, background: bool = False) -> OpenAILLM:
+def model_client(settings: Settings, model: str, *, background: bool = False) -> OpenAILLM:
     """A model client; `background` ones (summary, extraction) get their own, shorter limits."""
     cfg = settings.llm
     return OpenAILLM.for_api(
@@ -164,14 +169,16 @@ async def open_engine(
             where = "(storage.database_url)" if settings.storage.database_url else settings.db_path
             raise StartupError(f"the database {where} cannot be used: {exc}") from None
 
-        main_llm: LLM = llm or _llm(settings, settings.llm.model)
+        main_llm: LLM = llm or model_client(settings, settings.llm.model)
         stack.push_async_callback(main_llm.aclose)
         summary_llm = extraction_llm = main_llm
         if llm is None:  # their own clients: other models maybe, shorter limits always
             cfg = settings.llm
-            summary_llm = _llm(settings, cfg.summary_model or cfg.model, background=True)
+            summary_llm = model_client(settings, cfg.summary_model or cfg.model, background=True)
             stack.push_async_callback(summary_llm.aclose)
-            extraction_llm = _llm(settings, cfg.extraction_model or cfg.model, background=True)
+            extraction_llm = model_client(
+                settings, cfg.extraction_model or cfg.model, background=True
+            )
             stack.push_async_callback(extraction_llm.aclose)
 
         check_budget(settings)

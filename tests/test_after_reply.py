@@ -8,7 +8,7 @@ import asyncio
 import threading
 from typing import Any
 
-from memora.app import _llm
+from memora.app import model_client
 from memora.blocking import BACKGROUND_THREAD, background, in_background, run_blocking
 from memora.config import LLMConfig, Settings
 from memora.engine import ChatRef, Engine, UserRef
@@ -60,7 +60,7 @@ def test_background_calls_have_their_own_shorter_limits() -> None:
     settings = Settings(
         llm=LLMConfig(api_key="k", background_timeout=7.0, background_max_retries=0)
     )
-    main, background = _llm(settings, "m"), _llm(settings, "m", background=True)
+    main, background = model_client(settings, "m"), model_client(settings, "m", background=True)
     assert (main._client.timeout, main._client.max_retries) == (60.0, 2)
     assert (background._client.timeout, background._client.max_retries) == (7.0, 0)
 
