@@ -9,7 +9,8 @@ from pathlib import Path
 from typing import TextIO
 
 from bot.inputs import clean, split_command
-from memora.commands import COMMANDS, CommandContext, run_command
+from memora.asks import yes_no
+from memora.commands import COMMANDS, CommandContext, press_button, run_command
 from memora.engine import Engine
 from memora.i18n import _, switch
 from memora.modes.placement import OFFER as PLACEMENT_OFFER
@@ -37,6 +38,24 @@ def system_language() -> str:
 async def _readline(stream: TextIO) -> str | None:
     line = await asyncio.to_thread(stream.readline)
     return None if line == "" else line
+
+
+async def answer_question(
+    engine: Engine,
+    chat: ChatRef,
+    user: UserRef,
+    question: tuple[str, str],
+    inp: TextIO,
+    out: TextIO,
+) -> str:
+    """A Yes/No question (memora.asks) answered by typing: only "yes" presses Yes."""
+    print(_("Type yes to delete, anything else keeps it: "), end="", file=out, flush=True)
+    line = await _readline(inp)
+    typed = clean(line or "").strip().lower()
+    yes, no = question
+    pressed = yes if typed in {"yes", "y", _("yes").lower()} else no
+    answer = await press_button(engine, chat, user, pressed)
+    return answer.edit.text if answer.edit is not None else answer.notice
 
 
 def parse_command(line: str) -> tuple[str, str] | None:
@@ -107,4 +126,7 @@ async def chat_loop(
         print(f"\nMemora: {reply.plain}" if not cmd else f"\n{reply.plain}", file=out, flush=True)
         if show_stats and reply.stats is not None:
             print(reply.stats.render(), file=out, flush=True)
+        question = yes_no(reply.buttons)
+        if question is not None:
+            print(await answer_question(engine, chat, user, question, inp, out), file=out)
     await engine.drain()

@@ -6,6 +6,7 @@ LC_MESSAGES/memora.po, compiled to .mo), English as the source (a msgid is the E
 context variable, so concurrent chats never mix); `N_()` only marks a module constant for
 extraction, and the constant is translated with `_()` where it is shown. Placeholders are
 `str.format` named fields, filled after translation: ``_("Saved: {text}").format(text=...)``.
+A message with a count goes through `ngettext`, so each language's plural rule picks its form.
 
 Which language a learner gets is decided here too, from what the core knows (a /language choice,
 the profile's explanation language) and the platform's hint (Telegram's `language_code`).
@@ -31,6 +32,7 @@ __all__ = [
     "from_platform",
     "from_profile",
     "month_name",
+    "ngettext",
     "resolve",
     "speaking",
     "switch",
@@ -48,16 +50,28 @@ _language: ContextVar[str] = ContextVar("memora_language", default=DEFAULT)
 
 
 @cache
-def translator(lang: str) -> Callable[[str], str]:
-    """One language's gettext (English, the source, for an unknown language)."""
+def _catalog(lang: str) -> gettext.NullTranslations:
+    """One language's compiled catalog (English, the source, for an unknown language)."""
     if lang not in LANGUAGES:
         lang = DEFAULT
-    return gettext.translation(DOMAIN, LOCALE_DIR, languages=[lang], fallback=True).gettext
+    return gettext.translation(DOMAIN, LOCALE_DIR, languages=[lang], fallback=True)
+
+
+def translator(lang: str) -> Callable[[str], str]:
+    """One language's gettext."""
+    return _catalog(lang).gettext
 
 
 def _(message: str) -> str:
     """`message` in the current task's language."""
     return translator(_language.get())(message)
+
+
+def ngettext(singular: str, plural: str, n: int) -> str:
+    """The form of a message with a count `n` in the current task's language: the catalog's
+    plural rule picks it ("1 word", "2 words"; Chinese has one form). The count is still a
+    placeholder, filled after: ``ngettext("{n} word", "{n} words", n).format(n=n)``."""
+    return _catalog(_language.get()).ngettext(singular, plural, n)
 
 
 def N_(message: str) -> str:

@@ -13,6 +13,8 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
+from memora.asks import yes_no
+from memora.commands import CommandContext, press_button, run_command
 from memora.engine import Engine, EngineConfig
 from memora.llm import (
     REPLY,
@@ -27,6 +29,7 @@ from memora.llm import (
 )
 from memora.storage import Database
 from memora.tokens import LocalTokenCounter
+from memora.types import ChatRef, UserRef
 
 T = TypeVar("T", bound=BaseModel)
 
@@ -191,3 +194,13 @@ def clocked_engine(db: Database, clock: Clock, **extra: Any) -> Engine:
     return Engine(
         db=db, llm=FakeLLM(), counter=LocalTokenCounter(), config=config, clock=clock, **extra
     )
+
+
+async def forgetme(engine: Engine, chat: ChatRef, user: UserRef) -> str:
+    """/forgetme, then its Yes tapped by the same learner in the same chat: what they are told."""
+    asked = await run_command(engine, "forgetme", CommandContext(chat, user, ""))
+    question = yes_no(asked.buttons)
+    assert question is not None, asked.text
+    answer = await press_button(engine, chat, user, question[0])
+    assert answer.edit is not None, answer.notice
+    return answer.edit.text

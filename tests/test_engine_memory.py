@@ -18,7 +18,7 @@ from memora.longterm.embeddings import Embedded, Kind, LocalUSE
 from memora.prompts import MEMORY_BLOCK, SUMMARY_BLOCK, TUTOR_INSTRUCTIONS
 from memora.storage import Database
 from memora.tokens import LocalTokenCounter
-from tests.fakes import FakeLLM
+from tests.fakes import FakeLLM, forgetme
 
 ALICE = UserRef(1, "Alice")
 BOB = UserRef(2, "Bob")
@@ -203,8 +203,8 @@ async def test_forgetme_deletes_everything_about_the_caller(
     await mem_engine.handle_turn(CHAT, ALICE, "I live in Tainan")
     await mem_engine.drain()
     await store.add(BOB.id, "Bob likes tea", source="manual")
-    reply = await run_command(mem_engine, "forgetme", ctx())
-    assert "1 long-term memories" in reply.text and "2 messages" in reply.text
+    text = await forgetme(mem_engine, CHAT, ALICE)
+    assert "1 long-term memor" in text and "2 messages" in text
     assert await store.count(ALICE.id) == 0
     assert await db.messages(CHAT.id) == []
     assert await db.extraction(ALICE.id) is None
@@ -261,8 +261,8 @@ async def test_forgetme_from_a_group_reaches_the_private_chat_and_keeps_the_grou
         await mem_engine.handle_turn(group, ALICE, f"alice says {i}")
         await mem_engine.handle_turn(group, BOB, f"bob says {i}")
     await mem_engine.drain()
-    reply = await run_command(mem_engine, "forgetme", ctx(ALICE, chat=group))
-    assert "2 messages of our private chat" in reply.text and "3 of your messages" in reply.text
+    text = await forgetme(mem_engine, group, ALICE)
+    assert "2 messages of our private chat" in text and "3 of your messages" in text
     assert await db.messages(CHAT.id) == []
     left = [m.content for m in await db.messages(group.id) if m.role == "user"]
     assert left == ["bob says 0", "bob says 1", "bob says 2"]
@@ -289,7 +289,7 @@ async def test_forgetme_covers_work_still_running_elsewhere(
     llm.parsed.append(facts(("Bob's English level is B1", "level")))
     assert (await mem_engine.handle_turn(group, BOB, "My level is B1")).ok
     llm.delay = 0.2  # the extraction task has not called the model yet
-    await run_command(mem_engine, "forgetme", ctx(BOB, chat=bob_private))
+    await forgetme(mem_engine, bob_private, BOB)
     await mem_engine.drain()
     assert await store.count(BOB.id) == 0
     assert await db.extraction(BOB.id) is None
@@ -297,7 +297,7 @@ async def test_forgetme_covers_work_still_running_elsewhere(
     llm.delay = 0.3
     pending = asyncio.create_task(mem_engine.handle_turn(group, BOB, "I work at TSMC"))
     await asyncio.sleep(0.05)
-    await run_command(mem_engine, "forgetme", ctx(BOB, chat=bob_private))
+    await forgetme(mem_engine, bob_private, BOB)
     reply = await pending
     assert reply.ok and not reply.stored
     await mem_engine.drain()
@@ -312,7 +312,7 @@ async def test_turns_after_a_forgetme_are_neither_lost_nor_counted_as_summarized
     for i in range(5):
         await mem_engine.handle_turn(group, BOB, f"bob turn {i}")
         await mem_engine.drain()
-    await run_command(mem_engine, "forgetme", ctx(BOB, chat=group))
+    await forgetme(mem_engine, group, BOB)
     await mem_engine.handle_turn(group, ALICE, "My exam date is 2026-05-10")
     await mem_engine.drain()
     await mem_engine.handle_turn(group, ALICE, "when is my exam?")

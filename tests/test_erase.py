@@ -96,6 +96,9 @@ def test_forgetme_leaves_no_byte_of_the_learner_on_disk(
         assert files_holding(data, MARKER), "the test must see the marker before deleting"
         assert files_holding(data, INDEX_MARKER), "and the words it was indexed by"
         p.send("/forgetme")
+        p.wait_for("Delete everything I stored about you?")
+        assert files_holding(data, MARKER), "asked first: nothing is deleted yet"
+        p.send("yes")
         p.wait_for("Deleted everything I stored about you")
         assert files_holding(data, MARKER) == []  # the process is still running
         assert files_holding(data, INDEX_MARKER) == []

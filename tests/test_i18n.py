@@ -31,7 +31,7 @@ from memora.storage import Database
 from memora.tokens import LocalTokenCounter
 from memora.types import ChatRef, UserRef
 from memora.usage import Call, Metering, UsageLedger
-from tests.fakes import Clock, FakeLLM, clocked_engine
+from tests.fakes import Clock, FakeLLM, clocked_engine, forgetme
 from tests.test_weekly import ALICE, MONDAY, a_fortnight
 
 LOCALE = i18n.LOCALE_DIR
@@ -46,9 +46,17 @@ def _po(lang: str) -> Catalog:
         return read_po(f)
 
 
-def _fields(text: str) -> list[str]:
-    """The format fields of a message, sorted ("{mb:.1f}" counts as "mb")."""
-    return sorted(name for _, name, _, _ in string.Formatter().parse(text) if name is not None)
+def _fields(text: str | tuple[str, ...]) -> list[str]:
+    """The format fields of a message, sorted ("{mb:.1f}" counts as "mb"); of a plural message
+    (a tuple of forms), the fields any form has, each form having them all (checked apart)."""
+    forms = text if isinstance(text, tuple) else (text,)
+    return sorted(
+        {name for form in forms for _, name, _, _ in string.Formatter().parse(form) if name}
+    )
+
+
+def _forms(value: str | tuple[str, ...]) -> tuple[str, ...]:
+    return value if isinstance(value, tuple) else (value,)
 
 
 def _messages(catalog: Catalog) -> dict[str, str]:
@@ -73,18 +81,17 @@ def test_every_message_is_translated_with_its_placeholders() -> None:
         for message in catalog:
             if not message.id:
                 continue
-            msgid, msgstr = str(message.id), str(message.string)
-            if not msgstr.strip():
+            msgid, forms = message.id, _forms(message.string)
+            if not all(form.strip() for form in forms):
                 problems.append(f"{lang}: untranslated: {msgid!r}")
             elif "fuzzy" in message.flags:
                 problems.append(f"{lang}: fuzzy (check, then drop the flag): {msgid!r}")
-            elif _fields(msgstr) != _fields(msgid):
-                problems.append(
-                    f"{lang}: placeholders {_fields(msgstr)} ≠ {_fields(msgid)}: {msgid!r}"
-                )
-    for msgid, msgstr in template.items():  # an English msgstr, when given, keeps them too
-        if msgstr and _fields(msgstr) != _fields(msgid):
-            problems.append(f"en: placeholders differ: {msgid!r}")
+            elif any(_fields(form) != _fields(msgid) for form in forms):
+                problems.append(f"{lang}: placeholders {forms} ≠ {_fields(msgid)}: {msgid!r}")
+    for message in _po("en"):  # an English msgstr, when given, keeps them too
+        given = [form for form in _forms(message.string) if form]
+        if message.id and any(_fields(form) != _fields(message.id) for form in given):
+            problems.append(f"en: placeholders differ: {message.id!r}")
     assert not problems, "\n".join(problems)
 
 
@@ -234,8 +241,8 @@ async def test_the_language_choice_is_exported_and_forgotten(engine: Engine) -> 
     assert "bot_language" not in "\n".join(
         await engine.learner.context_lines(TAIPEI.id, engine.clock())
     )
-    gone = await run_command(engine, "forgetme", CommandContext(PRIVATE, TAIPEI, ""))
-    assert gone.text.startswith("已删除我保存的所有关于你的数据")  # said before it was forgotten
+    gone = await forgetme(engine, PRIVATE, TAIPEI)
+    assert gone.startswith("已删除我保存的所有关于你的数据")  # said before it was forgotten
     exported = await engine.learner.store.export(TAIPEI.id, engine.clock())
     assert "bot_language" not in exported["profile"]
     assert await engine.language(TAIPEI) == "zh_Hant"  # back to the app's language

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import AsyncIterator
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +16,7 @@ from telegram import Update
 
 from bot.telegram import build_application
 from bot.telegram.handlers.gate import NOT_ALLOWED_TAP
+from memora.commands import asks
 from memora.engine import Engine, EngineConfig
 from memora.learner.commands import ALREADY, FORGED, GONE, NOT_YOURS
 from memora.learner.model import ExtractedMistake, ExtractedWord
@@ -192,7 +193,8 @@ async def test_someone_elses_forged_and_deleted_cards_get_clear_answers(bot: Bot
         answer = only(calls, "answerCallbackQuery")
         assert answer.params["text"] == FORGED and answer.params["show_alert"] is True
 
-    await bot.send("/forgetme")
+    asked = only(await bot.send("/forgetme"), "sendMessage")
+    await bot.tap(asked, buttons(asked)[0][1])  # Yes
     calls = await bot.tap(first, show)
     assert only(calls, "answerCallbackQuery").params["text"] == GONE
 
@@ -277,3 +279,57 @@ async def test_profile_set_then_undo(bot: Bot) -> None:
     undo = only(await bot.send("/profile undo"), "sendMessage").params["text"]
     assert "timezone is back to (empty)" in undo
     assert (await bot.engine.learner.profile(ALICE, datetime.now(UTC))).get("timezone") is None
+
+
+async def test_forgetme_asks_first_and_only_the_asker_in_time_in_that_chat_deletes(
+    bot: Bot,
+) -> None:
+    """A bare /forgetme deletes nothing; its Yes is checked like every button: forged data,
+    a closed question, someone else's tap, a tap from another chat, a question too old, No."""
+    await give_cards(bot.engine, ALICE)
+    store = bot.engine.learner.store
+
+    async def cards() -> int:
+        return len(await store.cards(ALICE))
+
+    asked = only(await bot.send("/forgetme"), "sendMessage")
+    assert "Delete everything I stored about you?" in asked.params["text"]
+    (yes_label, yes), (no_label, no) = buttons(asked)
+    assert (yes_label, no_label) == ("Yes, delete", "No, keep it")
+    assert await cards() == 2  # asked, nothing deleted
+
+    def alert(calls: list[Call]) -> str:
+        answer = only(calls, "answerCallbackQuery")
+        assert answer.params["show_alert"] is True
+        assert not [c for c in calls if c.method == "editMessageText"]
+        return str(answer.params["text"])
+
+    for forged in ("ask:", "ask:x", "ask::y", "ask:abc:maybe"):
+        assert alert(await bot.tap(asked, forged)) == asks.FORGED
+    assert alert(await bot.tap(asked, "ask:never-made:y")) == asks.CLOSED
+    assert alert(await bot.tap(asked, yes, user=BOB)) == asks.NOT_YOURS
+    in_group = only(await bot.send("/forgetme", group=True), "sendMessage")
+    assert alert(await bot.tap(in_group, yes)) == asks.FORGED  # a private question, tapped there
+    assert await cards() == 2
+
+    later = bot.engine.clock() + timedelta(minutes=31)
+    bot.engine.clock = lambda: later
+    calls = await bot.tap(asked, yes)
+    assert only(calls, "answerCallbackQuery").params["text"] == asks.EXPIRED
+    assert only(calls, "editMessageText").params["text"] == asks.EXPIRED
+    assert await cards() == 2  # silence deletes nothing
+    assert alert(await bot.tap(asked, yes)) == asks.CLOSED
+
+    asked = only(await bot.send("/forgetme"), "sendMessage")
+    (_, yes), (_, no) = buttons(asked)
+    calls = await bot.tap(asked, no)
+    assert only(calls, "editMessageText").params["text"] == asks.KEPT
+    assert await cards() == 2
+
+    in_group = only(await bot.send("/forgetme", group=True), "sendMessage")
+    (_, yes), _no = buttons(in_group)  # asked in the group: Alice answers there
+    assert alert(await bot.tap(in_group, yes, user=BOB)) == asks.NOT_YOURS
+    calls = await bot.tap(in_group, yes)
+    assert "Deleted everything I stored about you" in only(calls, "editMessageText").params["text"]
+    assert await cards() == 0
+    assert alert(await bot.tap(in_group, yes)) == asks.CLOSED  # a second tap deletes nothing more

@@ -13,7 +13,7 @@ from memora.commands import CommandContext, run_command
 from memora.engine import ChatRef, Engine, UserRef
 from memora.modes.placement import QUESTIONS, ladder_estimate
 from memora.prompts import MODE_BLOCK
-from tests.fakes import FakeLLM
+from tests.fakes import FakeLLM, forgetme
 
 ALICE = UserRef(1, "Alice")
 CHAT = ChatRef(1)
@@ -51,7 +51,7 @@ async def assert_exported_then_forgotten(engine: Engine, kind: str) -> None:
     data = await engine.export_chat(CHAT.id)
     assert data is not None
     assert data["participants"]["1"]["lesson_modes"][0]["kind"] == kind
-    await command(engine, "forgetme")
+    await forgetme(engine, CHAT, ALICE)
     assert await engine.db.user_modes(ALICE.id) == []
 
 

@@ -85,11 +85,20 @@ class Answer:
 Buttons = list[list[tuple[str, str]]]  # rows of (label, callback data), as kept in a body
 
 
-def message_body(text: str, buttons: Buttons | None = None, message_id: int | None = None) -> str:
-    """The body of a MESSAGE row (or an EDIT row, with the message to edit)."""
+def message_body(
+    text: str,
+    buttons: Buttons | None = None,
+    message_id: int | None = None,
+    *,
+    reply_to: int | None = None,
+) -> str:
+    """The body of a MESSAGE row (or an EDIT row, with the message to edit); `reply_to`: the
+    message it quotes (a question with buttons, asked in a group)."""
     body: dict[str, Any] = {"text": mask_secrets(text), "buttons": buttons or []}
     if message_id is not None:
         body["message_id"] = message_id
+    if reply_to is not None:
+        body["reply_to"] = reply_to
     return json.dumps(body)
 
 

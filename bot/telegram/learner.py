@@ -63,7 +63,7 @@ async def send_learner_reply(
         return
     group = message.chat.type != "private"  # in a group the answer quotes the question
     if reply.buttons:
-        rows = message_rows(reply)
+        rows = message_rows(reply, reply_to=message.message_id if group else None)
         await state.need_deliverer().keep(message.chat_id, who.id, rows, update_id=update.update_id)
         return
     answer = Answer(message, reply, markdown=False, name=name, quote=group, user_id=who.id)
@@ -79,10 +79,18 @@ async def _send_to(context: Context, chat_id: int, reply: Reply) -> None:
         )
 
 
-def message_rows(reply: Reply) -> list[Kept]:
-    """A plain reply as outbox rows: its chunks in order, the buttons under the last."""
+def message_rows(reply: Reply, *, reply_to: int | None = None) -> list[Kept]:
+    """A plain reply as outbox rows: its chunks in order, the buttons under the last; the first
+    quotes `reply_to` (the learner's message, in a group)."""
     chunks = split_text(reply.text)
     return [
-        Kept(message_body(chunk, buttons_of(reply) if i == len(chunks) - 1 else None), MESSAGE)
+        Kept(
+            message_body(
+                chunk,
+                buttons_of(reply) if i == len(chunks) - 1 else None,
+                reply_to=reply_to if i == 0 else None,
+            ),
+            MESSAGE,
+        )
         for i, chunk in enumerate(chunks)
     ]

@@ -33,7 +33,7 @@ from dataclasses import replace
 from datetime import timedelta
 from typing import Any
 
-from telegram import Bot, Message
+from telegram import Bot, Message, ReplyParameters
 from telegram.error import BadRequest, Forbidden, RetryAfter, TelegramError
 
 from memora.storage.durable import ANSWER, EDIT, VOICE, WEEKLY, Kept, Outbox, Outgoing
@@ -236,8 +236,15 @@ class Deliverer:
                 if not not_modified(exc):  # showing it already is what was wanted
                     raise
             return
+        quoted = data.get("reply_to")
         await self.bot.send_message(
-            item.chat_id, data["text"], parse_mode=None, reply_markup=markup
+            item.chat_id,
+            data["text"],
+            parse_mode=None,
+            reply_markup=markup,
+            reply_parameters=None
+            if quoted is None
+            else ReplyParameters(int(quoted), allow_sending_without_reply=True),
         )
 
     async def _refused(self, item: Outgoing, exc: TelegramError) -> None:

@@ -1,9 +1,12 @@
 """A tap on one of our inline buttons, checked against the tapper and the chat before anything
-happens: review cards (`rv:…`, memora.learner.commands) and role-play scene suggestions
-(`scene:…`, memora.commands.roleplay). Any other data is forged and refused."""
+happens: review cards (`rv:…`, memora.learner.commands), role-play scene suggestions
+(`scene:…`, memora.commands.roleplay) and the Yes/No before a deletion (`ask:…`,
+memora.commands.asks). Any other data is forged and refused."""
 
 from __future__ import annotations
 
+from memora.asks import ASK_BUTTON
+from memora.commands.asks import press_ask
 from memora.commands.roleplay import SCENE_BUTTON, press_scene
 from memora.engine import Engine
 from memora.i18n import speaking
@@ -17,4 +20,6 @@ async def press_button(engine: Engine, chat: ChatRef, user: UserRef, data: str) 
     with speaking(await engine.language(user)):
         if data.startswith(SCENE_BUTTON):
             return await press_scene(engine, chat, user, data.removeprefix(SCENE_BUTTON))
+        if data.startswith(ASK_BUTTON):
+            return await press_ask(engine, chat, user, data)
         return await review_button(engine.learner, user.id, data, engine.clock())

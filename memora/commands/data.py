@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+from memora.asks import FORGETME, ask
 from memora.commands.registry import CommandContext, command
 from memora.engine import Engine
 from memora.i18n import _
@@ -24,21 +25,16 @@ async def _reset(engine: Engine, ctx: CommandContext) -> Reply:
     return Reply(done)
 
 
-@command("forgetme", "delete everything stored about you", exclusive=True)
+@command("forgetme", "delete everything stored about you (asks first)")
 async def _forgetme(engine: Engine, ctx: CommandContext) -> Reply:
-    counts = await engine.forget_user(ctx.user.id)
-    return Reply(
-        _(
-            "Deleted everything I stored about you: {memories} long-term memories, {private} "
-            "messages of our private chat, {group} of your messages in groups (with my replies "
-            "to them, and those groups' summaries), your extraction log, your practice reminder, "
-            "and your learner profile, mistakes, vocabulary and review cards."
-        ).format(
-            memories=counts["memories"],
-            private=counts["private_messages"],
-            group=counts["group_messages"],
-        )
+    """Asks first: only a Yes from the caller, in this chat, in time, deletes (commands/asks)."""
+    buttons = await ask(engine.db, ctx.chat, ctx.user, FORGETME, engine.clock())
+    question = _(
+        "Delete everything I stored about you? Your long-term memories, our private chat, your "
+        "messages in groups, your learner profile, mistakes, vocabulary, review cards and "
+        "reminders all go, for good: nothing can bring them back."
     )
+    return Reply(question, buttons=buttons)
 
 
 @command(

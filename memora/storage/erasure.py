@@ -118,8 +118,8 @@ class UserErasure(Connection):
                 (user_id,),
             )
             await db.execute("DELETE FROM extraction_log WHERE user_id=?", (user_id,))
-            # updates and replies still on their way, and the lesson modes the user runs
-            for table in ("inbox", "outbox", "chat_modes"):
+            # updates and replies on their way, the user's lesson modes, the questions asked
+            for table in ("inbox", "outbox", "chat_modes", "pending_asks"):
                 await db.execute(f"DELETE FROM {table} WHERE user_id=?", (user_id,))
             for table in USER_TABLES:  # the learner model (learner_schema.py)
                 await db.execute(f"DELETE FROM {table} WHERE user_id=?", (user_id,))
