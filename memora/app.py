@@ -7,12 +7,12 @@ from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from urllib.parse import urlsplit
 
-from openai import AsyncOpenAI
+from openai import AsyncAzureOpenAI, AsyncOpenAI
 
 from memora.blocking import run_blocking
 from memora.config import ConfigError, Settings, require_llm
 from memora.engine import Engine, EngineConfig
-from memora.llm import LLM, ChatMessage, OpenAIAudio, OpenAILLM
+from memora.llm import LLM, ChatMessage, Learned, OpenAIAudio, OpenAILLM
 from memora.llm.pacing import AdaptiveTimeout
 from memora.longterm import MemoryStore
 from memora.longterm.embeddings import Embedder, LocalUSE, OpenAIEmbedder
@@ -85,17 +85,48 @@ def metering(settings: Settings, db: Database, embedding_model: str) -> Metering
     return Metering(UsageLedger(db), settings.limits, models, settings.pricing)
 
 
-def model_client(settings: Settings, model: str, *, background: bool = False) -> OpenAILLM:
-    """A model client; `background` ones (summary, extraction) get their own, shorter limits."""
+def openai_client(settings: Settings, *, timeout: float, max_retries: int) -> AsyncOpenAI:
+    """The SDK client for the configured server: Azure OpenAI's own client when
+    `[llm] azure_endpoint` is set (its paths, api-version and api-key header), else OpenAI's."""
     cfg = settings.llm
+    if cfg.azure_endpoint:
+        return AsyncAzureOpenAI(
+            azure_endpoint=cfg.azure_endpoint,
+            api_version=cfg.azure_api_version,
+            api_key=cfg.api_key or "not-needed",
+            timeout=timeout,
+            max_retries=max_retries,
+        )
+    return AsyncOpenAI(
+        api_key=cfg.api_key or "not-needed",
+        base_url=cfg.base_url,
+        timeout=timeout,
+        max_retries=max_retries,
+    )
+
+
+def model_client(
+    settings: Settings, model: str, learned: Learned | None = None, *, background: bool = False
+) -> OpenAILLM:
+    """A model client; `background` ones (summary, extraction) get their own, shorter limits.
+    `learned`: what the server refused, shared by the clients of one process."""
+    cfg = settings.llm
+    timeout = cfg.background_timeout if background else cfg.timeout
+    max_retries = cfg.background_max_retries if background else cfg.max_retries
+    if cfg.azure_endpoint and cfg.azure_deployment and model == cfg.model:
+        model = cfg.azure_deployment  # Azure routes by deployment: its name is the model
     return OpenAILLM.for_api(
         cfg.api,
         model=model,
         api_key=cfg.api_key or "not-needed",
-        base_url=cfg.base_url,
-        timeout=cfg.background_timeout if background else cfg.timeout,
-        max_retries=cfg.background_max_retries if background else cfg.max_retries,
-        reasoning_effort=cfg.reasoning_effort or None,
+        client=openai_client(settings, timeout=timeout, max_retries=max_retries),
+        efforts={
+            "reply": cfg.reasoning_effort,
+            "extraction": cfg.extraction_reasoning_effort,
+            "summary": cfg.summary_reasoning_effort,
+        },
+        store=cfg.store,
+        learned=learned,
         max_output_tokens=cfg.max_output_tokens or None,
         # a background call's limit follows what the endpoint has shown (a CPU-bound local model)
         pacing=AdaptiveTimeout(cfg.background_timeout, cfg.background_timeout_max)
@@ -109,12 +140,7 @@ def make_audio(settings: Settings) -> OpenAIAudio | None:
     if not settings.voice.enabled:
         return None
     cfg = settings.llm
-    client = AsyncOpenAI(
-        api_key=cfg.api_key or "not-needed",
-        base_url=cfg.base_url,
-        timeout=cfg.timeout,
-        max_retries=cfg.max_retries,
-    )
+    client = openai_client(settings, timeout=cfg.timeout, max_retries=cfg.max_retries)
     return OpenAIAudio(
         client,
         transcription_model=cfg.transcription_model,
@@ -169,15 +195,19 @@ async def open_engine(
             where = "(storage.database_url)" if settings.storage.database_url else settings.db_path
             raise StartupError(f"the database {where} cannot be used: {exc}") from None
 
-        main_llm: LLM = llm or model_client(settings, settings.llm.model)
+        learned = Learned()  # a refusal is learned (and logged) once for the three clients
+        main_llm: LLM = llm or model_client(settings, settings.llm.model, learned)
         stack.push_async_callback(main_llm.aclose)
         summary_llm = extraction_llm = main_llm
         if llm is None:  # their own clients: other models maybe, shorter limits always
             cfg = settings.llm
-            summary_llm = model_client(settings, cfg.summary_model or cfg.model, background=True)
+            summary_model, extraction_model = cfg.summary_model, cfg.extraction_model
+            summary_llm = model_client(
+                settings, summary_model or cfg.model, learned, background=True
+            )
             stack.push_async_callback(summary_llm.aclose)
             extraction_llm = model_client(
-                settings, cfg.extraction_model or cfg.model, background=True
+                settings, extraction_model or cfg.model, learned, background=True
             )
             stack.push_async_callback(extraction_llm.aclose)
 

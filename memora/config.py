@@ -58,6 +58,10 @@ class TelegramConfig(_Section):
         return not ids or user_id in ids or user_id in self.admin_ids
 
 
+# "" sends no effort (the model's own default: medium for gpt-5 and gpt-5-mini).
+Effort = Literal["", "none", "minimal", "low", "medium", "high", "xhigh"]
+
+
 class LLMConfig(_Section):
     base_url: str | None = None
     api_key: str = ""
@@ -68,7 +72,16 @@ class LLMConfig(_Section):
     background_timeout: float = Field(30.0, gt=0)
     background_timeout_max: float = Field(300.0, gt=0)
     background_max_retries: int = Field(1, ge=0, le=10)
-    reasoning_effort: Literal["", "minimal", "low", "medium", "high"] = ""
+    # Per call kind: a quick first word for the reply, little reasoning for the background
+    # calls (docs/decisions/0160-provider-requests.md). Sent only to models that take one.
+    reasoning_effort: Effort = "minimal"  # the reply's
+    extraction_reasoning_effort: Effort = "low"
+    summary_reasoning_effort: Effort = "minimal"
+    store: bool = False  # whether the provider may keep requests and answers (Responses API)
+    # Azure OpenAI through the SDK's Azure client (empty endpoint: not Azure).
+    azure_endpoint: str = ""
+    azure_api_version: str = "2025-04-01-preview"
+    azure_deployment: str = ""  # the replies' deployment; empty = model
     max_output_tokens: int = Field(0, ge=0)
     summary_model: str = ""
     extraction_model: str = ""

@@ -1169,7 +1169,7 @@ class FakeOpenAI:
         self.apis = frozenset({"chat_completions", "embeddings", "audio"})
         return self
 
-    def _provider_refusal(self, req: FakeRequest) -> tuple[int, Any, dict[str, str]] | None:
+    def provider_refusal(self, req: FakeRequest) -> tuple[int, Any, dict[str, str]] | None:
         """What this profile's provider refuses in `req` (tests/provider_rules.py), or None."""
         if self.apis is not None and req.api is not None and req.api not in self.apis:
             return self._error(404, f"Invalid URL ({req.method} {req.path})")
@@ -1204,6 +1204,13 @@ class FakeOpenAI:
                     "'response_format' of type 'json_object'.",
                     "messages",
                 )
+        if req.response_format in self.refused_formats:
+            body = llama_cpp_refusal(req.response_format or "")
+            if self.profile == "deepseek":  # DeepSeek's words for a format it lacks
+                body = error_body(
+                    "This response_format type is unavailable now", "invalid_request_error"
+                )
+            return self.refused_format_status, body, {}
         return None
 
     def _refusal(
@@ -1373,17 +1380,11 @@ class FakeOpenAI:
             return self._error(failure.status, failure.message)
         if bad_json:
             return self._error(400, "We could not parse the JSON body of your request.")
-        refused = self._provider_refusal(req)
+        refused = self.provider_refusal(req)
         if refused is not None:
             return refused
         if req.stream and (self.refuse_streams or req.kind not in GENERATION_KINDS):
             return self._error(400, "This server does not support stream=true (fake).")
-        if req.response_format in self.refused_formats:
-            return (
-                self.refused_format_status,
-                llama_cpp_refusal(req.response_format or ""),
-                {},
-            )
         over = self._over_context(req)
         if over is not None:
             return over
