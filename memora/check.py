@@ -21,7 +21,7 @@ import openai
 from memora.app import make_audio, metering_models, model_client
 from memora.config import PricingConfig, Settings
 from memora.errors import LLMError
-from memora.llm import ChatMessage, OpenAILLM
+from memora.llm import CallInfo, ChatMessage, OpenAILLM
 from memora.llm.sdk_errors import NO_RESPONSES_API
 from memora.longterm.embeddings import OpenAIEmbedder
 from memora.longterm.extraction import LearnerExtractionResult
@@ -115,14 +115,14 @@ async def _structured(llm: OpenAILLM) -> Finding:
     """The extraction's own schema, asked for strictly, as after every reply."""
     ask = [ChatMessage("user", "<user_message>\nHello!\n</user_message>")]
     try:
-        parsed = await llm.parse(ASK, ask, LearnerExtractionResult)
+        parsed = await llm.parse(ASK, ask, LearnerExtractionResult, call=CallInfo("extraction"))
     except LLMError as exc:
         return Finding(
             "structured output",
             "note",
             f"failed ({exc}): memories are not extracted while it fails; replies go on",
         )
-    form = llm.structured_mode
+    form = llm.structured_mode_for(LearnerExtractionResult)  # decided per schema
     if form == "json_schema":
         says = "strict json_schema taken: extraction answers in the exact schema"
         return Finding("structured output", "ok", says)
