@@ -821,6 +821,10 @@ class FakeTelegram:
                 self._chat_commands[chat] = copy.deepcopy(commands)
         return True
 
+    def _m_setChatMenuButton(self, p: JSON, f: Files) -> bool:
+        """The menu button (a Mini App's): recorded as a call, nothing else to keep."""
+        return True
+
     def _m_deleteMyCommands(self, p: JSON, f: Files) -> bool:
         code, chat = self._menu_of(p)
         with self._cond:

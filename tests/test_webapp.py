@@ -5,6 +5,7 @@ local embedder; requests signed as Telegram signs initData."""
 from __future__ import annotations
 
 import json
+import logging
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -31,6 +32,11 @@ from tests.test_erase import files_holding
 TOKEN = "123456:TEST-token-for-the-web-app"
 ALICE, BOB, ADMIN = 1001, 2002, 9009
 MARKER = "Zorblaxquintet"
+NO_BUTTON = (
+    "web app: [webapp] public_url is empty, so the bot offers no 'Open my memory' button "
+    "(Telegram opens only a public https address); `memora app-url USER_ID` prints a signed "
+    "link for testing"
+)
 
 
 def init_data(user_id: int, *, token: str = TOKEN, age: float = 0, lang: str = "en") -> str:
@@ -265,3 +271,21 @@ def test_app_url_prints_a_link_signed_with_the_configured_token(
     assert (opened.user.id, opened.user.language) == (ALICE, "zh-TW")
     with pytest.raises(Refused):
         verify(data, "654321:another-bots-token", max_age=60)
+
+
+async def test_without_a_public_url_no_button_is_offered_and_the_log_says_so_once(
+    mem_engine: Engine, caplog: pytest.LogCaptureFixture
+) -> None:
+    from bot.telegram.webapp import WebApp, button, page_url
+
+    polling = settings()
+    web = WebApp(polling)
+    assert web.url == "" and button(web.url) is None
+    with caplog.at_level(logging.INFO, logger="bot.telegram.webapp"):
+        await web.start(None, mem_engine)  # type: ignore[arg-type]  # no button: no Bot call
+    await web.stop()
+    assert [r.getMessage() for r in caplog.records].count(NO_BUTTON) == 1
+    hook = TelegramConfig(token=TOKEN, mode="webhook", webhook_url="https://x.example/tg/hook")
+    webhook = Settings(telegram=hook, webapp=WebAppConfig(enabled=True))
+    assert page_url(webhook) == "https://x.example/app/"  # behind the same reverse proxy
+    assert page_url(Settings(telegram=hook)) == ""  # [webapp] enabled = false

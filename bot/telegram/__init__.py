@@ -124,6 +124,7 @@ async def _post_init(app: App) -> None:
     if isinstance(limiter, ReplyFirstRateLimiter):  # Telegram's budget is the bot's, not ours
         limiter.share = lambda: replicas.live
     await set_menus(app)  # before the outbox sends: a kept answer waits a moment, not the menus
+    await state.web_app.start(app, state.need_engine())  # on this loop, until post_shutdown
     state.deliverer.start()
     state.started = time.monotonic()  # polling (or the webhook) starts now
     if state.telegram.mode == "webhook":
@@ -162,6 +163,7 @@ async def _post_shutdown(app: App) -> None:
     """Stop the outbox sender (what it holds waits for the next start), wait for after-reply
     work, then close whatever post_init opened."""
     state: BotState = app.bot_data
+    await state.web_app.stop()
     if state.reminder_jobs is not None:
         state.reminder_jobs.close()
         state.reminder_jobs = None

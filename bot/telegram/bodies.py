@@ -8,7 +8,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from telegram import Bot, InlineKeyboardButton, InlineKeyboardMarkup, Message
+from telegram import Bot, InlineKeyboardButton, InlineKeyboardMarkup, Message, WebAppInfo
 
 from memora.secretfilter import mask_secrets
 from memora.views import Document, Reply
@@ -28,6 +28,7 @@ class Answer:
     quote: bool = False
     edit: Message | None = None
     user_id: int | None = None
+    web_app: tuple[str, str] | None = None  # (label, url): the page's button under the answer
 
     @property
     def learner_id(self) -> int | None:
@@ -53,6 +54,7 @@ class Answer:
                 "quote": self.quote,
                 "edit": None if self.edit is None else self.edit.to_dict(),
                 "user_id": self.user_id,
+                "web_app": None if self.web_app is None else list(self.web_app),
                 "photo": None
                 if self.reply.photo is None
                 else base64.b64encode(self.reply.photo).decode(),
@@ -79,6 +81,7 @@ class Answer:
             quote=data["quote"],
             edit=None if data.get("edit") is None else Message.de_json(data["edit"], bot),
             user_id=data.get("user_id"),
+            web_app=None if data.get("web_app") is None else tuple(data["web_app"]),
         )
 
 
@@ -106,6 +109,14 @@ def voice_body(message: Message, speech: bytes, *, quote: bool) -> str:
     """The body of a VOICE row: the spoken answer, under the learner's message."""
     audio = base64.b64encode(speech).decode()
     return json.dumps({"message": message.to_dict(), "voice": audio, "quote": quote})
+
+
+def web_app_markup(button: tuple[str, str] | None) -> InlineKeyboardMarkup | None:
+    """The page's (label, url) button as Telegram's inline keyboard (None without one)."""
+    if button is None:
+        return None
+    label, url = button
+    return InlineKeyboardMarkup([[InlineKeyboardButton(label, web_app=WebAppInfo(url))]])
 
 
 def markup_of(buttons: Buttons) -> InlineKeyboardMarkup | None:

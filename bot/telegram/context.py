@@ -21,6 +21,7 @@ from .menus import ChatMenus
 from .messages import is_group
 from .outbox import Deliverer
 from .reminders import ReminderJobs
+from .webapp import WebApp
 from .weekly import WeeklyJobs
 
 log = logging.getLogger(__name__)
@@ -40,6 +41,7 @@ class BotState:
     creates it empty; `install` fills it before anything runs."""
 
     settings: Settings
+    web_app: WebApp  # the learner's page (bot/web), from `install`
 
     def __init__(self) -> None:
         self.engine: Engine | None = None

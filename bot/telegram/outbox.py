@@ -38,7 +38,7 @@ from telegram.error import BadRequest, Forbidden, RetryAfter, TelegramError
 
 from memora.storage.durable import ANSWER, EDIT, VOICE, WEEKLY, Kept, Outbox, Outgoing
 
-from .bodies import Answer, markup_of
+from .bodies import Answer, markup_of, web_app_markup
 from .render import not_modified, quoting, send_reply
 from .tasks import cancel_and_wait
 
@@ -208,6 +208,7 @@ class Deliverer:
                 name=answer.name,
                 quote=answer.quote,
                 edit=answer.edit,
+                markup=web_app_markup(answer.web_app),
             )
             return
         data: dict[str, Any] = json.loads(item.body)

@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from telegram import Message, ReplyParameters
+from telegram import InlineKeyboardMarkup, Message, ReplyParameters
 from telegram.constants import MessageLimit, ParseMode
 from telegram.error import BadRequest, TelegramError
 
@@ -296,6 +296,7 @@ async def send_reply(
     name: str = "reply",
     quote: bool = False,
     edit: Message | None = None,
+    markup: InlineKeyboardMarkup | None = None,
 ) -> list[Message]:
     """Send a Reply under `message`: chunks in order, then any document. On an HTML parse error
     the same chunk is resent as plain text.
@@ -306,7 +307,8 @@ async def send_reply(
     is deleted and everything is sent as new messages.
 
     A reply with a photo (the progress chart) sends it first, with the text as its caption when
-    it fits, else the text after it."""
+    it fits, else the text after it. `markup` (the page's button) goes under the last text
+    message."""
     if reply.photo is not None:
         caption = reply.plain if tg_len(reply.plain) <= MAX_CAPTION else ""
         photo = await message.reply_photo(
@@ -333,11 +335,14 @@ async def send_reply(
         """Quote the learner's message once (groups), and only if it still exists."""
         return quoting(message, quote and not sent)
 
-    for chunk in chunks:
+    for n, chunk in enumerate(chunks, 1):
+        buttons = markup if n == len(chunks) else None
         if out.is_html:
             try:
                 sent.append(
-                    await message.reply_text(chunk, parse_mode=ParseMode.HTML, **reply_to())
+                    await message.reply_text(
+                        chunk, parse_mode=ParseMode.HTML, reply_markup=buttons, **reply_to()
+                    )
                 )
                 continue
             except BadRequest as exc:
@@ -345,7 +350,9 @@ async def send_reply(
                     raise
                 log.warning("HTML rejected (%s); sending the chunk as plain text", exc)
             chunk = html_to_plain(chunk)
-        sent.append(await message.reply_text(chunk, parse_mode=None, **reply_to()))
+        sent.append(
+            await message.reply_text(chunk, parse_mode=None, reply_markup=buttons, **reply_to())
+        )
     for document in out.documents:
         caption, extra = _caption(document.caption)
         sent.append(

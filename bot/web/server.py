@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import socket
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterator
@@ -25,7 +26,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from memora.config import Settings
+from memora.config import ConfigError, Settings
 from memora.engine import Engine
 from memora.i18n import _, from_platform, speaking
 from memora.types import UserRef
@@ -212,24 +213,32 @@ class WebServer:
     """uvicorn serving the web app on the running event loop, until `stop`."""
 
     def __init__(self, engine: Engine, settings: Settings) -> None:
-        cfg = settings.webapp
+        self.cfg = settings.webapp
         config = uvicorn.Config(
             build_web_app(engine, settings),
-            host=cfg.host,
-            port=cfg.port,
             access_log=False,  # a path is nobody's business; initData is never in one anyway
             log_config=None,  # Memora's logging, not uvicorn's own
             lifespan="off",
         )
         self.server = _Server(config)
+        self._socket: socket.socket | None = None
         self._task: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
-        """Listening when this returns."""
-        self._task = asyncio.create_task(self.server.serve())
+        """Listening when this returns; a ConfigError if the address cannot be had."""
+        host, port = self.cfg.host, self.cfg.port
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        try:
+            self._socket = socket.create_server((host, port), family=family)
+        except OSError as exc:
+            raise ConfigError(
+                f"[webapp] cannot listen on {host}:{port} ({exc.strerror or exc}): "
+                "set webapp.host and webapp.port to a free address"
+            ) from None
+        self._task = asyncio.create_task(self.server.serve(sockets=[self._socket]))
         while not self.server.started:
             if self._task.done():
-                self._task.result()  # raises what stopped it (the port taken)
+                self._task.result()
                 raise RuntimeError("the web app's server stopped at start")
             await asyncio.sleep(0.02)
 
@@ -239,8 +248,10 @@ class WebServer:
         return int(self.server.servers[0].sockets[0].getsockname()[1])
 
     async def stop(self) -> None:
-        if self._task is None:
-            return
-        self.server.should_exit = True
-        await self._task
-        self._task = None
+        if self._task is not None:
+            self.server.should_exit = True
+            await self._task
+            self._task = None
+        if self._socket is not None:
+            self._socket.close()
+            self._socket = None

@@ -21,6 +21,7 @@ from memora.config import Settings
 from memora.engine import Engine
 
 from ..context import BotState
+from ..webapp import WebApp
 from .buttons import on_button
 from .commands import on_command, on_unknown_command
 from .errors import on_error
@@ -39,6 +40,7 @@ def install(
     application built with `.context_types(CONTEXT_TYPES)`)."""
     state: BotState = app.bot_data
     state.settings, state.engine = settings, engine
+    state.web_app = WebApp(settings)
     app.add_handler(TypeHandler(Update, gate), group=-1)
     new_messages = filters.UpdateType.MESSAGE
     app.add_handler(CommandHandler(list(COMMANDS), on_command, filters=new_messages))

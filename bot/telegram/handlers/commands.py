@@ -14,6 +14,7 @@ from ..bodies import Answer
 from ..context import Context
 from ..learner import needs_learner_rendering, send_learner_reply
 from ..messages import incoming_text, maybe_typing
+from ..webapp import BUTTON_COMMANDS, button
 
 
 async def on_command(update: Update, context: Context) -> None:
@@ -48,8 +49,17 @@ async def run_and_render(
     if needs_learner_rendering(reply):  # review cards, the progress chart
         await send_learner_reply(update, message, reply, context, name=name, who=user)
         return
+    page = None  # one person's page: offered in their private chat only
+    if command is not None and command.name in BUTTON_COMMANDS and not chat.is_group:
+        page = button(state.web_app.url)
     answer = Answer(
-        message, reply, markdown=reply.markdown, name=name, quote=chat.is_group, user_id=user.id
+        message,
+        reply,
+        markdown=reply.markdown,
+        name=name,
+        quote=chat.is_group,
+        user_id=user.id,
+        web_app=page,
     )
     await state.answer(update, answer)
 
