@@ -60,17 +60,22 @@ class Finding:
         return f"{mark:<4} {self.capability}: {self.says}"
 
 
-def _why(exc: LLMError, settings: Settings) -> str:
-    """A failed first call, as the setting to change."""
+def server(settings: Settings) -> str:
+    """Where the model calls go, as the operator configured it."""
     cfg = settings.llm
+    return getattr(cfg, "azure_endpoint", "") or cfg.base_url or "https://api.openai.com/v1"
+
+
+def _why(exc: LLMError, settings: Settings, model: str) -> str:
+    """A failed first call, as the setting to change."""
     cause = exc.__cause__
-    where = cfg.base_url or "https://api.openai.com/v1"
+    where = server(settings)
     if exc.code == NO_RESPONSES_API:
         return f'{where} has no Responses API: set [llm] api = "chat_completions"'
     if isinstance(cause, openai.AuthenticationError | openai.PermissionDeniedError):
         return f"{where} refuses the key (HTTP {cause.status_code}): check [llm] api_key"
     if isinstance(cause, openai.NotFoundError):
-        return f"{where} does not know the model {cfg.model!r} (HTTP 404): check [llm] model"
+        return f"{where} does not know the model {model!r} (HTTP 404): check [llm] model"
     if isinstance(cause, openai.APIConnectionError):  # timeouts too
         return f"{where} cannot be reached ({exc}): check [llm] base_url"
     return f"{where} fails the model call ({exc})"
@@ -90,20 +95,18 @@ async def check_model(settings: Settings, llm: OpenAILLM, extraction: OpenAILLM)
     try:
         answer, took = await _timed(llm.complete(ASK, [ChatMessage("user", "Ready?")]))
     except LLMError as exc:
-        why = _why(exc, settings)
+        why = _why(exc, settings, llm.model)
         return [
             Finding("key and model", "fatal", why),
             Finding("reply", "fatal", "not tried: Memora cannot answer anyone until it works"),
         ]
     found = [
-        Finding(
-            "key and model", "ok", f"{cfg.model} answers at {cfg.base_url or 'OpenAI'} ({api})"
-        ),
+        Finding("key and model", "ok", f"{llm.model} answers at {server(settings)} ({api})"),
         Finding(
             "reply",
             "ok",
             f"answered in {took:.1f} s ({answer.usage.input_tokens} tokens in, "
-            f"{answer.usage.output_tokens} out): Memora replies with {cfg.model}",
+            f"{answer.usage.output_tokens} out): Memora replies with {llm.model}",
         ),
     ]
     found.append(await _structured(extraction))

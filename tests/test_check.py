@@ -8,7 +8,8 @@ import json
 import socket
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack
 from pathlib import Path
 
 import pytest
@@ -29,27 +30,40 @@ def telegram() -> Iterator[FakeTelegram]:
         yield tg
 
 
-def memora_check(llm: FakeOpenAI, tg: FakeTelegram, tmp: Path, **env: str) -> tuple[int, str]:
-    """`memora check` as an operator runs it, configured by environment variables."""
-    done = subprocess.run(
-        [sys.executable, "-m", "bot.cli", "check"],
-        cwd=ROOT,
-        env=memora_env(
-            llm,
-            tmp,
-            **{
-                "TELEGRAM_BOT_TOKEN": tg.token,
-                "MEMORA_TELEGRAM__BASE_URL": tg.base_url,
-                "MEMORA_PRICING__MODELS": PRICES,
-                **env,
-            },
-        ),
-        capture_output=True,
-        text=True,
-        timeout=120,
+def check_env(llm: FakeOpenAI, tg: FakeTelegram, tmp: Path, **env: str) -> dict[str, str]:
+    """An operator's configuration, in environment variables, for these servers."""
+    return memora_env(
+        llm,
+        tmp,
+        **{
+            "TELEGRAM_BOT_TOKEN": tg.token,
+            "MEMORA_TELEGRAM__BASE_URL": tg.base_url,
+            "MEMORA_PRICING__MODELS": PRICES,
+            **env,
+        },
     )
-    assert "Traceback" not in done.stderr, done.stderr
-    return done.returncode, done.stdout
+
+
+def memora_check(envs: dict[str, dict[str, str]]) -> dict[str, tuple[int, str]]:
+    """`memora check` as an operator runs it, once per configuration, all at once (each its own
+    process); exit status and output by name."""
+    procs = {
+        name: subprocess.Popen(
+            [sys.executable, "-m", "bot.cli", "check"],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for name, env in envs.items()
+    }
+    done = {}
+    for name, proc in procs.items():
+        out, err = proc.communicate(timeout=120)
+        assert "Traceback" not in err, f"{name}: {err}"
+        done[name] = (proc.returncode, out)
+    return done
 
 
 def lines(out: str) -> dict[str, str]:
@@ -63,66 +77,87 @@ def lines(out: str) -> dict[str, str]:
     return found
 
 
-def test_an_openai_like_server_passes_every_check(telegram: FakeTelegram, tmp_path: Path) -> None:
-    with FakeOpenAI() as llm:
-        code, out = memora_check(llm, telegram, tmp_path)
-    said = lines(out)
-    assert code == 0, out
-    assert list(said) == [
-        "key and model",
-        "reply",
-        "structured output",
-        "streaming",
-        "embeddings",
-        "transcription",
-        "cost",
-        "telegram",
-    ]
-    assert all(line.startswith(("ok ", "- ")) for line in said.values()), out
-    assert "Responses API" in said["key and model"]
-    assert "strict json_schema" in said["structured output"]
-    assert "streamed" in said["streaming"]
-    assert "local model" in said["embeddings"]  # the default: no provider call
-    assert "@memora_test_bot" in said["telegram"]
-    assert "1,000 learner turns ≈ " in said["cost"] and "USD" in said["cost"]
-    kinds = {r.kind for r in llm.requests}
-    assert {"reply", "structured", "transcribe"} <= kinds
+CAPABILITIES = [
+    "key and model",
+    "reply",
+    "structured output",
+    "streaming",
+    "embeddings",
+    "transcription",
+    "cost",
+    "telegram",
+]
+PROFILES: dict[str, tuple[Callable[[FakeOpenAI], object], dict[str, str]]] = {
+    "openai-responses": (FakeOpenAI.like_openai, {}),
+    "openai-chat": (FakeOpenAI.like_openai, {"MEMORA_LLM__API": "chat_completions"}),
+    "deepseek": (
+        FakeOpenAI.like_deepseek,
+        {
+            "MEMORA_LLM__API": "chat_completions",
+            "MEMORA_LLM__MODEL": "deepseek-chat",
+            "MEMORA_VOICE__ENABLED": "false",
+        },
+    ),
+    "local": (
+        FakeOpenAI.like_local_server,
+        {
+            "MEMORA_LLM__API": "chat_completions",
+            "MEMORA_LLM__MODEL": "qwen2.5:7b",
+            "MEMORA_EMBEDDINGS__PROVIDER": "openai",
+        },
+    ),
+    "llama.cpp": (
+        FakeOpenAI.like_llama_cpp,
+        {"MEMORA_LLM__API": "chat_completions", "MEMORA_LLM__MODEL": "smollm2"},
+    ),
+}
 
 
-def test_a_server_without_json_schema_or_streams_is_told_what_memora_does(
-    telegram: FakeTelegram, tmp_path: Path
-) -> None:
-    with FakeOpenAI() as llm:
-        llm.refused_formats = frozenset({"json_schema"})
-        llm.refused_format_status = 400
-        llm.refuse_streams = True
-        code, out = memora_check(
-            llm,
-            telegram,
-            tmp_path,
-            MEMORA_LLM__API="chat_completions",
-            MEMORA_EMBEDDINGS__PROVIDER="openai",
-            MEMORA_VOICE__ENABLED="false",
+def test_memora_check_on_each_provider_profile(telegram: FakeTelegram, tmp_path: Path) -> None:
+    """The real command against the fake server in each provider profile (tests/fake_openai.py,
+    from each service's documented rules; llama.cpp's as recorded from its server), and one
+    configuration with fatal problems."""
+    with ExitStack() as stack:
+        envs = {}
+        for name, (profile, env) in PROFILES.items():
+            server = stack.enter_context(FakeOpenAI())
+            profile(server)
+            envs[name] = check_env(server, telegram, tmp_path / name, **env)
+        down = stack.enter_context(FakeOpenAI())
+        down.down = True
+        envs["fatal"] = check_env(down, telegram, tmp_path / "fatal", TELEGRAM_BOT_TOKEN="1:NO")
+        results = memora_check(envs)
+    said = {name: lines(out) for name, (_code, out) in results.items()}
+    for name in PROFILES:
+        code, out = results[name]
+        assert code == 0 and list(said[name]) == CAPABILITIES, f"{name}:\n{out}"
+        assert "@memora_test_bot" in said[name]["telegram"], out
+    openai = said["openai-responses"]
+    assert all(line.startswith(("ok ", "- ")) for line in openai.values()), openai
+    assert "Responses API" in openai["key and model"]
+    assert "strict json_schema" in openai["structured output"]
+    assert "streamed" in openai["streaming"]
+    assert "local model" in openai["embeddings"]  # the default: no provider call
+    assert "1,000 learner turns ≈ " in openai["cost"] and "USD" in openai["cost"]
+    assert "Chat Completions API" in said["openai-chat"]["key and model"]
+    assert "strict json_schema" in said["openai-chat"]["structured output"]
+    for name in ("deepseek", "llama.cpp"):  # no json_schema: Memora works around it
+        assert said[name]["structured output"].startswith("note"), said[name]
+        assert (
+            "your server refuses json_schema: extraction will use JSON mode"
+            in said[name]["structured output"]
         )
-    said = lines(out)
-    assert code == 0, out  # Memora works around both
-    assert said["structured output"].startswith("note") and (
-        "your server refuses json_schema: extraction will use JSON mode"
-        in said["structured output"]
+    assert "voice is off" in said["deepseek"]["transcription"]
+    assert "no price in [pricing] for deepseek-chat" in said["deepseek"]["cost"]
+    assert (
+        said["local"]["embeddings"].startswith("ok") and "dimensions" in said["local"]["embeddings"]
     )
-    assert "replies arrive whole" in said["streaming"]
-    assert said["embeddings"].startswith("ok") and "1536 dimensions" in said["embeddings"]
-    assert said["transcription"].startswith("-") and "voice is off" in said["transcription"]
+    assert "streamed" in said["llama.cpp"]["streaming"]
 
-
-def test_fatal_problems_exit_non_zero(telegram: FakeTelegram, tmp_path: Path) -> None:
-    with FakeOpenAI() as llm:
-        llm.down = True
-        code, out = memora_check(llm, telegram, tmp_path, TELEGRAM_BOT_TOKEN="123:WRONG")
-    said = lines(out)
+    code, out = results["fatal"]
     assert code == 1, out
-    assert said["key and model"].startswith("FAIL")
-    assert said["telegram"].startswith("FAIL") and "refuses the token" in said["telegram"]
+    assert said["fatal"]["key and model"].startswith("FAIL")
+    assert said["fatal"]["telegram"].startswith("FAIL") and "refuses the token" in out
     assert "cannot run until this is fixed: key and model, reply, telegram" in out
 
 
@@ -153,8 +188,8 @@ async def test_an_unknown_model_is_fatal() -> None:
 
 async def test_a_server_without_the_responses_api_names_the_setting() -> None:
     with FakeOpenAI() as llm:
-        llm.fail_next(status=404)  # 404 to /v1/responses, as Ollama and DeepSeek answer
-        found = await run_checks(settings_for(llm.base_url))
+        llm.like_local_server()  # 404 to /v1/responses, as Ollama and most local servers answer
+        found = await run_checks(settings_for(llm.base_url, model="qwen2.5:7b"))
     assert first(found).fatal and 'set [llm] api = "chat_completions"' in found[0].says
 
 
