@@ -63,7 +63,7 @@ class Finding:
 def server(settings: Settings) -> str:
     """Where the model calls go, as the operator configured it."""
     cfg = settings.llm
-    return getattr(cfg, "azure_endpoint", "") or cfg.base_url or "https://api.openai.com/v1"
+    return cfg.azure_endpoint or cfg.base_url or "https://api.openai.com/v1"
 
 
 def _why(exc: LLMError, settings: Settings, model: str) -> str:

@@ -90,6 +90,7 @@ CAPABILITIES = [
 PROFILES: dict[str, tuple[Callable[[FakeOpenAI], object], dict[str, str]]] = {
     "openai-responses": (FakeOpenAI.like_openai, {}),
     "openai-chat": (FakeOpenAI.like_openai, {"MEMORA_LLM__API": "chat_completions"}),
+    "azure": (FakeOpenAI.like_azure, {"MEMORA_LLM__AZURE_DEPLOYMENT": "gpt-5-mini-tutor"}),
     "deepseek": (
         FakeOpenAI.like_deepseek,
         {
@@ -123,6 +124,9 @@ def test_memora_check_on_each_provider_profile(telegram: FakeTelegram, tmp_path:
             server = stack.enter_context(FakeOpenAI())
             profile(server)
             envs[name] = check_env(server, telegram, tmp_path / name, **env)
+            if name == "azure":  # the SDK's Azure client: the endpoint, not a /v1 base URL
+                del envs[name]["MEMORA_LLM__BASE_URL"]
+                envs[name]["MEMORA_LLM__AZURE_ENDPOINT"] = f"http://127.0.0.1:{server.port}"
         down = stack.enter_context(FakeOpenAI())
         down.down = True
         envs["fatal"] = check_env(down, telegram, tmp_path / "fatal", TELEGRAM_BOT_TOKEN="1:NO")
@@ -140,6 +144,9 @@ def test_memora_check_on_each_provider_profile(telegram: FakeTelegram, tmp_path:
     assert "local model" in openai["embeddings"]  # the default: no provider call
     assert "1,000 learner turns ≈ " in openai["cost"] and "USD" in openai["cost"]
     assert "Chat Completions API" in said["openai-chat"]["key and model"]
+    azure = said["azure"]
+    assert "gpt-5-mini-tutor answers at http://127.0.0.1" in azure["key and model"], azure
+    assert "strict json_schema" in azure["structured output"]  # no schema sends a `default`
     assert "strict json_schema" in said["openai-chat"]["structured output"]
     for name in ("deepseek", "llama.cpp"):  # no json_schema: Memora works around it
         assert said[name]["structured output"].startswith("note"), said[name]
