@@ -158,6 +158,9 @@ def make_embedder(settings: Settings) -> Embedder:
             timeout=settings.llm.timeout,
             max_retries=settings.llm.max_retries,
             dim=settings.embeddings.dimensions,
+            client=openai_client(
+                settings, timeout=settings.llm.timeout, max_retries=settings.llm.max_retries
+            ),
         )
     return LocalUSE()
 

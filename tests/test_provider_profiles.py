@@ -12,14 +12,15 @@ from typing import Any
 
 import pytest
 
-from memora.app import model_client
+from memora.app import make_audio, make_embedder, model_client
 from memora.config import LLMConfig, Settings
 from memora.engine import ChatRef, Engine, UserRef
 from memora.llm import Learned
 from memora.longterm import MemoryStore
+from memora.longterm.embeddings import OpenAIEmbedder
 from memora.storage import Database
 from memora.tokens import LocalTokenCounter
-from tests.fake_openai import FakeOpenAI, FakeRequest, extraction_answer
+from tests.fake_openai import VOICE_FIXTURE, FakeOpenAI, FakeRequest, extraction_answer
 
 MEI = UserRef(3101, "Mei")
 
@@ -155,3 +156,25 @@ async def test_a_server_without_the_responses_api_answers_it_404(fake: FakeOpenA
             await llm.complete("Be brief.", [])
     finally:
         await llm.aclose()
+
+
+async def test_embeddings_and_voice_go_through_the_azure_client(fake: FakeOpenAI) -> None:
+    """On Azure every endpoint Memora uses is the deployment's: not api.openai.com with an Azure
+    key."""
+    fake.like_azure()
+    settings = azure_settings(fake, "responses")
+    settings.embeddings.provider = "openai"
+    embedder = make_embedder(settings)
+    audio = make_audio(settings)
+    assert isinstance(embedder, OpenAIEmbedder) and audio is not None
+    try:
+        assert (await embedder.embed(["lives in Taipei"])).vectors.shape == (1, 1536)
+        heard = await audio.transcribe(VOICE_FIXTURE.read_bytes(), "voice.ogg")
+    finally:
+        await embedder.aclose()
+        await audio.aclose()
+    assert heard.text.startswith("(fake transcript")
+    assert [(r.kind, r.model) for r in fake.requests] == [
+        ("embed", "text-embedding-3-small"),
+        ("transcribe", "gpt-4o-mini-transcribe"),
+    ]

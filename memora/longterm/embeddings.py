@@ -108,10 +108,12 @@ class OpenAIEmbedder:
         timeout: float = 30.0,
         max_retries: int = 2,
         dim: int = 1536,
+        client: AsyncOpenAI | None = None,
     ) -> None:
         self.name = model
         self.dim = dim
-        self._client = AsyncOpenAI(
+        # `client`: the configured server's own (Azure OpenAI's, memora.app.openai_client)
+        self._client = client or AsyncOpenAI(
             api_key=api_key, base_url=base_url, timeout=timeout, max_retries=max_retries
         )
 
