@@ -19,6 +19,7 @@ from memora.longterm.embeddings import LocalUSE
 from memora.storage import Database
 from memora.tokens import LocalTokenCounter
 from tests.engines import ChromaServer, Postgres
+from tests.fake_openai import FakeOpenAI
 from tests.fakes import FakeLLM
 
 
@@ -52,6 +53,20 @@ async def db(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Da
 @pytest.fixture
 def llm() -> FakeLLM:
     return FakeLLM()
+
+
+@pytest.fixture(scope="module")
+def fake_openai_server() -> Iterator[FakeOpenAI]:
+    """One fake OpenAI server for a test module (see `fake`)."""
+    with FakeOpenAI() as server:
+        yield server
+
+
+@pytest.fixture
+def fake(fake_openai_server: FakeOpenAI) -> FakeOpenAI:
+    """The module's fake OpenAI server, reset: no requests, no profile, default answers."""
+    fake_openai_server.reset()
+    return fake_openai_server
 
 
 @pytest.fixture

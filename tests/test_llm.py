@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from itertools import pairwise
 from typing import Literal
@@ -59,18 +59,6 @@ class Correction(BaseModel):
     ok: bool
     note: str | None = None
     level: Level
-
-
-@pytest.fixture(scope="module")
-def _server() -> Iterator[FakeOpenAI]:
-    with FakeOpenAI() as server:
-        yield server
-
-
-@pytest.fixture
-def fake(_server: FakeOpenAI) -> FakeOpenAI:
-    _server.reset()
-    return _server
 
 
 @asynccontextmanager

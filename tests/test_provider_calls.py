@@ -6,7 +6,7 @@ learned per model and per schema, and logged once."""
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -34,18 +34,6 @@ class Loose(BaseModel):
     """A schema with JSON Schema defaults, which Azure refuses in strict mode."""
 
     note: str = ""
-
-
-@pytest.fixture(scope="module")
-def _server() -> Iterator[FakeOpenAI]:
-    with FakeOpenAI() as server:
-        yield server
-
-
-@pytest.fixture
-def fake(_server: FakeOpenAI) -> FakeOpenAI:
-    _server.reset()
-    return _server
 
 
 @asynccontextmanager

@@ -6,7 +6,7 @@ without the Responses API. The real llama.cpp server's recording is tests/test_l
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
@@ -23,18 +23,6 @@ from memora.tokens import LocalTokenCounter
 from tests.fake_openai import VOICE_FIXTURE, FakeOpenAI, FakeRequest, extraction_answer
 
 MEI = UserRef(3101, "Mei")
-
-
-@pytest.fixture(scope="module")
-def _server() -> Iterator[FakeOpenAI]:
-    with FakeOpenAI() as server:
-        yield server
-
-
-@pytest.fixture
-def fake(_server: FakeOpenAI) -> FakeOpenAI:
-    _server.reset()
-    return _server
 
 
 @pytest.fixture
