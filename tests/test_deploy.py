@@ -61,5 +61,7 @@ def test_three_replicas_share_postgres_and_chroma_in_webhook_mode(
     chroma = services["chroma"]["command"]
     assert chroma[:1] == ["run"] and "8000" in chroma
     upstreams = re.findall(r"(bot\d):(\d+)", (DEPLOY / "Caddyfile").read_text())
-    port = str(load_settings().telegram.webhook_port)
-    assert sorted(upstreams) == [(b, port) for b in bots]
+    settings = load_settings()
+    hook, page = str(settings.telegram.webhook_port), str(settings.webapp.port)
+    assert settings.webapp.enabled and settings.webapp.public_url.endswith("/app/")
+    assert sorted(upstreams) == sorted([(b, hook) for b in bots] + [(b, page) for b in bots])

@@ -32,7 +32,8 @@ LABELS = {
     "history": N_("History"),
     "empty": N_("(empty)"),
     "pinned": N_("Pinned"),
-    "valid_until": N_("True until:"),
+    "since": N_("Since:"),
+    "until": N_("Until:"),
     "download": N_("Download my data"),
     "forget_me": N_("Forget me"),
     "confirm_forget_me": N_(

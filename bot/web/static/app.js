@@ -76,7 +76,8 @@ function memoryCard(m) {
   const text = el("div", { class: "text" }, m.text);
   const badges = el("span", null,
     m.pinned ? el("span", { class: "badge" }, L.pinned) : null,
-    m.valid_until ? el("span", { class: "meta" }, ` ${L.valid_until} ${day(m.valid_until)}`) : null);
+    m.since ? el("span", { class: "meta" }, ` ${L.since} ${m.since}`) : null,
+    m.until ? el("span", { class: "meta" }, ` ${L.until} ${m.until}`) : null);
   const meta = el("div", { class: "meta" },
     `${L.saved_on} ${day(m.created_at)}` +
     (m.updated_at && m.updated_at !== m.created_at ? ` · ${L.updated_on} ${day(m.updated_at)}` : "") +
