@@ -35,10 +35,11 @@ API_NAMES = {"responses": "Responses API", "chat_completions": "Chat Completions
 
 TYPICAL_TURN = (
     Call("reply", "", input_tokens=828, output_tokens=126),
-    Call("extraction", "", input_tokens=2_942, output_tokens=57, cached_tokens=2_598),
-    Call("summary", "", input_tokens=434, output_tokens=145),
+    Call("extraction", "", 2_942, 257, cached_tokens=2_598, reasoning_tokens=200),
+    Call("summary", "", input_tokens=434, output_tokens=145),  # 27 folds in 30 turns
 )
-"""One learner turn of a 30-turn conversation at the default settings, per call: measured by
+"""One learner turn of a 30-turn conversation at the default settings (reasoning efforts: reply
+minimal, extraction low, summary minimal), per call: measured by
 `python -m benchmarks.turn_cost` (docs/benchmarks.md) with the real prompts: what `memora check`
 estimates the cost of 1,000 turns from."""
 
