@@ -202,7 +202,11 @@ class PrefixCache:
     start of the first part that differs. Nothing expires (a test is shorter than the cache's
     5-10 minutes) and every request reaches the one cache (`prompt_cache_key` only routes)."""
 
-    def __init__(self) -> None:
+    def __init__(
+        self, min_tokens: int = CACHE_MIN_TOKENS, block_tokens: int = CACHE_BLOCK_TOKENS
+    ) -> None:
+        self.min_tokens = min_tokens
+        self.block_tokens = block_tokens
         self._seen: list[tuple[tuple[str | None, ...], list[str]]] = []
         self._lock = threading.Lock()
 
@@ -216,9 +220,9 @@ class PrefixCache:
         with self._lock:
             best = max((_common(parts, p, count) for k, p in self._seen if k == key), default=0)
             self._seen.append((key, parts))
-        if best < CACHE_MIN_TOKENS:
+        if best < self.min_tokens:
             return 0
-        return best - (best - CACHE_MIN_TOKENS) % CACHE_BLOCK_TOKENS
+        return best - (best - self.min_tokens) % self.block_tokens
 
 
 def _common(parts: list[str], earlier: list[str], count: Counter) -> int:
@@ -244,6 +248,9 @@ class Tokens:
     output: int
     cached: int = 0
     reasoning: int = 0
+    # How Chat Completions reports the cached part: OpenAI's `prompt_tokens_details`, or
+    # DeepSeek's `prompt_cache_hit_tokens` / `prompt_cache_miss_tokens` beside the totals
+    cache_fields: Literal["openai", "deepseek"] = "openai"
 
 
 def fake_embedding(text: str, dim: int = DEFAULT_EMBEDDING_DIM) -> list[float]:
@@ -630,7 +637,6 @@ def _responses_body(req: FakeRequest, reply: FakeReply, text: str, usage: Tokens
 
 
 def _chat_body(req: FakeRequest, reply: FakeReply, text: str, usage: Tokens) -> Any:
-    inp, out = usage.input, usage.output
     message: dict[str, Any] = {"role": "assistant", "content": text, "refusal": None}
     if reply.refusal is not None:
         message.update(content=None, refusal=reply.refusal)
@@ -648,20 +654,34 @@ def _chat_body(req: FakeRequest, reply: FakeReply, text: str, usage: Tokens) -> 
                 "finish_reason": "length" if reply.incomplete else "stop",
             }
         ],
-        "usage": {
+        "usage": _chat_usage(usage),
+        "service_tier": "default",
+        "system_fingerprint": "fp_fake",
+    }
+
+
+def _chat_usage(usage: Tokens) -> dict[str, Any]:
+    inp, out = usage.input, usage.output
+    if usage.cache_fields == "deepseek":  # DeepSeek's API reference, "usage"
+        return {
             "prompt_tokens": inp,
             "completion_tokens": out,
             "total_tokens": inp + out,
-            "prompt_tokens_details": {"cached_tokens": usage.cached, "audio_tokens": 0},
-            "completion_tokens_details": {
-                "reasoning_tokens": usage.reasoning,
-                "audio_tokens": 0,
-                "accepted_prediction_tokens": 0,
-                "rejected_prediction_tokens": 0,
-            },
+            "prompt_cache_hit_tokens": usage.cached,
+            "prompt_cache_miss_tokens": inp - usage.cached,
+            "completion_tokens_details": {"reasoning_tokens": usage.reasoning},
+        }
+    return {
+        "prompt_tokens": inp,
+        "completion_tokens": out,
+        "total_tokens": inp + out,
+        "prompt_tokens_details": {"cached_tokens": usage.cached, "audio_tokens": 0},
+        "completion_tokens_details": {
+            "reasoning_tokens": usage.reasoning,
+            "audio_tokens": 0,
+            "accepted_prediction_tokens": 0,
+            "rejected_prediction_tokens": 0,
         },
-        "service_tier": "default",
-        "system_fingerprint": "fp_fake",
     }
 
 
@@ -1153,13 +1173,17 @@ class FakeOpenAI:
 
     def like_deepseek(self) -> FakeOpenAI:
         """A DeepSeek-like server: Chat Completions only (404 on /v1/responses), JSON mode
-        (with the word "json") but no `json_schema` (HTTP 400), no reasoning effort taken."""
+        (with the word "json") but no `json_schema` (HTTP 400), no reasoning effort taken; its
+        context cache counts a repeated prefix in 64-token units and reports it as
+        `prompt_cache_hit_tokens` (DeepSeek's "Context Caching" guide)."""
         self.profile = "deepseek"
         self.apis = frozenset({"chat_completions", "embeddings"})
         self.refused_formats = frozenset({"json_schema"})
         self.refused_format_status = 400
         self.json_word = True
         self.refused_params = frozenset({"reasoning_effort"})
+        # its context cache: a repeated prefix in units of 64 tokens, reported as hit tokens
+        self.prefix_cache = PrefixCache(min_tokens=64, block_tokens=64)
         return self
 
     def like_local_server(self) -> FakeOpenAI:
@@ -1342,6 +1366,7 @@ class FakeOpenAI:
             given.get("output_tokens", self.count_tokens(reply.refusal or text) + reasoning),
             given.get("cached_tokens", cached),
             reasoning,
+            "deepseek" if self.profile == "deepseek" else "openai",
         )
 
     def _take_failure(self, kind: Kind) -> _Failure | None:

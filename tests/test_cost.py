@@ -4,7 +4,7 @@ the fake server's prompt cache that reports them the way OpenAI documents it."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Literal
@@ -45,18 +45,6 @@ class Note(BaseModel):
 
 class OtherNote(BaseModel):
     words: list[str]
-
-
-@pytest.fixture(scope="module")
-def _server() -> Iterator[FakeOpenAI]:
-    with FakeOpenAI() as server:
-        yield server
-
-
-@pytest.fixture
-def fake(_server: FakeOpenAI) -> FakeOpenAI:
-    _server.reset()
-    return _server
 
 
 def client(fake: FakeOpenAI, api: API = "responses") -> OpenAILLM:
@@ -136,6 +124,23 @@ async def test_both_apis_report_cached_input_and_reasoning_tokens(
     )
     assert parsed.usage.reasoning_tokens == 7
     assert parsed.usage.cached_tokens == 0  # the first call with this schema
+
+
+async def test_deepseeks_cache_hits_are_read_as_cached_input(fake: FakeOpenAI) -> None:
+    """DeepSeek reports its context cache as `prompt_cache_hit_tokens` (64-token units) beside
+    the totals, not in `prompt_tokens_details`."""
+    fake.like_deepseek()
+    llm = OpenAILLM.for_api(
+        "chat_completions", model="deepseek-chat", api_key="k", base_url=fake.base_url
+    )
+    rules = "Answer as a patient English tutor. " * 12  # 420 characters: 106 fake tokens
+    try:
+        await llm.complete(rules, [ChatMessage("user", "first")])
+        again = await llm.complete(rules, [ChatMessage("user", "second")])
+    finally:
+        await llm.aclose()
+    assert approx_tokens(rules) == 106
+    assert again.usage.cached_tokens == 64  # one unit of the 106 shared
 
 
 # -- the ledger and its price ----------------------------------------------------------------------

@@ -161,7 +161,12 @@ class OpenAILLM(ABC):
         return Usage(
             int(getattr(raw, inp, 0) or 0),
             int(getattr(raw, out, 0) or 0),
-            int(getattr(inp_details, "cached_tokens", 0) or 0),
+            # DeepSeek reports its context cache's hits beside the totals instead
+            int(
+                getattr(inp_details, "cached_tokens", 0)
+                or getattr(raw, "prompt_cache_hit_tokens", 0)
+                or 0
+            ),
             int(getattr(out_details, "reasoning_tokens", 0) or 0),
         )
 
