@@ -168,6 +168,17 @@ async def test_a_model_that_does_not_reason_refuses_an_effort_once_and_for_good(
     assert len(refusals) == 1 and "gpt-4.1-mini" in refusals[0].getMessage()
 
 
+async def test_an_effort_the_model_does_not_take_is_dropped_for_its_own_default(
+    fake: FakeOpenAI,
+) -> None:
+    """gpt-5.1 takes "none" but not "minimal": the 400 names the value; the model's default
+    applies from then on."""
+    async with client(fake.like_openai(), model="gpt-5.1", reasoning_effort="minimal") as llm:
+        await llm.complete(INSTR, MSGS)
+        await llm.complete(INSTR, MSGS)
+    assert ["reasoning" in r.body for r in fake.requests] == [True, False, False]
+
+
 @pytest.mark.parametrize("api", APIS)
 async def test_a_refused_parameter_is_dropped_for_that_model_and_the_others_kept(
     fake: FakeOpenAI, api: Api, caplog: pytest.LogCaptureFixture

@@ -15,9 +15,10 @@ import pytest
 from memora.app import make_audio, make_embedder, model_client
 from memora.config import LLMConfig, Settings
 from memora.engine import ChatRef, Engine, UserRef
-from memora.llm import Learned
+from memora.llm import CallInfo, ChatMessage, Learned
 from memora.longterm import MemoryStore
 from memora.longterm.embeddings import OpenAIEmbedder
+from memora.longterm.extraction import ExtractionResult
 from memora.storage import Database
 from memora.tokens import LocalTokenCounter
 from tests.fake_openai import VOICE_FIXTURE, FakeOpenAI, FakeRequest, extraction_answer
@@ -166,3 +167,16 @@ async def test_embeddings_and_voice_go_through_the_azure_client(fake: FakeOpenAI
         ("embed", "text-embedding-3-small"),
         ("transcribe", "gpt-4o-mini-transcribe"),
     ]
+
+
+async def test_the_one_reasoning_effort_key_of_before_is_the_replys(fake: FakeOpenAI) -> None:
+    fake.like_openai()
+    llm = LLMConfig(api_key="sk-x", base_url=fake.base_url, reasoning_effort="high")
+    client = model_client(Settings(llm=llm), llm.model)
+    try:
+        await client.complete("Be brief.", [ChatMessage("user", "Hi")])
+        await client.parse("Answer in json.", [ChatMessage("user", "Hi")], ExtractionResult,
+                           call=CallInfo("extraction"))  # fmt: skip
+    finally:
+        await client.aclose()
+    assert [effort(r) for r in fake.requests] == ["high", "low"]
