@@ -652,6 +652,58 @@ async def test_only_allowed_users_are_served(
     assert await h.say("hello", user=ADMIN) == ["Echo: hello"]  # admins always may
 
 
+async def test_the_allow_list_covers_every_kind_of_update(
+    make_harness: Callable[..., Awaitable[Harness]],
+) -> None:
+    """A stranger gets silence whatever the kind of update, the bot added to a group included;
+    the same updates from a learner go through (the greeting shows the update itself works)."""
+    h = await make_harness(allowed_user_ids=[ALICE])
+    group = {"id": GROUP, "type": "supergroup", "title": "Study group"}
+
+    def person(user: int) -> dict[str, Any]:
+        return {"id": user, "is_bot": False, "first_name": NAMES[user]}
+
+    def added_by(user: int, who: dict[str, Any] = BOT_USER) -> dict[str, Any]:
+        return {
+            "chat": group,
+            "from": person(user),
+            "date": 0,
+            "old_chat_member": {"status": "left", "user": who, "until_date": 0},
+            "new_chat_member": {"status": "member", "user": who, "until_date": 0},
+        }
+
+    poll = {
+        "id": "p1",
+        "question": "Tea or coffee?",
+        "options": [{"text": t, "voter_count": 0, "persistent_id": t} for t in ("tea", "coffee")],
+        "total_voter_count": 0,
+        "is_closed": False,
+        "is_anonymous": False,
+        "type": "regular",
+        "allows_multiple_answers": False,
+        "allows_revoting": False,
+        "members_only": False,
+    }
+    tea = {"option_persistent_ids": ["tea"]}
+    other_bot = {"id": 777, "is_bot": True, "first_name": "Helper", "username": "helper_bot"}
+    strangers = [
+        ("my_chat_member", added_by(BOB)),
+        ("chat_member", added_by(BOB, person(BOB))),
+        ("edited_message", h.message("edited /status", user=BOB, edit_date=1)),
+        ("edited_message", h.message(f"@{BOT_NAME} hi", user=BOB, group=True, edit_date=1)),
+        ("inline_query", {"id": "q1", "from": person(BOB), "query": "my memories", "offset": ""}),
+        ("poll", poll),
+        ("poll_answer", {"poll_id": "p1", "user": person(BOB), "option_ids": [0], **tea}),
+        ("chat_join_request", {"chat": group, "from": person(BOB), "date": 0, "user_chat_id": 1}),
+        ("message", h.message(f"@{BOT_NAME} hi", group=True) | {"from": other_bot}),
+    ]
+    for kind, payload in strangers:
+        assert await h.push(kind, payload) == [], kind
+    assert h.llm.calls == [] and await h.history(GROUP) == [] and await h.history(BOB) == []
+    (greeting,) = replies(await h.push("my_chat_member", added_by(ALICE)))
+    assert f"@{BOT_NAME}" in greeting
+
+
 # -- everything that is not a text message ----------------------------------------------------
 STICKER = {
     "file_id": "s1",
