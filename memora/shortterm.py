@@ -14,6 +14,7 @@ from memora.prompts import (
     PROFILE_BLOCK,
     SUMMARY_BLOCK,
     SUMMARY_INSTRUCTIONS,
+    framed,
 )
 from memora.storage import StoredMessage
 from memora.tokens import TokenCounter
@@ -102,13 +103,18 @@ def assemble(
     profile_lines: Sequence[str] = (),
     mode_lines: Sequence[str] = (),
 ) -> list[ChatMessage]:
+    """The request's messages. Every block of learner text (profile, memories, the summary with
+    its pinned quotes) is quoted as data between its tags; the lesson mode's lines are Memora's
+    own (a lesson quotes any learner text in them itself)."""
     out: list[ChatMessage] = []
     if profile_lines:  # first: the most stable block, and the one the tutor always needs
-        out.append(ChatMessage("developer", PROFILE_BLOCK + "\n".join(profile_lines)))
+        profile = framed("profile", "\n".join(profile_lines))
+        out.append(ChatMessage("developer", PROFILE_BLOCK + profile))
     if memory_lines:
-        out.append(ChatMessage("developer", MEMORY_BLOCK + "\n".join(memory_lines)))
+        memories = framed("memories", "\n".join(memory_lines))
+        out.append(ChatMessage("developer", MEMORY_BLOCK + memories))
     if summary:
-        out.append(ChatMessage("developer", SUMMARY_BLOCK + summary))
+        out.append(ChatMessage("developer", SUMMARY_BLOCK + framed("summary", summary)))
     out.extend(recent)
     if mode_lines:  # last before the message: what this reply must do in the lesson
         out.append(ChatMessage("developer", MODE_BLOCK + "\n".join(mode_lines)))

@@ -25,7 +25,7 @@ _NEXT = re.compile(
 )
 _USER_MESSAGE = re.compile(r"<user_message>\n(.*?)\n</user_message>", re.DOTALL)
 _ENDINGS = ("bye", "end", "thank you")
-_EXPECTED = re.compile(r"Expected answer: '(.+?)'\.")
+_EXPECTED = re.compile(r"Expected answer: <answer>(.+?)</answer>")
 _PRACTICE_EXPECTED = re.compile(r"<practice>.*?Expected answer: (.+?)\n</practice>", re.DOTALL)
 _ASKS_WORD = re.compile(r"what does [\"'‘“]?([a-z][a-z -]*?)[\"'’”]? mean", re.IGNORECASE)
 SLIPS = {  # a learner's words with an error → (corrected, category, reason)
