@@ -1,15 +1,23 @@
-"""Webhook mode end to end: the real `memora run` process serves PTB's webhook (tornado) on a
+"""Webhook mode end to end: the real `memora run` process serves its webhook (tornado) on a
 local port, registers it with the fake Telegram (setWebhook), and the test plays Telegram by
-POSTing Updates to it, then looks at what the bot sent back to the fake Bot API."""
+POSTing Updates to it, then looks at what the bot sent back to the fake Bot API.
+
+No secret is configured: the bot makes one, keeps it in the store and registers it; a request
+without it is refused (an outsider who found the port). A placeholder or short secret in the
+configuration is refused at start."""
 
 from __future__ import annotations
 
 import json
 import socket
+import sqlite3
+import subprocess
+import sys
 import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -19,12 +27,11 @@ from memora.commands import help_text
 from memora.modes.placement import OFFER as PLACEMENT_OFFER
 from tests.fake_openai import FakeOpenAI
 from tests.fake_telegram import FakeTelegram
-from tests.test_e2e_telegram import START_WAIT, WAIT, BotProcess
+from tests.test_e2e_telegram import ADMIN, ROOT, START_WAIT, WAIT, BotProcess
 
 pytestmark = pytest.mark.slow
 
 PATH = "/tg/hook"
-SECRET = "some-secret"
 USER = 3001
 
 
@@ -35,7 +42,8 @@ def free_port() -> int:
 
 
 class WebhookBot(BotProcess):
-    """BotProcess in webhook mode: ready once it has set its webhook and its port accepts."""
+    """BotProcess in webhook mode: ready once it has set its webhook and its port accepts;
+    `secret` is then the one it registered (no secret is configured: it makes one)."""
 
     def __init__(self, tg: FakeTelegram, llm: FakeOpenAI, data_dir: Path, log: Path) -> None:
         super().__init__(tg, llm, data_dir, log)
@@ -47,9 +55,9 @@ class WebhookBot(BotProcess):
                 "MEMORA_TELEGRAM__WEBHOOK_URL": self.url,
                 "MEMORA_TELEGRAM__WEBHOOK_LISTEN": "127.0.0.1",
                 "MEMORA_TELEGRAM__WEBHOOK_PORT": str(self.port),
-                "MEMORA_TELEGRAM__WEBHOOK_SECRET": SECRET,
             }
         )
+        self.secret: str | None = None
         self.next_message_id = 100_000  # far above the ids the fake gives the bot's messages
         self.next_update_id = 500_000
 
@@ -67,6 +75,7 @@ class WebhookBot(BotProcess):
             assert not self.exited(), self.output()
             assert time.monotonic() < deadline, "the webhook port never opened\n" + self.output()
             time.sleep(0.05)
+        self.secret = self.tg.calls_to("setWebhook")[-1].get("secret_token")
 
     def accepts(self) -> bool:
         try:
@@ -76,7 +85,8 @@ class WebhookBot(BotProcess):
         return True
 
     def update(self, text: str, user_id: int = USER, first_name: str = "Wen") -> dict[str, Any]:
-        """A private text message as Telegram would POST it (not queued in the fake)."""
+        """A private text message as Telegram (or a forger) would POST it (not queued in the
+        fake)."""
         self.next_message_id += 1
         self.next_update_id += 1
         user = FakeTelegram.make_user(user_id, first_name)
@@ -92,8 +102,12 @@ class WebhookBot(BotProcess):
             message["entities"] = entities
         return {"update_id": self.next_update_id, "message": message}
 
-    def post(self, update: dict[str, Any], secret: str | None = SECRET) -> int:
+    def post(self, update: dict[str, Any]) -> int:
         """POST an Update to the bot's webhook the way Telegram does; the HTTP status."""
+        return self.post_with(update, self.secret)
+
+    def post_with(self, update: dict[str, Any], secret: str | None) -> int:
+        """POST an Update with this secret header (None: none); the HTTP status."""
         headers = {"Content-Type": "application/json"}
         if secret is not None:
             headers["X-Telegram-Bot-Api-Secret-Token"] = secret
@@ -131,10 +145,25 @@ def bot(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WebhookBot]:
                 process.stop()
 
 
-def test_the_webhook_is_registered_with_url_and_secret(bot: WebhookBot) -> None:
+def rows(bot: WebhookBot, sql: str) -> list[Any]:
+    """Rows of the bot's SQLite file, read while it runs."""
+    path = bot.env["MEMORA_STORAGE__DATA_DIR"] + "/memora.sqlite3"
+    with closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as con:
+        return con.execute(sql).fetchall()
+
+
+def inbox(bot: WebhookBot) -> dict[int, bool]:
+    """The bot's durable inbox: update id → handled."""
+    return dict(rows(bot, "SELECT update_id, done_at IS NOT NULL FROM inbox"))
+
+
+def test_the_webhook_is_registered_with_url_and_a_generated_secret(bot: WebhookBot) -> None:
     (call,) = bot.tg.calls_to("setWebhook")
     assert call["url"] == bot.url
-    assert call["secret_token"] == SECRET
+    secret = call["secret_token"]
+    assert len(secret) >= 43  # 256 random bits, made once and kept in the store
+    kept = rows(bot, "SELECT value FROM server_keys WHERE name = 'webhook_secret'")
+    assert kept == [(secret,)]
     assert set(call["allowed_updates"]) == {
         "message",
         "edited_message",
@@ -150,11 +179,33 @@ def test_a_posted_message_is_answered(bot: WebhookBot) -> None:
     assert bot.ask(text) == f"Echo: {text}"
 
 
+def test_a_forged_update_from_an_admin_is_refused_and_nothing_is_queued(
+    bot: WebhookBot,
+) -> None:
+    """An outsider who can reach the port posts `/export <a learner's chat>` "from" the admin:
+    without the secret, or with a wrong one, it is refused before anything is kept or sent."""
+    assert bot.ask("I'd like to practise for a job interview.") == (
+        "Echo: I'd like to practise for a job interview."
+    )
+    assert bot.secret is not None
+    forged = [bot.update(f"/export {USER}", ADMIN, "Ada") for _ in range(4)]
+    near_miss = bot.secret[:-1] + ("A" if bot.secret[-1] != "A" else "B")
+    for update, header in zip(forged, [None, "", "wrong-secret", near_miss], strict=True):
+        assert bot.post_with(update, header) == 403
+    assert not {u["update_id"] for u in forged} & set(inbox(bot))  # nothing queued …
+    real = bot.update(f"/export {USER}", ADMIN, "Ada")
+    assert bot.post(real) == 200
+    bot.tg.wait_for(lambda: inbox(bot).get(real["update_id"]), WAIT, "the admin's /export")
+    # … and nothing sent: the one export is the admin's own request's
+    (export,) = bot.tg.calls_to("sendDocument")
+    assert int(export["chat_id"]) == ADMIN
+
+
 def test_a_wrong_or_missing_secret_is_rejected_and_not_answered(bot: WebhookBot) -> None:
     user = USER + 1
     rejected = ["This must never be read", "Nor this"]
-    assert bot.post(bot.update(rejected[0], user), secret="wrong-secret") == 403
-    assert bot.post(bot.update(rejected[1], user), secret=None) == 403
+    assert bot.post_with(bot.update(rejected[0], user), "wrong-secret") == 403
+    assert bot.post_with(bot.update(rejected[1], user), None) == 403
     # updates of one chat are handled in order: had either got through, it would be answered
     # before this one
     assert bot.ask("Hello?", user) == "Echo: Hello?"
@@ -173,6 +224,37 @@ def test_sigterm_stops_the_bot_cleanly(bot: WebhookBot) -> None:
     assert bot.stop() == 0, bot.output()
     output = bot.output()
     assert "Traceback" not in output, output
-    assert bot.tg.token not in output and SECRET not in output, output
+    assert bot.secret and bot.secret not in output, output
+    assert bot.tg.token not in output, output
     assert "bot stopped" in output, output
     assert not bot.accepts()
+
+
+@pytest.mark.parametrize(
+    ("secret", "why"),
+    [
+        ("change-me-to-a-long-random-string", "it is a placeholder"),  # deploy/.env.example's
+        ("hunter2-hunter2", "too short (15 characters, at least 32)"),
+    ],
+)
+def test_a_placeholder_or_short_secret_is_refused_at_start_in_one_line(
+    tmp_path: Path, secret: str, why: str
+) -> None:
+    with FakeTelegram() as tg, FakeOpenAI() as llm:
+        bot = WebhookBot(tg, llm, tmp_path / "data", tmp_path / "bot.log")
+        bot.env["MEMORA_TELEGRAM__WEBHOOK_SECRET"] = secret
+        done = subprocess.run(
+            [sys.executable, "-m", "bot.cli", "run"],
+            cwd=ROOT,
+            env=bot.env,
+            capture_output=True,
+            text=True,
+            timeout=START_WAIT,
+        )
+        assert tg.calls == []  # Telegram never heard of it
+    assert done.returncode == 2 and done.stdout == "", done
+    (line,) = done.stderr.splitlines()
+    assert line.startswith(
+        "memora: config error: invalid config value for 'telegram.webhook_secret': " + why
+    )
+    assert secret not in line

@@ -10,7 +10,6 @@ import asyncio
 import importlib.util
 import logging
 import os
-import re
 import time
 from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
@@ -31,6 +30,7 @@ from memora.app import open_engine
 from memora.config import ConfigError, Settings, require_llm, require_telegram
 from memora.engine import Engine
 from memora.storage.durable import MESSAGE, Inbox, Kept, Outbox, Replicas
+from memora.storage.keys import WEBHOOK_SECRET
 from memora.types import ChatRef, UserRef
 
 from .bodies import message_body
@@ -65,7 +65,6 @@ ALLOWED_UPDATES = [
     Update.CALLBACK_QUERY,  # review grades (inline keyboard)
 ]
 MAX_CONCURRENT_UPDATES = 256
-_SECRET = re.compile(r"[A-Za-z0-9_-]{1,256}")
 
 
 def check_config(settings: Settings, *, need_llm: bool = True) -> None:
@@ -87,11 +86,9 @@ def check_config(settings: Settings, *, need_llm: bool = True) -> None:
                 "telegram.mode is 'webhook' but the webhook server is not installed: "
                 "pip install 'memora[webhooks]'"
             )
-        if cfg.webhook_secret and not _SECRET.fullmatch(cfg.webhook_secret):
-            raise ConfigError(
-                "invalid config value for 'telegram.webhook_secret': 1-256 characters of "
-                "A-Z, a-z, 0-9, _ and - only"
-            )
+        from .webhook import check_secret  # imported lazily: tornado, known to be there by now
+
+        check_secret(cfg.webhook_secret)
 
 
 async def _post_init(app: App) -> None:
@@ -217,6 +214,15 @@ def build_application(
         builder = builder.request(request).get_updates_request(request)
     app: App = builder.build()
     install(app, settings, engine)
+    if cfg.mode == "webhook":
+        from .webhook import SecretUpdater  # imported lazily: tornado is optional
+
+        state: BotState = app.bot_data
+
+        async def secret() -> str:  # the configured one, else the store's (post_init opened it)
+            return cfg.webhook_secret or await state.need_engine().db.server_key(WEBHOOK_SECRET)
+
+        app.updater = SecretUpdater(app.bot, app.update_queue, secret)
     return app
 
 
@@ -276,8 +282,7 @@ def _run(app: App, settings: Settings) -> None:
             listen=cfg.webhook_listen,
             port=cfg.webhook_port,
             url_path=urlsplit(cfg.webhook_url).path.lstrip("/"),
-            webhook_url=cfg.webhook_url,
-            secret_token=cfg.webhook_secret or None,
+            webhook_url=cfg.webhook_url,  # and the secret: SecretUpdater's
             allowed_updates=ALLOWED_UPDATES,
             drop_pending_updates=False,
         )
