@@ -15,7 +15,8 @@ from typing import Any
 import pytest
 import yaml
 
-from memora.config import load_settings
+from bot.telegram import check_config
+from memora.config import ConfigError, load_settings
 
 DEPLOY = Path(__file__).resolve().parents[1] / "deploy"
 _VAR = re.compile(r"\$\{(\w+)(?::[?-]([^}]*))?\}")
@@ -52,6 +53,7 @@ def test_three_replicas_share_postgres_and_chroma_in_webhook_mode(
         for key, value in services[name]["environment"].items():
             monkeypatch.setenv(key, interpolate(str(value), env))
         settings = load_settings()  # every MEMORA_* key exists and its value is valid
+        check_config(settings)  # and `memora run` starts with it
         assert settings.telegram.mode == "webhook"
         assert settings.telegram.webhook_listen == "0.0.0.0"
         assert settings.storage.database_url.startswith("postgresql://memora:")
@@ -65,3 +67,24 @@ def test_three_replicas_share_postgres_and_chroma_in_webhook_mode(
     hook, page = str(settings.telegram.webhook_port), str(settings.webapp.port)
     assert settings.webapp.enabled and settings.webapp.public_url.endswith("/app/")
     assert sorted(upstreams) == sorted([(b, hook) for b in bots] + [(b, page) for b in bots])
+
+
+def test_the_replicas_need_no_webhook_secret_and_refuse_a_placeholder(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """No secret in deploy/.env: the replicas share the one the first makes (in PostgreSQL).
+    One set to a placeholder (what .env.example once suggested) stops them at start."""
+    env = env_file()
+    assert "WEBHOOK_SECRET" not in env
+    bot = compose()["services"]["bot1"]["environment"]
+    for placeholder, refused in (("", False), ("change-me-to-a-long-random-string", True)):
+        env["WEBHOOK_SECRET"] = placeholder
+        for key, value in bot.items():
+            monkeypatch.setenv(key, interpolate(str(value), env))
+        settings = load_settings()
+        assert settings.telegram.webhook_secret == placeholder
+        if refused:
+            with pytest.raises(ConfigError, match="webhook_secret': it is a placeholder"):
+                check_config(settings)
+        else:
+            check_config(settings)

@@ -27,6 +27,7 @@ import pytest
 from tests.engines import ChromaServer
 from tests.fake_openai import FakeOpenAI
 from tests.fake_telegram import FakeTelegram
+from tests.test_e2e_telegram import ADMIN
 from tests.test_webhook import WebhookBot
 
 pytestmark = pytest.mark.slow
@@ -68,9 +69,19 @@ def replicas(
 
 
 def test_one_conversation_answered_round_robin_by_three_replicas(
-    replicas: list[WebhookBot], tmp_path: Path
+    replicas: list[WebhookBot], tmp_path: Path, postgres_url: str
 ) -> None:
     llm = replicas[0].llm
+    # No secret configured: the first replica made one and kept it in PostgreSQL, and all three
+    # registered it; each refuses a request without it, before anything is queued.
+    (secret,) = {call.get("secret_token") for call in replicas[0].tg.calls_to("setWebhook")}
+    assert secret is not None and len(secret) >= 43
+    forged = [replicas[n].update(f"/export {LEARNER}", ADMIN) for n in range(3)]
+    assert [bot.post_with(u, "forged") for bot, u in zip(replicas, forged, strict=True)] == [
+        403
+    ] * 3
+    ids = [u["update_id"] for u in forged]
+    assert query(postgres_url, "SELECT 1 FROM inbox WHERE update_id = ANY($1)", ids) == []
     said = [f"Message {i}: I want to practise English for my trip." for i in range(6)]
     for i, text in enumerate(said):
         assert replicas[i % 3].ask(text, LEARNER) == f"Echo: {text}"

@@ -28,6 +28,7 @@ import bot.telegram.streaming as streaming
 from bot.telegram import ALLOWED_UPDATES, build_application, run_bot
 from bot.telegram.processor import PerChatUpdateProcessor
 from bot.telegram.render import EMPTY_ANSWER, MAX_TEXT, html_to_plain, tg_len
+from bot.telegram.webhook import SecretUpdater
 from memora.commands import COMMANDS, CommandContext, run_command
 from memora.config import ConfigError, Settings, TelegramConfig
 from memora.engine import EMPTY as EMPTY_TEXT
@@ -914,18 +915,49 @@ def test_run_bot_polls_by_default(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_run_bot_webhook_mode(monkeypatch: pytest.MonkeyPatch) -> None:
     seen: dict[str, Any] = {}
-    monkeypatch.setattr(Application, "run_webhook", lambda self, **kw: seen.update(kw))
+
+    def run_webhook(self: Application[Any, Any, Any, Any, Any, Any], **kw: Any) -> None:
+        seen.update(kw, updater=self.updater)
+
+    monkeypatch.setattr(Application, "run_webhook", run_webhook)
     settings = _llm_ready(
         mode="webhook",
         webhook_url="https://bot.example.org/tg/hook",
         webhook_listen="0.0.0.0",
         webhook_port=8088,
-        webhook_secret="s3cret_value",
+        webhook_secret="s3cret_value" * 3,
     )
     assert run_bot(settings) == 0
     assert seen["url_path"] == "tg/hook"
     assert seen["webhook_url"] == "https://bot.example.org/tg/hook"
-    assert (seen["listen"], seen["port"], seen["secret_token"]) == ("0.0.0.0", 8088, "s3cret_value")
+    assert (seen["listen"], seen["port"]) == ("0.0.0.0", 8088)
+    assert isinstance(seen["updater"], SecretUpdater)  # registers and checks the secret itself
+
+
+@pytest.mark.parametrize(
+    ("secret", "refused"),
+    [
+        ("", None),  # one is made and kept in the store
+        ("a" * 31 + "_-", None),
+        ("x" * 31, "too short (31 characters, at least 32)"),
+        ("change-me-to-a-long-random-string", "it is a placeholder"),
+        ("CHANGEME" * 5, "it is a placeholder"),
+        ("replace-me-with-a-long-random-secret-123", "it is a placeholder"),
+        ("my example webhook secret of some length", "1-256 characters of A-Z"),
+    ],
+)
+def test_a_webhook_secret_must_be_long_and_no_placeholder(secret: str, refused: str | None) -> None:
+    settings = make_settings(
+        mode="webhook", webhook_url="https://x.org/hook", webhook_secret=secret
+    )
+    if refused is None:
+        build_application(settings, engine=object())  # type: ignore[arg-type]
+        return
+    with pytest.raises(ConfigError) as error:
+        build_application(settings, engine=object())  # type: ignore[arg-type]
+    said = str(error.value)
+    assert said.startswith(f"invalid config value for 'telegram.webhook_secret': {refused}")
+    assert secret not in said and "\n" not in said
 
 
 # -- streamed replies (telegram.stream_replies) ----------------------------------------------
