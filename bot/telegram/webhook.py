@@ -5,12 +5,14 @@ The secret is `[telegram] webhook_secret` when one is set (`check_secret` refuse
 a placeholder at start), else the one made once and kept in the store
 (`Database.server_key(WEBHOOK_SECRET)`): every replica on the store registers and checks the same.
 
-The python-telegram-bot 22 internals this relies on (imported from telegram.ext._utils):
+The python-telegram-bot 22 internals this relies on (telegram.ext._updater and
+telegram.ext._utils.webhookhandler):
 - `Updater.start_webhook` calls `Updater._start_webhook(listen, port, url_path,
   bootstrap_retries, allowed_updates, ..., ready, ..., secret_token, unix)`, which builds a
-  tornado application around `TelegramHandler`, registers the URL with `Updater._bootstrap`
-  (setWebhook, retried) and serves it with `WebhookServer`, kept in `Updater._httpd` for
-  `Updater.stop`. `SecretUpdater._start_webhook` does the same around `SecretCheckedHandler`.
+  tornado application (`WebhookAppClass`) around `TelegramHandler`, registers the URL with
+  `Updater._bootstrap` (setWebhook, retried) and serves it with `WebhookServer`, kept in
+  `Updater._httpd` for `Updater.stop`. `SecretUpdater._start_webhook` does the same around
+  `SecretCheckedHandler`.
 - `TelegramHandler.post` first calls `self._validate_post()`, which raises tornado's
   HTTPError(403) to refuse, and only then puts the update on the (durable) queue. PTB's own
   compares the header with `!=`; `SecretCheckedHandler._validate_post` replaces it.
@@ -123,7 +125,7 @@ class SecretUpdater(Updater):
     ) -> None:
         if cert is not None or key is not None or unix is not None:
             raise ValueError("the webhook serves plain HTTP on a TCP port (TLS ends at a proxy)")
-        secret = await self._secret()  # the configured one is the secret_token passed here
+        secret = await self._secret()  # the configured one, else the store's (not secret_token)
         shared = {"bot": self.bot, "update_queue": self.update_queue, "secret_token": secret}
         path = "/" + url_path.lstrip("/")
         self._httpd = WebhookServer(listen, port, _WebhookApp(path, shared), None)
