@@ -28,6 +28,7 @@ from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
+from memora.clock import now as clock_now
 from memora.errors import ReminderError as ReminderError  # re-exported
 from memora.i18n import DEFAULT, N_, _, month_name, speaking, weekday_name
 from memora.learner.service import Learner, ReminderFacts
@@ -199,7 +200,7 @@ class Reminders:
         db: Database,
         *,
         learner: Learner | None = None,
-        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+        clock: Callable[[], datetime] = clock_now,
     ) -> None:
         self.db = db
         self.learner = learner or Learner(db)  # the profile (time zone) and the reminder facts

@@ -102,6 +102,7 @@ def assemble(
     current: ChatMessage,
     profile_lines: Sequence[str] = (),
     mode_lines: Sequence[str] = (),
+    note: str = "",
 ) -> list[ChatMessage]:
     """The request's messages. Every block of learner text (profile, memories, the summary with
     its pinned quotes) is quoted as data between its tags; the lesson mode's lines are Memora's
@@ -116,6 +117,8 @@ def assemble(
     if summary:
         out.append(ChatMessage("developer", SUMMARY_BLOCK + framed("summary", summary)))
     out.extend(recent)
+    if note:  # a once-only note from Memora (memora.engine.followups)
+        out.append(ChatMessage("developer", note))
     if mode_lines:  # last before the message: what this reply must do in the lesson
         out.append(ChatMessage("developer", MODE_BLOCK + "\n".join(mode_lines)))
     out.append(current)
@@ -136,6 +139,7 @@ async def build_context(
     profile_lines: Sequence[str] = (),
     mode_lines: Sequence[str] = (),
     learner: str | None = None,
+    note: str = "",
 ) -> BuiltContext:
     """Profile + memories + summary + last turns + lesson mode + message, inside the budget.
 
@@ -158,7 +162,7 @@ async def build_context(
     compressed = False
     while True:
         shown = [label(m, group) for m in recent]
-        msgs = assemble(lines, summary, shown, current, profile, mode_lines)
+        msgs = assemble(lines, summary, shown, current, profile, mode_lines, note)
         counted = await counter.count(instructions, msgs)
         if counted <= budget:
             return BuiltContext(msgs, counted, folds, len(memory_lines) - len(lines))

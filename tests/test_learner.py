@@ -308,9 +308,14 @@ def test_streak_counts_back_from_today_or_yesterday() -> None:
 
 
 def test_schema_lists_every_learner_table(tmp_path: Path) -> None:
-    from memora.storage.learner_schema import APP_LANGUAGE_SCHEMA, LEARNER_SCHEMA, USER_TABLES
+    from memora.storage.learner_schema import (
+        APP_LANGUAGE_SCHEMA,
+        ASKED_ONCE_SCHEMA,
+        LEARNER_SCHEMA,
+        USER_TABLES,
+    )
 
-    schema = LEARNER_SCHEMA + APP_LANGUAGE_SCHEMA
+    schema = LEARNER_SCHEMA + APP_LANGUAGE_SCHEMA + ASKED_ONCE_SCHEMA
     created = [part.split("(")[0].split()[-1] for part in schema.split("CREATE TABLE")[1:]]
     assert sorted(created) == sorted(USER_TABLES)
 

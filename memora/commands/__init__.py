@@ -7,6 +7,7 @@ in /help order (the order of the imports below)."""
 from memora.commands import (  # noqa: F401
     debug,
     memory,
+    pins,
     learner,
     lessons,
     roleplay,

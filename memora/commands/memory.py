@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from memora.commands.dated import dates_label
 from memora.commands.registry import CommandContext, command
 from memora.engine import MAX_BUDGETED_MEMORIES, Engine
 from memora.engine.queries import memory_text_refusal
@@ -37,13 +38,15 @@ async def _memories(engine: Engine, ctx: CommandContext) -> Reply:
     parts = []
     if items:
         lines = []
+        today = await engine.learner_today(ctx.user)
         for i, m in enumerate(items, 1):
             was = (
                 _("  (was: {text}; /undo {n})").format(text=m.history[-1].text, n=i)
                 if m.history
                 else ""
             )
-            lines.append(f"{i}. {m.text} [{m.category}, {m.source}]{was}")
+            dates = dates_label(m, today)
+            lines.append(f"{i}. {m.text} [{m.category}, {m.source}; {dates}]{was}")
         head = _("Memories for {name} ({n}):") if named else _("Memories ({n}):")
         parts.append(head.format(name=ctx.user.name, n=len(items)) + "\n" + "\n".join(lines))
     elif named:
@@ -145,8 +148,10 @@ async def _search(engine: Engine, ctx: CommandContext) -> Reply:
         return Reply(_("No memories to search yet."))
     used = {h.memory.id for h in engine.used_in_reply(found.hits)}
     rule = describe_policy(engine.retrieval_policy)
+    today = await engine.learner_today(ctx.user)
     lines = [
         f"{i}. {h.score:.2f} {'✓' if h.memory.id in used else ' '} {h.memory.text}"
+        f" ({dates_label(h.memory, today)})"
         for i, h in enumerate(found.hits[:SEARCH_SHOWN], 1)
     ]
     head = _("Search: {query}\n(✓ = would be used in a reply: {rule})").format(

@@ -12,8 +12,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal
 
-from memora.clock import as_utc
+from memora.clock import now
 from memora.engine.config import EngineConfig
+from memora.engine.followups import FollowUps
 from memora.i18n import speaking
 from memora.learner.service import LANGUAGE_FIELD, Learner
 from memora.llm import LLM, ProviderIdentity, Usage
@@ -21,6 +22,7 @@ from memora.llm.audio import Speaker, Transcriber
 from memora.longterm import MemoryStore
 from memora.reminders import Reminders
 from memora.storage import Database, ModeRow, SharedChatLock
+from memora.storage.asked import AskedOnce
 from memora.storage.keys import PROVIDER_IDENTIFIER
 from memora.tokens import TokenCounter
 from memora.types import ChatRef, UserRef
@@ -60,7 +62,7 @@ class EngineBase:
         config: EngineConfig | None = None,
         summary_llm: LLM | None = None,
         extraction_llm: LLM | None = None,
-        clock: Callable[[], datetime] = as_utc,
+        clock: Callable[[], datetime] = now,
         transcriber: Transcriber | None = None,
         speaker: Speaker | None = None,
         metering: Metering | None = None,
@@ -81,6 +83,7 @@ class EngineBase:
         # forgotten); None: nobody listens (benchmarks, imports)
         self.notify: Notify | None = None
         self.reminders = Reminders(db, learner=self.learner, clock=clock)
+        self.followups = FollowUps(self.learner, store, AskedOnce(db))
         self.weekly = WeeklyReports(db, self.reminders, by_default=self.config.weekly_by_default)
         # Weak values: a chat's lock lives while some turn holds or awaits it, then goes away.
         self._locks: weakref.WeakValueDictionary[int, asyncio.Lock] = weakref.WeakValueDictionary()

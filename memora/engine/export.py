@@ -122,6 +122,11 @@ def _exported(m: Memory) -> dict[str, Any]:
         "message_id": m.message_id,
         "terms": list(m.terms),  # the search terms indexed with the text (not shown by /memories)
         "situations": list(m.situations),  # indexed with them too
+        "learned": m.created_at[:10],  # the dates as /memories shows them (YYYY-MM-DD)
+        "since": m.since,  # when it became true, as the learner said; None: not said
+        "until": m.until,  # its last day, for a fact that ends; None: lasting
+        "pinned_at": m.pinned_at,  # None: not pinned
+        "asked_at": m.asked_at,  # when the tutor asked how it went, once it was over
         "history": [
             {"text": r.text, "replaced_at": r.replaced_at, "reason": r.reason} for r in m.history
         ],

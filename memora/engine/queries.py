@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 
+from memora.clock import utcnow
 from memora.engine.lanes import Lanes
 from memora.i18n import _
 from memora.longterm import MAX_MEMORY_CHARS, AddResult, Memory, SearchResult
@@ -125,6 +126,11 @@ class Queries(Lanes):
     async def undo_memory(self, user_id: int, memory_id: str) -> Memory | None:
         """Restore the memory's previous text; None if it was never updated."""
         return await self._memory().revert(user_id, memory_id)
+
+    async def pin_memory(self, user_id: int, memory_id: str, pinned: bool) -> Memory | None:
+        """Pin a memory (always in the reply's context) or unpin it; None if it is gone."""
+        at = utcnow(self.clock()) if pinned else None
+        return await self._memory().pin(user_id, memory_id, at)
 
     async def reset_chat(self, chat_id: int) -> int:
         """Forget the chat's short-term memory; return how many messages went."""

@@ -5,11 +5,13 @@ finds."""
 from __future__ import annotations
 
 import logging
+from datetime import UTC, date
 
 from memora.engine.base import EngineBase
+from memora.engine.followups import FollowUp
 from memora.longterm import SearchHit
 from memora.longterm import policy as memory_policy
-from memora.storage import StoredMessage
+from memora.storage import ModeRow, StoredMessage
 from memora.types import ChatRef, UserRef
 
 log = logging.getLogger(__name__)
@@ -51,15 +53,43 @@ class Retrieval(EngineBase):
         if self.store is None or self.config.top_k == 0:
             return {}, 0
         try:
-            found = await memory_policy.retrieve(
+            return await memory_policy.context_lines(
                 self.store,
                 self.retrieval_policy,
                 user.id,
                 text,
                 previous_message(pending, user.id),
                 origin_chat=self.memory_origin(chat),
+                today=await self.learner_today(user),
             )
         except Exception:
             log.exception("memory retrieval failed for user %s; answering without it", user.id)
             return {}, 0
-        return {h.memory.id: f"- {h.memory.text}" for h in found.hits}, found.embedding_tokens
+
+    async def learner_today(self, user: UserRef) -> date:
+        """The learner's today (their time zone; UTC until they set one)."""
+        now = self.clock()
+        try:
+            return (await self.learner.profile(user.id, now)).today(now)
+        except Exception:
+            log.exception("reading the time zone of user %s failed; using UTC", user.id)
+            return now.astimezone(UTC).date()
+
+    async def _follow_up(
+        self, chat: ChatRef, user: UserRef, mode: ModeRow | None
+    ) -> FollowUp | None:
+        """What this turn asks about once (memora.engine.followups): only in a private chat,
+        outside a lesson."""
+        if chat.is_group or mode is not None:
+            return None
+        try:
+            return await self.followups.due(user.id, self.clock())
+        except Exception:
+            log.exception("finding a follow-up for user %s failed; answering without", user.id)
+            return None
+
+    async def _asked(self, user: UserRef, follow_up: FollowUp) -> None:
+        try:
+            await self.followups.done(user.id, follow_up, self.clock())
+        except Exception:  # asked again next turn: better than failing a reply that went out
+            log.exception("recording a follow-up for user %s failed", user.id)

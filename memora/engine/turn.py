@@ -9,6 +9,7 @@ from datetime import datetime
 
 from memora.engine.after_reply import AfterReply
 from memora.engine.base import Answered
+from memora.engine.followups import FOLLOW_UP_BLOCK, FollowUp
 from memora.engine.forgetting import without_erased
 from memora.engine.retrieval import Retrieval
 from memora.errors import LLMError, OverBudget
@@ -79,6 +80,7 @@ class _Prepared:
     summary_tokens: int
     memory_lines: dict[str, str]  # the retrieved memories' lines by id
     since: int  # the erasure mark the turn began at (memora.storage.erasure)
+    follow_up: FollowUp | None = None  # asked in this reply, once (memora.engine.followups)
 
 
 def _shielded(on_delta: OnDelta) -> OnDelta:
@@ -198,6 +200,7 @@ class Turns(AfterReply, Retrieval):
         teaching_only = self.memory_origin(chat) is not None
         profile_lines = await self._profile_lines(user, teaching_only=teaching_only)
         shown = f"[{user.name}] {turn.text}" if chat.is_group and user.name else turn.text
+        follow_up = await self._follow_up(chat, user, turn.mode)
         try:
             built = await build_context(
                 window=window,
@@ -212,6 +215,7 @@ class Turns(AfterReply, Retrieval):
                 profile_lines=profile_lines,
                 mode_lines=self._mode_lines(turn.mode),
                 learner=await self._provider_id(user),
+                note=FOLLOW_UP_BLOCK + follow_up.line if follow_up else "",
             )
         except OverBudget as exc:
             return Reply(_(OVER_BUDGET).format(counted=exc.counted, budget=exc.budget), ok=False)
@@ -226,6 +230,7 @@ class Turns(AfterReply, Retrieval):
             summary_tokens=summary_tokens,
             memory_lines=memory_lines,
             since=since,
+            follow_up=follow_up,
         )
 
     async def _answer(
@@ -299,6 +304,8 @@ class Turns(AfterReply, Retrieval):
             since=prepared.since,
             scrub=scrub,
         )
+        if prepared.follow_up is not None:
+            await self._asked(turn.user, prepared.follow_up)
         was = prepared.window.summarized_count
         stats = TurnStats(
             usage=usage,

@@ -147,8 +147,8 @@ def clean_value(name: str, value: str) -> str:
 def goal_countdown(
     profile: Profile, now: datetime, gettext: Callable[[str], str] = _
 ) -> str | None:
-    """'TOEIC 900 in 41 days' (or today / N days ago) in the learner's language (`gettext`:
-    english for the model's context); None without a goal date."""
+    """'TOEIC 900 in 41 days' (or today, or done once its day has passed) in the learner's
+    language (`gettext`: english for the model's context); None without a goal date."""
     when = profile.get("goal_date")
     if not when:
         return None
@@ -160,8 +160,8 @@ def goal_countdown(
         line = N_("{goal} tomorrow ({date})")
     elif days == 0:
         line = N_("{goal} today ({date})")
-    else:
-        line = N_("{goal} was {days} days ago ({date})")
+    else:  # over: kept as done, not counted in days ago
+        line = N_("{goal} ({date}, done)")
     return gettext(line).format(goal=goal, days=abs(days), date=when)
 
 

@@ -5,20 +5,29 @@ when they do not, the best-ranked fill it until it is spent. Without one (``memo
 the first ``top_k`` at or above ``min_score`` go in. With ``use_last_turn`` the learner's
 previous message is ranked together with the message, after what the message finds by itself
 (``MemoryStore.search``).
+
+Given the learner's ``today``, time decides too (memora.longterm.timeline): a fact that is over
+stays out, and the learner's pinned memories go in first, whatever the message; under a budget
+the newest pins first while they fit, and the ranked rest fills what they leave.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import date
 
-from memora.longterm.records import SearchHit, SearchResult
+from memora.longterm.records import Memory, SearchHit, SearchResult
 from memora.longterm.store import MemoryStore
+from memora.longterm.timeline import asks_about_past, ended, past_notes, pins_first
 from memora.tokens import o200k
 
 __all__ = [
     "MAX_BUDGETED_MEMORIES",
     "RetrievalPolicy",
+    "context_lines",
     "describe",
+    "memory_cost",
+    "pins_that_fit",
     "retrieve",
     "used_in_reply",
     "within_memory_budget",
@@ -38,10 +47,15 @@ class RetrievalPolicy:
     use_last_turn: bool = True
 
 
+def memory_cost(text: str) -> int:
+    """A memory's tokens in the context (its text and line framing)."""
+    return len(o200k().encode(text, disallowed_special=())) + 3
+
+
 def within_memory_budget(hits: list[SearchHit], budget: int) -> list[SearchHit]:
     """The memories that go into the context under a token budget (best first): all of them
     while they fit, else the first ones until the budget is spent."""
-    cost = [len(o200k().encode(h.memory.text, disallowed_special=())) + 3 for h in hits]
+    cost = [memory_cost(h.memory.text) for h in hits]
     if sum(cost) <= budget:
         return hits
     kept: list[SearchHit] = []
@@ -80,9 +94,11 @@ async def retrieve(
     previous: str | None,
     *,
     origin_chat: int | None = None,
+    today: date | None = None,
 ) -> SearchResult:
     """The memories the reply to `message` puts in its context, best first, and the embedding
-    tokens the search spent. `previous` is the learner's previous message in the chat."""
+    tokens the search spent. `previous` is the learner's previous message in the chat; with
+    `today` (the learner's), facts that are over stay out and pins come first."""
     budget = policy.memory_tokens
     found = await store.search(
         user_id,
@@ -93,4 +109,48 @@ async def retrieve(
         origin_chat=origin_chat,
         floor=policy.min_score,
     )
-    return SearchResult(used_in_reply(policy, found.hits), found.embedding_tokens)
+    if today is None:
+        return SearchResult(used_in_reply(policy, found.hits), found.embedding_tokens)
+    pins = pins_first(await store.memories(user_id, origin_chat=origin_chat))
+    pinned = {m.id for m in pins}
+    current = [h for h in found.hits if h.memory.id not in pinned and not ended(h.memory, today)]
+    first = [SearchHit(m, 1.0) for m in pins]
+    if budget:
+        first = within_memory_budget(first, budget) if first else []
+        left = budget - sum(memory_cost(h.memory.text) for h in first)
+        rest = within_memory_budget(current, left) if left > 0 else []
+    else:
+        rest = used_in_reply(policy, current)
+    return SearchResult([*first, *rest], found.embedding_tokens)
+
+
+def pins_that_fit(policy: RetrievalPolicy, memories: list[Memory]) -> int:
+    """How many of the user's pins (newest first) reach the context: all without a budget."""
+    pins = [SearchHit(m, 1.0) for m in pins_first(memories)]
+    return len(within_memory_budget(pins, policy.memory_tokens) if policy.memory_tokens else pins)
+
+
+async def context_lines(
+    store: MemoryStore,
+    policy: RetrievalPolicy,
+    user_id: int,
+    message: str,
+    previous: str | None,
+    *,
+    origin_chat: int | None = None,
+    today: date | None = None,
+) -> tuple[dict[str, str], int]:
+    """The memory block's lines for the reply to `message` (:func:`retrieve`), by memory id,
+    and the embedding tokens spent; with `today`, a question about the past also gets what was
+    true before, with its dates (memora.longterm.timeline), on the line of the memory it
+    belongs to. Without `today`: the rule before time (a benchmark's baseline)."""
+    found = await retrieve(
+        store, policy, user_id, message, previous, origin_chat=origin_chat, today=today
+    )
+    lines = {h.memory.id: f"- {h.memory.text}" for h in found.hits}
+    if today is not None and asks_about_past(message):
+        mine = await store.memories(user_id, origin_chat=origin_chat)
+        for memory_id, note in past_notes(mine, today).items():
+            current = lines.get(memory_id)
+            lines[memory_id] = f"{current} (earlier: {note})" if current else f"- {note}"
+    return lines, found.embedding_tokens

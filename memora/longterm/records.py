@@ -18,6 +18,7 @@ __all__ = [
     "MAX_SITUATIONS",
     "MAX_TERMS",
     "MAX_TERM_CHARS",
+    "TIME_KEYS",
     "AddAction",
     "AddResult",
     "Memory",
@@ -45,6 +46,9 @@ AddAction = Literal["added", "duplicate", "superseded"]
 # The one length limit of a memory, whoever writes it (/remember, extraction, the store): a memory
 # is a short statement about the learner, not a pasted text.
 MAX_MEMORY_CHARS = 500
+
+# A memory's time fields, each stored as its own metadata key when set.
+TIME_KEYS = ("since", "until", "pinned_at", "asked_at")
 
 # Search terms the extraction call writes with a memory (index-time expansion): a few
 # short words or phrases, in English and in the learner's language, so a message in the other
@@ -84,6 +88,12 @@ class Memory:
     terms: tuple[str, ...] = ()
     # Situations, indexed with the terms (same rules): requests where the fact matters.
     situations: tuple[str, ...] = ()
+    # Time (memora.longterm.timeline): when it became true and when it stops or stopped, as the
+    # learner said (YYYY-MM-DD, or YYYY-MM); None: not said. `created_at` is when it was learned.
+    since: str | None = None
+    until: str | None = None
+    pinned_at: str | None = None  # /pin: always in the reply's context; None: not pinned
+    asked_at: str | None = None  # when the tutor was told to ask how an ended fact went
 
 
 @dataclass(frozen=True)
@@ -113,6 +123,8 @@ class NewMemory:
     replaces: str | None = None
     terms: tuple[str, ...] = ()
     situations: tuple[str, ...] = ()
+    since: str | None = None
+    until: str | None = None
 
 
 @dataclass(frozen=True)
@@ -226,12 +238,21 @@ def to_metadata(memory: Memory, seq: int) -> dict[str, Any]:
         meta["terms"] = json.dumps(list(memory.terms), ensure_ascii=False)
     if memory.situations:  # absent: none (stored before situations existed, or not written)
         meta["situations"] = json.dumps(list(memory.situations), ensure_ascii=False)
+    for key in TIME_KEYS:  # absent: not said, not pinned, not asked
+        value = getattr(memory, key)
+        if value is not None:
+            meta[key] = value
     # Chroma metadata values cannot be None: an absent key means "no origin".
     if memory.chat_id is not None:
         meta["chat_id"] = memory.chat_id
     if memory.message_id is not None:
         meta["message_id"] = memory.message_id
     return meta
+
+
+def _optional(meta: dict[str, Any], key: str) -> str | None:
+    value = meta.get(key)
+    return None if value is None else str(value)
 
 
 def from_record(memory_id: str, document: str, meta: dict[str, Any]) -> tuple[Memory, int]:
@@ -255,5 +276,9 @@ def from_record(memory_id: str, document: str, meta: dict[str, Any]) -> tuple[Me
         history=history,
         terms=clean_terms(json.loads(str(meta.get("terms") or "[]"))),
         situations=clean_terms(json.loads(str(meta.get("situations") or "[]")), MAX_SITUATIONS),
+        since=_optional(meta, "since"),
+        until=_optional(meta, "until"),
+        pinned_at=_optional(meta, "pinned_at"),
+        asked_at=_optional(meta, "asked_at"),
     )
     return memory, int(meta.get("seq", 0))

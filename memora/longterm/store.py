@@ -157,6 +157,14 @@ class MemoryStore:
         """Fill in missing search terms and situations (see MemoryWriter.add_terms)."""
         return await self.writer.add_terms(user_id, terms)
 
+    async def pin(self, user_id: int, memory_id: str, at: str | None) -> Memory | None:
+        """Pin one of the user's memories (`at`: when), or unpin it (None); None if gone."""
+        return await self.writer.mark(user_id, memory_id, pinned_at=at)
+
+    async def mark_asked(self, user_id: int, memory_id: str, at: str) -> Memory | None:
+        """Note that the tutor was told to ask how an ended fact went (once)."""
+        return await self.writer.mark(user_id, memory_id, asked_at=at)
+
     async def delete(self, user_id: int, memory_id: str) -> bool:
         """Delete one of the user's memories; False if the user has no memory with that id."""
         check_user(user_id)

@@ -213,6 +213,9 @@ class MemoryWriter:
                 message_id=item.message_id if item.message_id is not None else old.message_id,
                 terms=item.terms,
                 situations=item.situations,
+                since=item.since,
+                until=item.until,
+                asked_at=None,  # a new fact: an ended one is asked about again
             )
             batch.put(target, memory, vec)
             return AddResult("superseded", memory, old, tokens)
@@ -228,6 +231,8 @@ class MemoryWriter:
             message_id=item.message_id,
             terms=item.terms,
             situations=item.situations,
+            since=item.since,
+            until=item.until,
         )
         batch.append(memory, vec)
         return AddResult("added", memory, None, tokens)
@@ -339,3 +344,19 @@ class MemoryWriter:
                 after = after.with_entry(new)
             await self.users.write(user_id, written, after)
         return [m for _, m in todo], tokens
+
+    async def mark(self, user_id: int, memory_id: str, **fields: str | None) -> Memory | None:
+        """Set time fields of one memory that do not change what it says (``pinned_at``,
+        ``asked_at``): its text, vector and ``updated_at`` stay. None if there is no such
+        memory."""
+        check_user(user_id)
+        async with self.locks.hold(user_id):
+            data = await self.users.data(user_id)
+            entry = data.find(memory_id)
+            if entry is None:
+                return None
+            memory = replace(entry.memory, **fields)  # type: ignore[arg-type]
+            if memory != entry.memory:
+                new_entry = Entry(memory, entry.seq, entry.vector)
+                await self.users.write(user_id, [new_entry], data.with_entry(new_entry))
+            return memory

@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from memora.clock import now as clock_now
 from memora.clock import utcnow
 from memora.storage.database import Database
 from memora.storage.postgres import OUTBOX_LOCK_CLASS, chat_lock_key
@@ -215,7 +216,7 @@ class Inbox:
 
     async def prune(self, keep: timedelta = timedelta(days=2)) -> int:
         """Forget handled ids older than `keep` (Telegram redelivers for at most a day)."""
-        cutoff = (datetime.now(UTC) - keep).isoformat(timespec="seconds")
+        cutoff = (clock_now() - keep).isoformat(timespec="seconds")
         async with self.db.transaction() as db:
             cur = await db.execute(
                 "DELETE FROM inbox WHERE done_at IS NOT NULL AND done_at < ?", (cutoff,)

@@ -89,6 +89,16 @@ CREATE TABLE learner_app_language (
 """
 """Added by migration m012: the language the learner's app named last."""
 
+ASKED_ONCE_SCHEMA = """
+CREATE TABLE learner_asked_once (
+    user_id INTEGER NOT NULL,
+    key TEXT NOT NULL,
+    asked_at TEXT NOT NULL,
+    PRIMARY KEY (user_id, key)
+)
+"""
+"""Added by migration m017: what the tutor was told to ask about once (storage/asked.py)."""
+
 USER_TABLES = (
     "learner_profile",
     "learner_profile_history",
@@ -98,4 +108,5 @@ USER_TABLES = (
     "learner_reviews",
     "learner_days",
     "learner_app_language",
+    "learner_asked_once",
 )

@@ -39,7 +39,7 @@ from collections.abc import Sequence
 
 import aiosqlite
 
-from memora.storage.learner_schema import APP_LANGUAGE_SCHEMA, LEARNER_SCHEMA
+from memora.storage.learner_schema import APP_LANGUAGE_SCHEMA, ASKED_ONCE_SCHEMA, LEARNER_SCHEMA
 from memora.storage.migrator import Migration, MigrationFn, Transaction, applied, run, script
 
 __all__ = ["MIGRATIONS", "Migration", "applied", "migrate", "migration", "script"]
@@ -397,3 +397,10 @@ async def m016_pending_asks(db: aiosqlite.Connection) -> None:
         CREATE INDEX pending_asks_user ON pending_asks(user_id)
         """,
     )
+
+
+@migration
+async def m017_asked_once(db: aiosqlite.Connection) -> None:
+    """What the tutor was told to ask a learner about once, so it is not asked again (a goal whose
+    day has passed; storage/asked.py). Learner data: erased with the learner."""
+    await script(db, ASKED_ONCE_SCHEMA)

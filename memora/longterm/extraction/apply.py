@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from datetime import datetime
 
@@ -14,6 +15,15 @@ from memora.longterm.records import (
     clean_terms,
 )
 from memora.longterm.store import MemoryStore
+from memora.longterm.timeline import last_day
+
+_DATE = re.compile(r"\d{4}(-\d{2}(-\d{2})?)?")
+
+
+def learner_date(value: str | None) -> str | None:
+    """A date the model wrote (YYYY-MM-DD, YYYY-MM or YYYY), or None for anything else."""
+    text = (value or "").strip()
+    return text if _DATE.fullmatch(text) and last_day(text) is not None else None
 
 
 async def apply(
@@ -50,6 +60,8 @@ async def apply(
                 replaces=target,
                 terms=clean_terms(memory.terms),
                 situations=clean_terms(memory.situations, MAX_SITUATIONS),
+                since=learner_date(memory.since),
+                until=learner_date(memory.until),
             )
         )
     if not items:

@@ -65,6 +65,11 @@ answer although the request never names the fact; think one step away from it: "
 food", "點餐", "restaurant", "餐廳" for a peanut allergy; "sleep", "睡覺", "study schedule", \
 "讀書時間" for night shifts. Not the fact's own key words (terms hold them); 1 to 4 words each; \
 never a secret.
+- since and until: the day it became true, when the learner says ("I moved here last \
+year": that year), and for a fact that ends (a trip, a course, a temporary job, a cold) its \
+last day, as absolute dates (YYYY-MM-DD, or YYYY-MM, YYYY); null when not said or lasting. \
+When the learner says something is over or has changed ("I'm back from Tokyo"), write the new \
+fact and point `replaces` at the old one.
 - replaces: when the new fact updates, corrects or contradicts one of the existing memories \
 (a new level, a move to another city, a changed goal or exam date), set it to that memory's \
 number as listed in the input; otherwise null. Do not point at a memory that is merely related.
@@ -105,8 +110,10 @@ names and levels exactly; dates absolute from the message date (never "next mont
 "下個月"). terms: 3-8 search words in English and the learner's language. situations: 2-4 \
 everyday requests (English and the learner's language) where the fact matters though they \
 never name it ("點餐" for an allergy). replaces: the number of the existing memory it \
-updates, else null. forget: the numbers of existing memories the learner asks you to forget \
-("forget that…", "忘掉…"), keeping no memory from that message; else empty."""
+updates, else null. since/until: the day it became true and, for a fact that ends (a trip, \
+a course, a cold), its last day (YYYY-MM-DD), else null. forget: the numbers of existing \
+memories the learner asks you to forget ("forget that…", "忘掉…"), keeping no memory from that \
+message; else empty."""
 
 COMPACT_LEARNER_INSTRUCTIONS = """
 Also (empty lists when none): profile: fields the learner states: level (A1-C2), scores, \

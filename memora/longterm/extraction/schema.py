@@ -75,6 +75,17 @@ class ExtractedMemory(BaseModel):
         default_factory=list,
         description=SITUATIONS_DESCRIPTION,
     )
+    since: str | None = Field(
+        default=None,
+        description="When it became true, if the learner says (YYYY-MM-DD, YYYY-MM or YYYY).",
+    )
+    until: str | None = Field(
+        default=None,
+        description=(
+            "The last day it is true, for a fact that ends (a trip, a course, a temporary job, "
+            "a cold; YYYY-MM-DD); null for a lasting fact."
+        ),
+    )
 
 
 class MemoryTerms(BaseModel):

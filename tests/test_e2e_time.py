@@ -1,0 +1,81 @@
+"""Memory that knows when, in the real processes (issue 42): `memora chat` and `memora run`,
+their clock moved by the test-only MEMORA_TEST_CLOCK_FILE, against the fake servers."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memora.clock import TEST_CLOCK_ENV
+from memora.engine.followups import FOLLOW_UP_BLOCK
+from memora.prompts import MEMORY_BLOCK
+from tests.fake_openai import FakeOpenAI
+from tests.fake_telegram import FakeTelegram
+from tests.test_e2e_telegram import WAIT, BotProcess, ask, reply_request_for
+from tests.test_terminal import chat, memora_env
+
+pytestmark = pytest.mark.slow
+
+TRIP: dict[str, Any] = {
+    "memories": [
+        {
+            "text": "The user is in Tokyo for a trip",
+            "category": "personal",
+            "replaces": None,
+            "terms": ["Tokyo", "trip", "東京"],
+            "situations": [],
+            "since": "2026-03-01",
+            "until": "2026-03-10",
+        }
+    ]
+}
+
+
+def test_the_terminal_chat_forgets_a_trip_once_it_is_over(tmp_path: Path) -> None:
+    now = tmp_path / "now"
+    now.write_text("2026-03-01T09:00:00+00:00")
+    with FakeOpenAI() as server:
+        env = memora_env(server, tmp_path / "data", **{TEST_CLOCK_ENV: str(now)})
+        server.queue_reply(TRIP, kind="structured")
+        out = chat(env, ["I'm in Tokyo for ten days from today!", "/memories", "exit"])
+        assert "learned 2026-03-01 · since 2026-03-01 · until 2026-03-10" in out
+        now.write_text("2026-03-12T09:00:00+00:00")  # two days after its last day
+        out = chat(env, ["Where should I eat tonight?", "/context", "/memories", "exit"])
+    context = out.split("Where should I eat tonight?")[1]
+    assert FOLLOW_UP_BLOCK.splitlines()[0] in context and "Over since 2026-03-10" in context
+    assert "- The user is in Tokyo" not in context.split(FOLLOW_UP_BLOCK.splitlines()[0])[0]
+    assert "until 2026-03-10 · past" in out  # still listed, as past
+
+
+def test_memora_run_asks_about_an_ended_trip_once(tmp_path: Path) -> None:
+    now = tmp_path / "now"
+    now.write_text("2026-03-01T09:00:00+00:00")
+    with FakeTelegram() as tg, FakeOpenAI() as llm:
+        bot = BotProcess(tg, llm, tmp_path / "data", tmp_path / "bot.log")
+        bot.env[TEST_CLOCK_ENV] = str(now)
+        bot.start()
+        try:
+            llm.queue_reply(TRIP, kind="structured")
+            ask(tg, "I'm in Tokyo for ten days from today!")
+            deadline = time.monotonic() + WAIT
+            while "Tokyo" not in (listed := ask(tg, "/memories")):
+                assert time.monotonic() < deadline, listed
+            assert "learned 2026-03-01" in listed and "until 2026-03-10" in listed
+            now.write_text("2026-03-11T09:00:00+00:00")  # the running process moves with it
+            for text in ("Where should I eat tonight?", "And tomorrow?"):
+                ask(tg, text)
+            first = reply_request_for(llm, "Where should I eat tonight?").messages
+            notes = [m["content"] for m in first if m["content"].startswith(FOLLOW_UP_BLOCK)]
+            assert len(notes) == 1 and "The user is in Tokyo" in notes[0]
+            memory = [m["content"] for m in first if m["content"].startswith(MEMORY_BLOCK)]
+            assert not any("Tokyo" in block for block in memory)
+            second = reply_request_for(llm, "And tomorrow?").messages
+            assert not any(m["content"].startswith(FOLLOW_UP_BLOCK) for m in second)  # once
+            assert ask(tg, "/pin 1").startswith("Pinned: The user is in Tokyo")
+            assert "📌 learned 2026-03-01" in ask(tg, "/memories")
+        finally:
+            assert bot.stop() == 0, bot.output()
+        assert "Traceback" not in bot.output(), bot.output()
