@@ -162,6 +162,7 @@ class _Failure:
     status: int
     mode: FailMode
     message: str | None
+    code: str | None = None
 
 
 def approx_tokens(text: str) -> int:
@@ -1110,11 +1111,13 @@ class FakeOpenAI:
         *,
         mode: FailMode = "status",
         message: str | None = None,
+        code: str | None = None,
     ) -> None:
         """Fail the next `n` requests (of `kind`, or of any kind): an HTTP error in OpenAI's
-        format, or with mode="disconnect" a closed socket and no answer at all."""
+        format (`code` instead of the status's usual one, e.g. "model_not_found"), or with
+        mode="disconnect" a closed socket and no answer at all."""
         with self._lock:
-            self._failures.extend(_Failure(kind, status, mode, message) for _ in range(n))
+            self._failures.extend(_Failure(kind, status, mode, message, code) for _ in range(n))
 
     def reset(self) -> None:
         """Forget recorded requests, queued replies and failures; restore default behaviour."""
@@ -1289,8 +1292,11 @@ class FakeOpenAI:
             else:
                 self._connections.discard(conn)
 
-    def _error(self, status: int, message: str | None = None) -> tuple[int, Any, dict[str, str]]:
-        type_, code, default = _STATUS_ERRORS.get(status, ("server_error", None, "Error."))
+    def _error(
+        self, status: int, message: str | None = None, code: str | None = None
+    ) -> tuple[int, Any, dict[str, str]]:
+        type_, usual, default = _STATUS_ERRORS.get(status, ("server_error", None, "Error."))
+        code = code or usual
         headers: dict[str, str] = {}
         if status == 429 or status >= 500:
             if self.retry_after_ms is not None:
@@ -1402,7 +1408,7 @@ class FakeOpenAI:
         if failure is not None:
             if failure.mode == "disconnect":
                 return 0, None, {}
-            return self._error(failure.status, failure.message)
+            return self._error(failure.status, failure.message, failure.code)
         if bad_json:
             return self._error(400, "We could not parse the JSON body of your request.")
         refused = self.provider_refusal(req)

@@ -186,10 +186,12 @@ async def test_a_refused_key_is_fatal() -> None:
     assert [f.capability for f in found] == ["key and model", "reply"]  # nothing else tried
 
 
-async def test_an_unknown_model_is_fatal() -> None:
+@pytest.mark.parametrize("api", ["responses", "chat_completions"])
+async def test_an_unknown_model_is_fatal(api: str) -> None:
     with FakeOpenAI() as llm:
-        llm.fail_next(status=404, message="The model `gpt-nope` does not exist.")
-        found = await run_checks(settings_for(llm.base_url, api="chat_completions"))
+        said = "The model `gpt-5-mini` does not exist or you do not have access to it."
+        llm.fail_next(status=404, message=said, code="model_not_found")  # OpenAI's answer
+        found = await run_checks(settings_for(llm.base_url, api=api))
     assert first(found).fatal and "does not know the model 'gpt-5-mini'" in found[0].says
 
 
