@@ -123,6 +123,15 @@ class Status:
     embedding_model: str
     extra: dict[str, str] = field(default_factory=dict)
 
+    def _by_call(self, part: str) -> str:
+        """The last turn's cached input or reasoning tokens (`part`), by call."""
+        u = self.last
+        return _("reply {reply} · summary {summary} · extraction {extraction}").format(
+            reply=getattr(u, f"reply_{part}"),
+            summary=getattr(u, f"summary_{part}"),
+            extraction=getattr(u, f"extraction_{part}"),
+        )
+
     def render(self) -> str:
         rows = [
             (_("History messages"), str(self.history_messages)),
@@ -139,6 +148,8 @@ class Status:
             (_("Last turn: summary tokens"), str(self.last.summary_tokens)),
             (_("Last turn: extraction tokens"), str(self.last.extraction_tokens)),
             (_("Last turn: embedding tokens"), str(self.last.embedding_tokens)),
+            (_("Last turn: cached input tokens"), self._by_call("cached")),
+            (_("Last turn: reasoning tokens"), self._by_call("reasoning")),
             (_("Last turn: memories used"), str(self.last.memories_used)),
             (
                 _("Last turn: transcription"),

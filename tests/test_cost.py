@@ -238,6 +238,12 @@ async def test_a_turn_keeps_each_calls_cached_and_reasoning_tokens(
     report = await run_command(metered, "usage", CommandContext(ChatRef(1), alice, "1", True))
     cached = kinds["extraction"].cached_tokens
     assert f"cached input {cached:,}" in report.text and "reasoning" in report.text
+    status = await run_command(metered, "status", CommandContext(ChatRef(1), alice, ""))
+    last = turns[-1]
+    for part in ("cached", "reasoning"):
+        shown = " · ".join(f"{k} {last[f'{k}_{part}']}" for k in ("reply", "summary", "extraction"))
+        assert shown in status.text, status.text
+    assert "reply 10 · summary 20 · extraction 30" in status.text
 
 
 # -- the order of the extraction request -----------------------------------------------------------
