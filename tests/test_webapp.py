@@ -48,9 +48,9 @@ def auth(user_id: int, **kw: object) -> dict[str, str]:
     return {"Authorization": "tma " + init_data(user_id, **kw)}  # type: ignore[arg-type]
 
 
-def settings(**webapp: object) -> Settings:
+def settings(allowed: tuple[int, ...] = (), **webapp: object) -> Settings:
     return Settings(
-        telegram=TelegramConfig(token=TOKEN, admin_ids=[ADMIN]),
+        telegram=TelegramConfig(token=TOKEN, admin_ids=[ADMIN], allowed_user_ids=list(allowed)),
         webapp=WebAppConfig(enabled=True, port=0, **webapp),  # type: ignore[arg-type]
     )
 
@@ -125,17 +125,23 @@ async def test_another_learners_memory_id_is_refused_and_nothing_is_deleted(
     assert [m.text for m in await mem_engine.memories(ALICE) if m.id == alices.id] == [alices.text]
 
 
-async def test_deleting_a_memory_leaves_its_words_in_no_file(
-    mem_engine: Engine, web: httpx.AsyncClient, tmp_path: Path
+async def test_a_deleted_memory_is_in_no_file_and_not_in_the_next_turns_context(
+    mem_engine: Engine, web: httpx.AsyncClient, llm: FakeLLM, tmp_path: Path
 ) -> None:
     await _alice_remembers(mem_engine)
     (memory,) = [m for m in await mem_engine.memories(ALICE) if MARKER in m.text]
     if mem_engine.db.dialect == "sqlite":  # PostgreSQL keeps its files outside data_dir
         assert files_holding(tmp_path, MARKER), "the memory is on disk before"
+    question = "What is my cat called?"
+    await mem_engine.handle_turn(ChatRef(ALICE), UserRef(ALICE), question)
+    assert MARKER in " ".join(m.content for m in llm.calls[-1].messages), "used before"
+    await mem_engine.reset_chat(ALICE)  # the conversation that quoted it goes; the memory stays
     r = await web.delete(f"/app/api/memories/{memory.id}", headers=auth(ALICE))
     assert r.status_code == 200
     assert [m.text for m in await mem_engine.memories(ALICE)] == ["Lives in Tainan"]
     assert files_holding(tmp_path, MARKER) == []
+    await mem_engine.handle_turn(ChatRef(ALICE), UserRef(ALICE), question)
+    assert MARKER not in " ".join(m.content for m in llm.calls[-1].messages)
     again = await web.delete(f"/app/api/memories/{memory.id}", headers=auth(ALICE))
     assert again.status_code == 404
 
@@ -219,8 +225,9 @@ async def test_the_usage_page_is_for_admins_only(
     assert str(ALICE) in r.json()["table"] and "1,500" in r.json()["table"]
 
 
-async def test_a_learner_is_rate_limited(mem_engine: Engine) -> None:
-    server = WebServer(mem_engine, settings(requests_per_minute=3))
+@pytest.mark.parametrize("db", ["sqlite"], indirect=True)  # no storage of its own
+async def test_a_learner_is_rate_limited_and_the_allow_list_holds(mem_engine: Engine) -> None:
+    server = WebServer(mem_engine, settings((ALICE,), requests_per_minute=3))
     await server.start()
     try:
         async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{server.port}") as client:
@@ -228,11 +235,13 @@ async def test_a_learner_is_rate_limited(mem_engine: Engine) -> None:
             codes += [(await client.get("/app/api/me", headers=auth(ALICE))).status_code]
             codes += [(await client.get("/app/api/me", headers=auth(ALICE))).status_code]
             codes += [(await client.get("/app/api/me", headers=auth(ALICE))).status_code]
-            other = await client.get("/app/api/me", headers=auth(BOB))
+            other = await client.get("/app/api/me", headers=auth(ADMIN))
+            outsider = await client.get("/app/api/me", headers=auth(BOB))
     finally:
         await server.stop()
     assert codes == [200, 200, 200, 429]
     assert other.status_code == 200  # per learner
+    assert outsider.status_code == 403  # [telegram] allowed_user_ids: not Bob
 
 
 def test_signed_init_data_round_trips() -> None:
@@ -273,6 +282,7 @@ def test_app_url_prints_a_link_signed_with_the_configured_token(
         verify(data, "654321:another-bots-token", max_age=60)
 
 
+@pytest.mark.parametrize("db", ["sqlite"], indirect=True)  # no storage of its own
 async def test_without_a_public_url_no_button_is_offered_and_the_log_says_so_once(
     mem_engine: Engine, caplog: pytest.LogCaptureFixture
 ) -> None:

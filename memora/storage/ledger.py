@@ -96,23 +96,22 @@ class LedgerQueries(Connection):
 
     async def usage_since(self, since_day: str) -> list[tuple[int, LedgerEntry]]:
         """Every learner's usage from `since_day` on, summed per (user, kind, model)."""
-        sums = ", ".join(f"SUM({c})" for c in LEDGER_COLS[1:])
-        rows = await self.rows(
-            f"SELECT user_id, kind, model, {sums} FROM usage WHERE day >= ? "
-            "GROUP BY user_id, kind, model",
-            (since_day,),
-        )
-        return [(int(r[0]), _entry(r[1:])) for r in rows]
+        return [(int(uid), e) for uid, e in await self._sums("user_id", since_day)]
 
     async def usage_per_day(self, since_day: str) -> list[tuple[str, LedgerEntry]]:
         """Every learner's usage from `since_day` on, summed per (day, kind, model), by day."""
+        return [(str(day), e) for day, e in await self._sums("day", since_day)]
+
+    async def _sums(self, key: str, since_day: str) -> list[tuple[Any, LedgerEntry]]:
+        """The usage from `since_day` on, summed per (`key`, kind, model), ordered by `key`
+        (a column name of ours: user_id or day)."""
         sums = ", ".join(f"SUM({c})" for c in LEDGER_COLS[1:])
         rows = await self.rows(
-            f"SELECT day, kind, model, {sums} FROM usage WHERE day >= ? "
-            "GROUP BY day, kind, model ORDER BY day",
+            f"SELECT {key}, kind, model, {sums} FROM usage WHERE day >= ? "
+            f"GROUP BY {key}, kind, model ORDER BY {key}",
             (since_day,),
         )
-        return [(str(r[0]), _entry(r[1:])) for r in rows]
+        return [(r[0], _entry(r[1:])) for r in rows]
 
     async def learner_names(self, user_ids: Sequence[int]) -> dict[int, str]:
         """The name each of these learners last wrote under."""
