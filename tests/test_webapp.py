@@ -78,6 +78,8 @@ async def test_a_valid_signature_shows_the_learners_memories_and_profile(
     mem_engine: Engine, web: httpx.AsyncClient
 ) -> None:
     await _alice_remembers(mem_engine)
+    (tainan,) = [m for m in await mem_engine.memories(ALICE) if m.text == "Lives in Tainan"]
+    assert await mem_engine.pin_memory(ALICE, tainan.id, True)  # /pin (issue 42)
     r = await web.get("/app/api/me", headers=auth(ALICE))
     assert r.status_code == 200
     me = r.json()
@@ -85,6 +87,12 @@ async def test_a_valid_signature_shows_the_learners_memories_and_profile(
     assert set(texts) == {"Lives in Tainan", f"Her cat is called {MARKER}"}
     assert texts["Lives in Tainan"]["source_message"] == "I live in Tainan with my cat Mochi"
     assert texts["Lives in Tainan"]["created_at"]
+    assert [
+        m["pinned"] for m in (texts["Lives in Tainan"], texts[f"Her cat is called {MARKER}"])
+    ] == [
+        True,
+        False,
+    ]
     assert {f["field"] for f in me["profile"]} >= {"level", "goal"}
     assert me["is_admin"] is False
     assert r.headers["cache-control"] == "no-store"

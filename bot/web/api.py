@@ -58,10 +58,10 @@ def _memory(m: Memory, sources: dict[str, str]) -> dict[str, Any]:
         "updated_at": m.updated_at,
         "source_message": sources.get(m.id),
         "history": [{"text": r.text, "at": r.replaced_at, "reason": r.reason} for r in m.history],
-        # issue 42's time fields (when it became true, when it stops, /pin), where they exist
-        "pinned": getattr(m, "pinned_at", None) is not None,
-        "since": getattr(m, "since", None),
-        "until": getattr(m, "until", None),
+        # when it became true and when it stops or stopped (as said), and /pin
+        "pinned": m.pinned_at is not None,
+        "since": m.since,
+        "until": m.until,
     }
 
 
