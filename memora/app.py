@@ -58,13 +58,24 @@ def setup_logging(settings: Settings) -> None:
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
     db_password = urlsplit(settings.storage.database_url).password or ""
-    redact = _Redact([settings.telegram.token, settings.llm.api_key, db_password])
+    keys = [settings.telegram.token, settings.llm.api_key, db_password]
+    redact = _Redact([*keys, settings.telegram.webhook_secret])
     for handler in logging.getLogger().handlers:
         handler.addFilter(redact)
     # httpx logs every request URL (Telegram URLs contain the bot token); the openai SDK's
-    # httpx2 logs every model call. Neither belongs in an operator's INFO log.
-    for noisy in ("httpx", "httpx2", "httpcore", "chromadb"):
+    # httpx2 logs every model call; aiosqlite's DEBUG quotes every statement's values (learner
+    # text, the deployment's keys). None belongs in an operator's log.
+    for noisy in ("httpx", "httpx2", "httpcore", "chromadb", "aiosqlite"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
+
+
+def redact(secret: str) -> None:
+    """Keep one more secret, known only once running (the webhook's, from the store), out of
+    every log line from now on (PTB's DEBUG log quotes each Bot API call's parameters)."""
+    for handler in logging.getLogger().handlers:
+        for found in handler.filters:
+            if isinstance(found, _Redact) and len(secret) >= 6:
+                found.secrets.append(secret)
 
 
 def metering_models(settings: Settings, embedding_model: str = "") -> dict[str, str]:

@@ -28,12 +28,14 @@ from collections.abc import Awaitable, Callable, Sequence
 from http import HTTPStatus
 from pathlib import Path
 from socket import socket
+from types import TracebackType
 
 import tornado.web
 from telegram import Bot
 from telegram.ext import Updater
 from telegram.ext._utils.webhookhandler import TelegramHandler, WebhookAppClass, WebhookServer
 
+from memora.app import redact
 from memora.config import ConfigError
 
 log = logging.getLogger(__name__)
@@ -84,6 +86,16 @@ class SecretCheckedHandler(TelegramHandler):
             log.info("a webhook request from %s without the secret: 403", self.request.remote_ip)
             raise tornado.web.HTTPError(HTTPStatus.FORBIDDEN)
 
+    def log_exception(
+        self,
+        typ: type[BaseException] | None,
+        value: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        """A refusal is the info line above, without PTB's DEBUG traceback of it."""
+        if not isinstance(value, tornado.web.HTTPError):
+            super().log_exception(typ, value, tb)
+
 
 class _WebhookApp(WebhookAppClass):
     """PTB's webhook application (no access log line per update) around our handler."""
@@ -126,6 +138,7 @@ class SecretUpdater(Updater):
         if cert is not None or key is not None or unix is not None:
             raise ValueError("the webhook serves plain HTTP on a TCP port (TLS ends at a proxy)")
         secret = await self._secret()  # the configured one, else the store's (not secret_token)
+        redact(secret)  # setWebhook's parameters are in PTB's DEBUG log
         shared = {"bot": self.bot, "update_queue": self.update_queue, "secret_token": secret}
         path = "/" + url_path.lstrip("/")
         self._httpd = WebhookServer(listen, port, _WebhookApp(path, shared), None)
