@@ -15,7 +15,7 @@ import pytest
 
 from memora.commands import CommandContext, run_command
 from memora.engine import ChatRef, Engine, UserRef
-from memora.longterm import MemoryStore
+from memora.longterm import MemoryStore, NewMemory
 from tests.fakes import FakeLLM
 
 MAY = UserRef(1, "May")
@@ -81,3 +81,20 @@ async def test_a_groups_export_holds_that_groups_data_only(
     assert all("learner" not in p for p in data["participants"].values())
     mine = await run_command(remembered, "export", replace(admin, arg=str(PRIVATE.id)))
     assert mine.document is not None and b"Kaohsiung" in mine.document.content
+
+
+async def test_a_write_in_a_group_never_takes_over_a_private_memory(store: MemoryStore) -> None:
+    """The same fact with another number supersedes the older memory, but a group's write is
+    matched against that group's memories only: the private one stays, text and chat."""
+    private = await store.add(MAY.id, "Salary is 50000 a month.", source="manual", chat_id=1)
+    newer = NewMemory("Salary is 60000 a month.", "extracted", "personal", GROUP.id, None)
+    (scoped,) = await store.add_many(
+        MAY.id, [replace(newer, replaces=private.memory.id)], within=GROUP.id
+    )
+    assert scoped.action == "added" and scoped.memory.history == ()
+    kept = {m.id: m for m in await store.memories(MAY.id)}[private.memory.id]
+    assert (kept.text, kept.chat_id, kept.history) == ("Salary is 50000 a month.", 1, ())
+    # Unscoped (a private chat's write), the same fact updates the memory it names.
+    wider = replace(newer, text="Salary is 70000 a month.", chat_id=1)
+    (wide,) = await store.add_many(MAY.id, [replace(wider, replaces=private.memory.id)])
+    assert wide.action == "superseded" and wide.memory.id == private.memory.id

@@ -7,7 +7,9 @@ from memora.commands.registry import CommandContext, command
 from memora.engine import Engine
 from memora.i18n import NAMES, _, choice, current, speaking
 from memora.learner.commands import (
+    PERSONAL,
     entries_command,
+    group_profile,
     profile_command,
     progress_command,
     review_command,
@@ -23,6 +25,8 @@ from memora.views import Reply
     fresh=True,
 )
 async def _profile(engine: Engine, ctx: CommandContext) -> Reply:
+    if engine.memory_origin(ctx.chat) is not None:
+        return await group_profile(engine.learner, ctx.user, ctx.arg, engine.clock())
     who = ctx.user.name if ctx.chat.is_group else ""
     return await profile_command(engine.learner, ctx.user.id, ctx.arg, engine.clock(), who)
 
@@ -47,6 +51,8 @@ async def _review(engine: Engine, ctx: CommandContext) -> Reply:
     fresh=True,
 )
 async def _progress(engine: Engine, ctx: CommandContext) -> Reply:
+    if engine.memory_origin(ctx.chat) is not None:
+        return Reply(_(PERSONAL).format(name="progress"))
     return await progress_command(engine.learner, ctx.user.id, engine.clock())
 
 
@@ -58,6 +64,8 @@ async def _progress(engine: Engine, ctx: CommandContext) -> Reply:
     fresh=True,
 )
 async def _mistakes(engine: Engine, ctx: CommandContext) -> Reply:
+    if engine.memory_origin(ctx.chat) is not None:
+        return Reply(_(PERSONAL).format(name="mistakes"))
     return await entries_command(engine.learner, ctx.user.id, "mistake", ctx.arg)
 
 
@@ -69,6 +77,8 @@ async def _mistakes(engine: Engine, ctx: CommandContext) -> Reply:
     fresh=True,
 )
 async def _words(engine: Engine, ctx: CommandContext) -> Reply:
+    if engine.memory_origin(ctx.chat) is not None:
+        return Reply(_(PERSONAL).format(name="words"))
     return await entries_command(engine.learner, ctx.user.id, "word", ctx.arg)
 
 

@@ -85,6 +85,10 @@ async def _profile_facts(engine: Engine, ctx: CommandContext) -> list[str]:
     ]
 
 
+ELSEWHERE = N_(
+    "Your last /{name} is from another chat, so it stays private: send /{name} in a private "
+    "chat with me."
+)
 PRIVATE_STAY = N_(
     "Memories from your other chats stay private: see them in a private chat with me."
 )
@@ -169,6 +173,9 @@ async def _extraction(engine: Engine, ctx: CommandContext) -> Reply:
     log = await engine.extraction_log(ctx.user.id)
     if log is None:
         return Reply(_("No extraction has run for you yet."))
+    if engine.memory_origin(ctx.chat) is not None and log.chat_id != ctx.chat.id:
+        # The last one was about another chat (a private one): it stays there.
+        return Reply(_(ELSEWHERE).format(name="extraction"))
     parts = [
         _("Last extraction: {status} at {at} ({tokens} tokens)").format(
             status=log.status, at=log.at, tokens=log.tokens

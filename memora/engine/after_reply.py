@@ -86,12 +86,15 @@ class AfterReply(Queries, Lessons):
         assert self.store is not None
         now = now or self.clock()
         try:
-            existing = await self.store.similar(user.id, text, k=5)
+            # In a group (under the default scope) the call sees only what the member said in
+            # that group, so no private memory can be listed, replaced or quoted there.
+            origin = self.memory_origin(chat)
+            existing = await self.store.similar(user.id, text, k=5, origin_chat=origin)
             # This user's memories without search terms (a /remember fact, an older memory):
-            # the same call writes theirs. Only this user's: the call never sees another's. In a
-            # group, only those said in that group: /extraction there shows what was written.
-            origin = chat.id if chat.is_group else None
-            mine = await self.store.memories(user.id, origin_chat=origin)
+            # the same call writes theirs. Only this user's: the call never sees another's.
+            mine = await self.store.memories(
+                user.id, origin_chat=chat.id if chat.is_group else None
+            )
             unanswered = self._terms_unanswered.setdefault(user.id, {})
             needs = extraction.needing_terms(mine, unanswered=unanswered)
         except Exception as exc:
@@ -105,7 +108,11 @@ class AfterReply(Queries, Lessons):
             assistant_reply=done.reply,
             existing=existing,
             now=now,
-            profile_lines=await self._profile_lines(user) if self.config.learner_enabled else None,
+            profile_lines=(
+                await self._profile_lines(user, teaching_only=origin is not None)
+                if self.config.learner_enabled
+                else None
+            ),
             needs_terms=needs,
             form=self.extraction_form,
             mode=self._mode_ask(done.mode),
@@ -142,6 +149,7 @@ class AfterReply(Queries, Lessons):
                 chat_id=chat.id,
                 message_id=done.message_id,  # the platform's id of the learner's message
                 now=now,
+                within=origin,
             )
             filled, filled_tokens = await extraction.apply_terms(
                 self.store, user.id, outcome, needs

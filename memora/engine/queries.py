@@ -108,7 +108,13 @@ class Queries(Lanes):
     ) -> AddResult:
         """Save a memory the user asked for, and note it in their extraction log."""
         result = await self._memory().add(
-            user.id, text, source="manual", category="other", chat_id=chat.id, message_id=message_id
+            user.id,
+            text,
+            source="manual",
+            category="other",
+            chat_id=chat.id,
+            message_id=message_id,
+            within=self.memory_origin(chat),  # a group's /remember never takes a private one
         )
         await self.db.log_extraction_manual(user.id, chat.id, text)
         return result

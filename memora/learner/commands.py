@@ -13,9 +13,16 @@ from datetime import datetime
 from memora.i18n import N_, _
 from memora.learner import progress, review
 from memora.learner.model import FIELD_HELP
-from memora.learner.profile import ProfileError, clean_value, known_field, render
+from memora.learner.profile import (
+    TEACHING_FIELDS,
+    ProfileError,
+    clean_value,
+    known_field,
+    render,
+)
 from memora.learner.service import Learner
 from memora.learner.store import AlreadyGraded, CardGone, NotYourCard, ReviewCard
+from memora.types import UserRef
 from memora.views import Button, ButtonAnswer, Reply
 
 PROFILE_USAGE = N_(
@@ -88,6 +95,26 @@ async def profile_command(
     else:
         done = _("Cleared {field}{was}.").format(field=field, was=was)
     return Reply(done + " " + _("/profile undo takes it back."))
+
+
+PERSONAL = N_(
+    "Your /{name} spans all your chats with me, so it stays private: send /{name} in a private "
+    "chat with me."
+)
+
+
+async def group_profile(learner: Learner, who: UserRef, arg: str, now: datetime) -> Reply:
+    """/profile in a group: only the fields a group reply uses (the rest spans the member's
+    private chats); changes and history are made in the private chat."""
+    if arg.strip():
+        return Reply(_(PERSONAL).format(name="profile"), ok=False)
+    profile = await learner.profile(who.id, now)
+    rows = [
+        f"• {name}: {profile.fields[name].value}" if name in profile.fields else f"• {name}: —"
+        for name in TEACHING_FIELDS
+    ]
+    head = _("Learner profile for {name}").format(name=who.name or "—")
+    return Reply(f"{head}\n" + "\n".join(rows) + "\n\n" + _(PERSONAL).format(name="profile"))
 
 
 # -- /review ------------------------------------------------------------------------------------
@@ -264,6 +291,8 @@ async def progress_command(learner: Learner, user_id: int, now: datetime) -> Rep
 
 
 __all__ = [
+    "PERSONAL",
+    "group_profile",
     "profile_command",
     "progress_command",
     "review_button",

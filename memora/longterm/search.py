@@ -179,10 +179,14 @@ class MemorySearch:
         records = self.backend.nearest(scope, qvecs, COLD_CANDIDATES)
         return snapshot(records, self.backend.dim)
 
-    async def similar(self, user_id: int, text: str, k: int = 5) -> list[Memory]:
+    async def similar(
+        self, user_id: int, text: str, k: int = 5, *, origin_chat: int | None = None
+    ) -> list[Memory]:
         """See :meth:`memora.longterm.store.MemoryStore.similar`."""
         text = " ".join(text.split())
         data = await self.users.data(user_id)
+        if origin_chat is not None:
+            data = data.from_chat(origin_chat)
         if not text or not data.entries or k <= 0:
             return []
         qvecs, _ = await self.embeddings.queries([text])

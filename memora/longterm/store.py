@@ -106,19 +106,27 @@ class MemoryStore:
         chat_id: int | None = None,
         message_id: int | None = None,
         now: datetime | None = None,
+        within: int | None = None,
     ) -> AddResult:
         """Store one memory unless the user already has it (see :meth:`add_many`)."""
         item = NewMemory(text, source, category, chat_id, message_id)
-        return (await self.add_many(user_id, [item], now=now))[0]
+        return (await self.add_many(user_id, [item], now=now, within=within))[0]
 
     async def add_many(
-        self, user_id: int, items: Sequence[NewMemory], *, now: datetime | None = None
+        self,
+        user_id: int,
+        items: Sequence[NewMemory],
+        *,
+        now: datetime | None = None,
+        within: int | None = None,
     ) -> list[AddResult]:
         """Store several memories with one embedding call and one Chroma write: an item whose
         `replaces` names one of the user's memories supersedes it; any other item is compared
         with the user's memories and the items before it (memora.longterm.writes): a duplicate
-        is not stored, the same fact with other numbers supersedes, anything else is added."""
-        return await self.writer.add_many(user_id, items, now=now)
+        is not stored, the same fact with other numbers supersedes, anything else is added.
+        With `within` (a group's id), only that chat's memories are compared and replaced: a
+        write in a group never takes over a memory from elsewhere (a private one)."""
+        return await self.writer.add_many(user_id, items, now=now, within=within)
 
     async def supersede(
         self,
@@ -258,8 +266,11 @@ class MemoryStore:
             floor=floor,
         )
 
-    async def similar(self, user_id: int, text: str, k: int = 5) -> list[Memory]:
+    async def similar(
+        self, user_id: int, text: str, k: int = 5, *, origin_chat: int | None = None
+    ) -> list[Memory]:
         """The user's k memories closest to a text, best first, with no threshold: the memories
-        a new fact may repeat or update (context for the extractor)."""
+        a new fact may repeat or update (context for the extractor); with `origin_chat`, only
+        those that came from that chat."""
         check_user(user_id)
-        return await self.reader.similar(user_id, text, k)
+        return await self.reader.similar(user_id, text, k, origin_chat=origin_chat)

@@ -63,9 +63,12 @@ class _Batch:
     (:meth:`UserData.appended`, :meth:`UserData.replaced`): no step copies or re-reads all of
     the user's memories."""
 
-    def __init__(self, data: UserData, thresholds: DedupeThresholds | None) -> None:
+    def __init__(
+        self, data: UserData, thresholds: DedupeThresholds | None, within: int | None = None
+    ) -> None:
         self.data = data
         self.thresholds = thresholds
+        self.within = within  # only this chat's memories may be matched (None: all)
         self.next_seq = data.next_seq
         self.changed: dict[str, int] = {}  # memory id → index in entries
 
@@ -78,7 +81,12 @@ class _Batch:
         return self.data.matrix
 
     def index_of(self, memory_id: str | None) -> int | None:
-        return None if memory_id is None else self.data.position(memory_id)
+        i = None if memory_id is None else self.data.position(memory_id)
+        return i if i is not None and self.matchable(i) else None
+
+    def matchable(self, i: int) -> bool:
+        """Whether entry i may be matched (a duplicate, updated, replaced) by this batch."""
+        return self.within is None or self.entries[i].memory.chat_id == self.within
 
     def key(self, i: int) -> str:
         return normalise_text(self.entries[i].memory.text)
@@ -86,6 +94,8 @@ class _Batch:
     def closest(self, text: str, vec: npt.NDArray[np.float32]) -> tuple[int | None, int | None]:
         """(index of a duplicate, index of a memory to update), closest first."""
         same = self.data.keys.get(normalise_text(text))
+        if same is not None and not self.matchable(same):
+            same = None
         t = self.thresholds
         if same is not None or not self.entries or t is None:
             return same, None
@@ -98,6 +108,8 @@ class _Batch:
         update: int | None = None
         for j in near[np.argsort(-cosines[near], kind="stable")]:
             i = int(candidates[j])
+            if not self.matchable(i):
+                continue
             verdict = relation(text, self.entries[i].memory.text, float(cosines[j]), t)
             if verdict is Relation.DUPLICATE:
                 return i, None
@@ -141,7 +153,12 @@ class MemoryWriter:
         await self.users.write(user_id, [new_entry], data.with_entry(new_entry))
 
     async def add_many(
-        self, user_id: int, items: Sequence[NewMemory], *, now: datetime | None = None
+        self,
+        user_id: int,
+        items: Sequence[NewMemory],
+        *,
+        now: datetime | None = None,
+        within: int | None = None,
     ) -> list[AddResult]:
         """Store several memories with one embedding call and one Chroma write.
 
@@ -159,7 +176,7 @@ class MemoryWriter:
             data = await self.users.data(user_id)
             if not {"keys", "dedupe"} <= data.__dict__.keys():  # built by the load, then
                 await run_blocking(lambda: (data.keys, data.dedupe))  # carried by each write
-            batch = _Batch(data, self.thresholds)
+            batch = _Batch(data, self.thresholds, within)
             words = [
                 indexed_text(t, it.terms, it.situations) for t, it in zip(texts, items, strict=True)
             ]

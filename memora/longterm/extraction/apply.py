@@ -35,11 +35,13 @@ async def apply(
     chat_id: int | None,
     message_id: int | None,
     now: datetime | None = None,
+    within: int | None = None,
 ) -> list[AddResult]:
     """Store the accepted memories in one batch; `existing` is the list shown to the model.
 
     A valid `replaces` (1-based, in range, not used twice) supersedes that memory; otherwise,
     or if that memory is gone meanwhile, the item is added and the store drops duplicates.
+    With `within` (a group's id), only that group's memories are matched (MemoryStore.add_many).
     """
     items: list[NewMemory] = []
     used: set[int] = set()
@@ -66,7 +68,7 @@ async def apply(
         )
     if not items:
         return []
-    return await store.add_many(user_id, items, now=now)
+    return await store.add_many(user_id, items, now=now, within=within)
 
 
 async def apply_terms(
