@@ -78,15 +78,26 @@ def in_group(tg: FakeTelegram, text: str, user: int = ALICE, name: str = "Alice"
     )
 
 
-def race(
-    tg: FakeTelegram, model: HeldModel, held: Any, deletion: str, confirm: Callable[[], None]
-) -> str:
-    """While the turn of `held` (an update just sent) waits for the model, Alice sends
-    `deletion` in her private chat; once it is answered the model answers the turn. Returns
-    the deletion's answer."""
+def forget_me(tg: FakeTelegram) -> str:
+    """/forgetme in Alice's private chat, its question answered Yes: what she is told."""
+    (asked,) = tg.wait_messages(count=1, after=tg.user_sends("/forgetme"), timeout=WAIT)
+    buttons = [b["callback_data"] for row in asked["reply_markup"]["inline_keyboard"] for b in row]
+    yes = next(data for data in buttons if data.endswith(":y"))
+    tg.user_taps(asked, yes)
+
+    def answered() -> str | None:
+        now = next(m for m in tg.sent_messages(ALICE) if m["message_id"] == asked["message_id"])
+        return None if now["text"] == asked["text"] else str(now["text"])
+
+    return str(tg.wait_for(answered, WAIT, "the answer to /forgetme's Yes"))
+
+
+def race(tg: FakeTelegram, model: HeldModel, held: Any, delete: Callable[[], str]) -> str:
+    """While the turn of `held` (an update just sent) waits for the model, Alice deletes
+    something from her private chat; once that is answered the model answers the turn.
+    Returns the deletion's answer."""
     assert model.held.wait(WAIT), "the turn in flight never asked the model"
-    answer = ask(tg, deletion)
-    confirm()
+    answer = delete()
     model.release.set()
     tg.wait_messages(count=1, after=held, timeout=WAIT)
     return answer
@@ -102,7 +113,7 @@ def run_races(tg: FakeTelegram, llm: FakeOpenAI, bot: BotProcess) -> list[str]:
     assert SNACK in ask(tg, "/memories")  # in her private chat: all her memories
     model.hold(ASKS)
     asked = in_group(tg, ASKS)
-    forgot = race(tg, model, asked, "/forget 1", lambda: None)
+    forgot = race(tg, model, asked, lambda: ask(tg, "/forget 1"))
     assert forgot == "Forgotten for good: memory 1."
     assert any(SNACK in str(r.body) for r in llm.requests_of("reply")), "it was retrieved"
     shown = [_answer(tg, in_group(tg, "/context"))]
@@ -110,7 +121,7 @@ def run_races(tg: FakeTelegram, llm: FakeOpenAI, bot: BotProcess) -> list[str]:
     tg.wait_messages(count=1, after=in_group(tg, f"My hobby is {HOBBY} knitting."), timeout=WAIT)
     model.hold(BOB_ASKS)
     bobs = in_group(tg, BOB_ASKS, BOB, "Bob")
-    gone = race(tg, model, bobs, "/forgetme", lambda: None)
+    gone = race(tg, model, bobs, lambda: forget_me(tg))
     assert gone.startswith("Deleted everything I stored about you")
     context = _answer(tg, in_group(tg, "/context", BOB, "Bob"))
     assert BOB_ASKS in context
