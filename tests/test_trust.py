@@ -200,7 +200,9 @@ async def test_in_a_group_the_notice_does_not_repeat_the_memory(
     mem_engine: Engine, llm: FakeLLM, store: MemoryStore
 ) -> None:
     notices = listen(mem_engine)
-    await remembered(mem_engine, llm, "Has a private medical condition.")
+    # Said in the group: a group's extraction call lists only what was said there.
+    llm.parsed.append(learner_answer([("Has a private medical condition.", "personal")]))
+    await turn(mem_engine, "@bot I have a private medical condition", chat=GROUP)
     llm.parsed.append(learner_answer([], forget=[1]))
     await turn(mem_engine, "@bot forget my medical condition", chat=GROUP)
     assert await store.memories(ALICE.id) == []
