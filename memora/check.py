@@ -4,7 +4,8 @@ what Memora will do with it; and what 1,000 learner turns cost at the `[pricing]
 
 A problem that stops Memora from answering anyone (a refused key, an unknown model, a server that
 cannot be reached or has no Responses API) is fatal: `Finding.fatal`, and the CLI exits non-zero.
-A server that can do less (no json_schema, no streaming) is a note: Memora works around it.
+A server that can do less (no json_schema, no streaming) is a note: Memora works around it; so is
+a failing embedding or transcription endpoint (replies go on without memories or voice).
 """
 
 from __future__ import annotations
@@ -18,12 +19,11 @@ from typing import Literal, TypeVar
 
 import openai
 
-from memora.app import make_audio, metering_models, model_client
+from memora.app import make_audio, make_embedder, metering_models, model_client
 from memora.config import PricingConfig, Settings
 from memora.errors import LLMError
 from memora.llm import CallInfo, ChatMessage, OpenAILLM
 from memora.llm.sdk_errors import NO_RESPONSES_API
-from memora.longterm.embeddings import OpenAIEmbedder
 from memora.longterm.extraction import LearnerExtractionResult
 from memora.usage import Call, cost, unpriced
 
@@ -157,23 +157,20 @@ async def _streaming(llm: OpenAILLM) -> Finding:
 
 
 async def check_embeddings(settings: Settings) -> Finding:
-    cfg = settings.embeddings
-    if cfg.provider != "openai":
+    """The provider's embeddings, when `[embeddings] provider = "openai"`: the embedder Memora
+    builds, asked for one vector."""
+    if settings.embeddings.provider != "openai":
         return Finding("embeddings", "off", "the local model in the package (no provider call)")
-    embedder = OpenAIEmbedder(
-        model=cfg.model or "text-embedding-3-small",
-        api_key=settings.llm.api_key or "not-needed",
-        base_url=settings.llm.base_url,
-        timeout=settings.llm.timeout,
-        max_retries=settings.llm.max_retries,
-        dim=cfg.dimensions,
-    )
+    embedder = make_embedder(settings)
     try:
         got = await embedder.embed(["I live in Taipei."])
-    except Exception as exc:  # the embedder's own errors and the SDK's: memories cannot be kept
-        return Finding("embeddings", "fatal", f"{embedder.name} failed ({exc}): memories fail")
+    except Exception as exc:  # the embedder's own errors and the SDK's
+        says = f"{embedder.name} failed ({exc}): no memory is kept while it fails; replies go on"
+        return Finding("embeddings", "note", says)
     finally:
-        await embedder.aclose()
+        closer = getattr(embedder, "aclose", None)
+        if closer is not None:
+            await closer()
     return Finding("embeddings", "ok", f"{embedder.name}, {got.vectors.shape[1]} dimensions")
 
 

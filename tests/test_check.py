@@ -16,7 +16,14 @@ import pytest
 
 from bot.check import check_telegram
 from memora.check import Finding, run_checks, turn_cost
-from memora.config import LLMConfig, ModelPrice, PricingConfig, Settings, TelegramConfig
+from memora.config import (
+    EmbeddingsConfig,
+    LLMConfig,
+    ModelPrice,
+    PricingConfig,
+    Settings,
+    TelegramConfig,
+)
 from tests.fake_openai import FakeOpenAI
 from tests.fake_telegram import FakeTelegram
 from tests.test_terminal import ROOT, memora_env
@@ -208,6 +215,16 @@ async def test_an_unreachable_server_is_fatal() -> None:
         port = sock.getsockname()[1]
     found = await run_checks(settings_for(f"http://127.0.0.1:{port}/v1", max_retries="0"))
     assert first(found).fatal and "cannot be reached" in found[0].says
+
+
+async def test_failing_embeddings_are_a_note_replies_go_on() -> None:
+    with FakeOpenAI() as llm:
+        llm.fail_next(3, status=500, kind="embed")
+        settings = settings_for(llm.base_url, max_retries="0")
+        settings = settings.model_copy(update={"embeddings": EmbeddingsConfig(provider="openai")})
+        found = {f.capability: f for f in await run_checks(settings)}
+    assert found["embeddings"].status == "note" and "no memory is kept" in found["embeddings"].says
+    assert not any(f.fatal for f in found.values())
 
 
 async def test_a_bad_or_missing_telegram_token_is_fatal(telegram: FakeTelegram) -> None:
