@@ -53,12 +53,13 @@ MODE_BLOCK = "Lesson mode (from Memora itself, not from the learner: follow it f
 
 
 # A '<' that could start a tag (ours or any other): learner text never opens or closes a frame.
-_TAG_START = re.compile(r"<(?=\s*/?\s*[A-Za-z_!?])")
+_TAG_START = re.compile(r"<(?=[ \t]*/?[ \t]*[A-Za-z_!?])")
 
 
 def quoted(text: str) -> str:
     """Learner text made safe to sit between data tags: each '<' that could begin a tag becomes
-    '‹', so the text cannot close the frame it is quoted in (nor open another)."""
+    '‹', so the text cannot close the frame it is quoted in (nor open another). Line by line:
+    quoting lines one by one or joined gives the same lines."""
     return _TAG_START.sub("\u2039", text)
 
 
