@@ -15,6 +15,7 @@ from memora.engine import Engine
 from memora.i18n import _, switch
 from memora.modes.placement import OFFER as PLACEMENT_OFFER
 from memora.types import ChatRef, UserRef
+from memora.views import Reply
 
 
 def banner() -> str:
@@ -51,10 +52,19 @@ async def answer_question(
     """A Yes/No question (memora.asks) answered by typing: only "yes" presses Yes."""
     print(_("Type yes to delete, anything else keeps it: "), end="", file=out, flush=True)
     line = await _readline(inp)
-    typed = clean(line or "").strip().lower()
+    return await typed_answer(engine, chat, user, question, clean(line or ""))
+
+
+def is_yes(typed: str) -> bool:
+    return typed.strip().lower() in {"yes", "y", _("yes").lower()}
+
+
+async def typed_answer(
+    engine: Engine, chat: ChatRef, user: UserRef, question: tuple[str, str], typed: str
+) -> str:
+    """Yes or No pressed for the question, as the typed answer says; what the core answers."""
     yes, no = question
-    pressed = yes if typed in {"yes", "y", _("yes").lower()} else no
-    answer = await press_button(engine, chat, user, pressed)
+    answer = await press_button(engine, chat, user, yes if is_yes(typed) else no)
     return answer.edit.text if answer.edit is not None else answer.notice
 
 
@@ -89,8 +99,13 @@ async def chat_loop(
     hint = system_language() if language is None else language
     chat, user = ChatRef(chat_id, "private", "terminal"), UserRef(user_id, user_name, hint)
 
-    async def notify(_chat: ChatRef, _user: UserRef, text: str) -> None:
-        print(f"\nMemora: {text}", file=out, flush=True)
+    asked: list[tuple[str, str]] = []  # a question a notice asked (the next "yes" answers it)
+
+    async def notify(_chat: ChatRef, _user: UserRef, notice: Reply) -> None:
+        question = yes_no(notice.buttons)
+        hint = "" if question is None else "\n" + _("(Type yes to delete, no to keep.)")
+        print(f"\nMemora: {notice.text}{hint}", file=out, flush=True)
+        asked[:] = [] if question is None else [question]
 
     engine.notify = notify
     count = await engine.message_count(chat_id)
@@ -110,6 +125,9 @@ async def chat_loop(
         if not line.strip():
             continue
         line = clean(line).strip()  # "" (nothing visible) gets the core's clear answer
+        if asked and (is_yes(line) or line.lower() in {"no", "n", _("no").lower()}):
+            print(await typed_answer(engine, chat, user, asked.pop(), line), file=out)
+            continue  # anything else leaves the question to expire: nothing is deleted
         cmd = parse_command(line) if line else None
         if cmd and cmd[0] in {"exit", "quit"}:
             print(_("Bye!"), file=out)

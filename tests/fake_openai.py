@@ -339,7 +339,7 @@ def extraction_answer(*items: tuple[str, str, Sequence[str]]) -> dict[str, Any]:
 
 
 _NEEDS_TERMS = re.compile(r"<needs_terms>\n(.*?)\n</needs_terms>", re.DOTALL)
-_LISTED = re.compile(r"^(\d+)\. (.*)$")
+_LISTED = re.compile(r"^t(\d+)\. (.*)$")
 
 
 def needs_terms_listed(req: FakeRequest) -> dict[int, str]:
@@ -371,7 +371,7 @@ def terms_writer(
         answer.update(also or {})
         answer["terms_for"] = [
             {
-                "id": n,
+                "id": f"t{n}",
                 "terms": list(terms[text]),
                 "situations": list((situations or {}).get(text, ())),
             }

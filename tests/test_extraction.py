@@ -31,7 +31,7 @@ from tests.fakes import FakeLLM, outage
 NOW = datetime(2026, 11, 15, 9, 0, tzinfo=UTC)
 
 
-def mem(text: str, category: str = "other", replaces: int | None = None) -> dict[str, object]:
+def mem(text: str, category: str = "other", replaces: str | int | None = None) -> dict[str, object]:
     return {"text": text, "category": category, "replaces": replaces}
 
 
@@ -242,6 +242,9 @@ async def test_same_fact_from_three_turns_in_two_languages_is_one_memory(
     assert [m.text for m in await store.memories(2)] == ["使用者的英文程度是 B1。"]
 
 
+LEVEL_B1 = "The user's English level is B1."
+
+
 async def test_replaces_supersedes_with_history_and_revert_restores(store: MemoryStore) -> None:
     llm = FakeLLM()
     llm.parsed.append(
@@ -254,8 +257,9 @@ async def test_replaces_supersedes_with_history_and_revert_restores(store: Memor
     )
     await run(llm, store, 3, "I'm B1 and I live in Taipei.")
     existing = await store.similar(3, "I moved to Tainan and I'm B2 now", k=5)
-    taipei_no = 1 + [m.text for m in existing].index("The user lives in Taipei.")
-    level_no = 1 + [m.text for m in existing].index("The user's English level is B1.")
+    texts = [m.text for m in existing]
+    taipei_no = f"m{1 + texts.index('The user lives in Taipei.')}"
+    level_no = f"m{1 + texts.index(LEVEL_B1)}"
     llm.parsed.append(
         {
             "memories": [
@@ -289,18 +293,28 @@ async def test_replaces_supersedes_with_history_and_revert_restores(store: Memor
     assert [r.text for r in restored.history] == ["The user moved to Tainan."]
 
 
-async def test_a_replaces_number_out_of_range_is_an_add(store: MemoryStore) -> None:
+async def test_a_replaces_id_out_of_range_or_of_no_list_is_an_add(store: MemoryStore) -> None:
+    """m7 and m0 name no memory shown; a bare 1 or t1 names none of <existing_memories> (the
+    other list's number, read by a careless model): each is an add, the nurse is untouched."""
     await store.add(4, "The user is a nurse.", source="manual", category="personal")
     llm = FakeLLM()
-    llm.parsed.append({"memories": [mem("The user can only study on weekends.", "constraint", 7)]})
-    llm.parsed.append({"memories": [mem("The user enjoys American TV series.", "other", 0)]})
+    llm.parsed.append(
+        {"memories": [mem("The user can only study on weekends.", "constraint", "m7")]}
+    )
+    llm.parsed.append({"memories": [mem("The user enjoys American TV series.", "other", "m0")]})
+    llm.parsed.append(json.dumps({"memories": [mem("The user has a cat.", "personal", 1)]}))
+    llm.parsed.append({"memories": [mem("The user has a dog.", "personal", "t1")]})
     _, first = await run(llm, store, 4, "I can only study on weekends")
     _, second = await run(llm, store, 4, "I love American TV series")
-    assert first == ["added"] and second == ["added"]
+    _, third = await run(llm, store, 4, "I have a cat")
+    _, fourth = await run(llm, store, 4, "I have a dog")
+    assert first == second == third == fourth == ["added"]
     assert [m.text for m in await store.memories(4)] == [
         "The user is a nurse.",
         "The user can only study on weekends.",
         "The user enjoys American TV series.",
+        "The user has a cat.",
+        "The user has a dog.",
     ]
     assert all(not m.history for m in await store.memories(4))
 
@@ -308,7 +322,7 @@ async def test_a_replaces_number_out_of_range_is_an_add(store: MemoryStore) -> N
 async def test_replaces_only_reaches_the_callers_own_memories(store: MemoryStore) -> None:
     other = (await store.add(99, "The user lives in Taipei.", source="manual")).memory
     llm = FakeLLM()
-    llm.parsed.append({"memories": [mem("The user moved to Tainan.", "personal", replaces=1)]})
+    llm.parsed.append({"memories": [mem("The user moved to Tainan.", "personal", replaces="m1")]})
     outcome = await extract(
         llm, user_message="I moved to Tainan", assistant_reply="", existing=[other], now=NOW
     )
@@ -422,8 +436,8 @@ async def test_replaces_pointing_at_an_unrelated_memory_does_not_overwrite_it(
     llm.parsed.append(
         {
             "memories": [
-                mem("The user is a nurse.", "personal", replaces=1),  # unrelated to "B1"
-                mem("The user moved to Tainan.", "personal", replaces=2),  # a real update
+                mem("The user is a nurse.", "personal", replaces="m1"),  # unrelated to "B1"
+                mem("The user moved to Tainan.", "personal", replaces="m2"),  # a real update
             ]
         }
     )
@@ -586,7 +600,9 @@ async def test_backfill_terms_in_near_shapes_are_read_as_meant() -> None:
 
     bare = Memory("m1", 1, "The user plays the violin.", "manual", "other", "t", "t")
     llm = FakeLLM()
-    answer = {"terms_for": [{"id": 1, "terms": "violin, 小提琴", "situations": "concert, 音樂會"}]}
+    answer = {
+        "terms_for": [{"id": "t1", "terms": "violin, 小提琴", "situations": "concert, 音樂會"}]
+    }
     llm.parsed.append(json.dumps(answer))
     outcome = await extract(
         llm, user_message="hi", assistant_reply="", existing=[], now=NOW, needs_terms=[bare]
@@ -596,7 +612,7 @@ async def test_backfill_terms_in_near_shapes_are_read_as_meant() -> None:
     call = llm.calls[-1]
     assert call.instructions == EXTRACTION_INSTRUCTIONS + TERMS_FOR_INSTRUCTIONS
     prompt = call.messages[-1].content
-    assert "<needs_terms>\n1. The user plays the violin.\n</needs_terms>" in prompt
+    assert "<needs_terms>\nt1. The user plays the violin.\n</needs_terms>" in prompt
 
 
 async def test_the_compact_form_shows_fewer_memories_and_only_those_can_be_replaced(
@@ -608,7 +624,7 @@ async def test_the_compact_form_shows_fewer_memories_and_only_those_can_be_repla
         await store.add(24, fact, source="manual", category="personal")
     existing = await store.memories(24)
     llm = FakeLLM()
-    llm.parsed.append({"memories": [mem("The user now studies in the morning.", "other", 5)]})
+    llm.parsed.append({"memories": [mem("The user now studies in the morning.", "other", "m5")]})
     outcome = await extract(
         llm, user_message="I study in the morning now", assistant_reply="", existing=existing,
         now=NOW, form="compact", needs_terms=existing,
@@ -620,7 +636,7 @@ async def test_the_compact_form_shows_fewer_memories_and_only_those_can_be_repla
     assert "2. The user is a nurse." in prompt and "3. The user likes jazz.\n</needs" not in prompt
     assert outcome.form == "compact" and outcome.listed == 3
     results = await apply(store, 24, outcome, existing, chat_id=1, message_id=2)
-    assert [r.action for r in results] == ["added"]  # memory 5 was not shown: not replaced
+    assert [r.action for r in results] == ["added"]  # m5 was not shown: not replaced
     assert "The user studies at night." in [m.text for m in await store.memories(24)]
 
 

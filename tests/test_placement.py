@@ -7,12 +7,14 @@ Real SQLite and PostgreSQL; the model is a scripted fake at the LLM seam."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from memora.commands import CommandContext, run_command
 from memora.engine import ChatRef, Engine, UserRef
 from memora.modes.placement import QUESTIONS, ladder_estimate
 from memora.prompts import MODE_BLOCK
+from memora.views import Reply
 from tests.fakes import FakeLLM, forgetme
 
 ALICE = UserRef(1, "Alice")
@@ -72,8 +74,8 @@ async def answer(engine: Engine, text: str) -> None:
 async def listen(engine: Engine) -> None:
     NOTICES.clear()
 
-    async def notify(_chat: ChatRef, _user: UserRef, text: str) -> None:
-        NOTICES.append(text)
+    async def notify(_chat: ChatRef, _user: UserRef, notice: Reply) -> None:
+        NOTICES.append(notice.text)
 
     engine.notify = notify
 
@@ -203,7 +205,7 @@ async def test_a_lesson_answer_misread_as_forget_gets_no_notice(
     engine = mem_engine
     await listen(engine)
     await command(engine, "placement")
-    llm.parsed.append({**judged(True), "forget": [9]})
+    llm.parsed.append(json.dumps({**judged(True), "forget": [9]}))  # a bare number, as it wrote
     await answer(engine, "Two times.")
     assert NOTICES == []
     mode = await engine.mode(CHAT.id)

@@ -14,6 +14,7 @@ from memora.engine import ChatRef, Engine, UserRef
 from memora.learner import review
 from memora.learner.model import ExtractedMistake, ExtractedWord
 from memora.modes.practice import code_grade
+from memora.views import Reply
 from tests.fakes import FakeLLM
 from tests.test_placement import assert_exported_then_forgotten
 
@@ -33,8 +34,8 @@ async def command(engine: Engine, name: str, arg: str = "", chat: ChatRef = CHAT
 async def listen(engine: Engine) -> None:
     NOTICES.clear()
 
-    async def notify(_chat: ChatRef, _user: UserRef, text: str) -> None:
-        NOTICES.append(text)
+    async def notify(_chat: ChatRef, _user: UserRef, notice: Reply) -> None:
+        NOTICES.append(notice.text)
 
     engine.notify = notify
 

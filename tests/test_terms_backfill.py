@@ -148,8 +148,9 @@ async def test_unlisted_numbers_are_ignored_and_secret_terms_dropped(
     answer = {
         "memories": [],
         "terms_for": [
-            {"id": 1, "terms": ["bank", "銀行", "A123456789", "Taipei"]},
-            {"id": 7, "terms": ["hijack"]},  # no memory 7 was listed
+            {"id": "t1", "terms": ["bank", "銀行", "A123456789", "Taipei"]},
+            {"id": "t7", "terms": ["hijack"]},  # no memory t7 was listed
+            {"id": "m1", "terms": ["hijack"]},  # another list's id
         ],
     }
     fake.queue_reply(answer, kind="structured")
@@ -157,7 +158,8 @@ async def test_unlisted_numbers_are_ignored_and_secret_terms_dropped(
     (memory,) = await store.memories(MEI.id)
     assert memory.terms == ("bank", "銀行", "Taipei")
     log = await extraction_log(engine)
-    assert "ignored terms for unlisted memory 7" in log
+    assert "ignored terms for unlisted memory t7" in log
+    assert "ignored terms for unlisted memory m1" in log
     assert "A123456789" not in log and "[redacted]" in log
 
 

@@ -8,18 +8,22 @@ fake at the LLM seam."""
 
 from __future__ import annotations
 
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from memora.commands import CommandContext, run_command
+from memora.asks import yes_no
+from memora.commands import CommandContext, asks, press_button, run_command
 from memora.engine import ChatRef, Engine, UserRef
 from memora.llm import ChatMessage
 from memora.longterm import MemoryStore
+from memora.views import ButtonAnswer, Reply
 from tests.fake_openai import Answer, FakeOpenAI, FakeRequest, default_responder, minimal_instance
 from tests.fake_telegram import FakeTelegram
 from tests.fakes import FakeLLM
+from tests.test_e2e_learner import keyboard
 from tests.test_e2e_telegram import WAIT, BotProcess, ask
 from tests.test_erase import files_holding
 
@@ -32,7 +36,7 @@ LEVEL_MESSAGE = "My English level is B1 and I want to practise travel English."
 def learner_answer(
     memories: list[tuple[str, str]],
     profile: list[tuple[str, str]] = (),  # type: ignore[assignment]
-    forget: list[int] = (),  # type: ignore[assignment]
+    forget: list[str] = (),  # type: ignore[assignment]
 ) -> dict[str, Any]:
     """The extraction call's wide answer as a model writes it."""
     return {
@@ -121,15 +125,28 @@ async def test_a_memory_the_profile_took_is_not_stored_twice(
 
 
 def listen(engine: Engine, *, with_chat: bool = False) -> list[Any]:
-    """The notices the engine sends after replies, as the adapter would get them (with the
-    chat's id when `with_chat`)."""
+    """The notices the engine sends after replies, as the adapter would get them (their text,
+    with the chat's id when `with_chat`); their questions' Yes/No data in `QUESTIONS`."""
     notices: list[Any] = []
+    QUESTIONS.clear()
 
-    async def notify(chat: ChatRef, user: UserRef, text: str) -> None:
-        notices.append((chat.id, text) if with_chat else text)
+    async def notify(chat: ChatRef, user: UserRef, notice: Reply) -> None:
+        notices.append((chat.id, notice.text) if with_chat else notice.text)
+        question = yes_no(notice.buttons)
+        if question is not None:
+            QUESTIONS.append(question)
 
     engine.notify = notify
     return notices
+
+
+QUESTIONS: list[tuple[str, str]] = []
+
+
+async def answer(engine: Engine, yes: bool, chat: ChatRef = CHAT) -> ButtonAnswer:
+    """The learner taps Yes (or No) under the last question a notice asked."""
+    yes_data, no_data = QUESTIONS[-1]
+    return await press_button(engine, chat, ALICE, yes_data if yes else no_data)
 
 
 # -- "forget that…" in words --------------------------------------------------------------------
@@ -138,39 +155,100 @@ async def remembered(engine: Engine, llm: FakeLLM, *facts: str) -> None:
     await turn(engine, "Let me tell you about me: " + " ".join(facts))
 
 
-def listed(messages: list[Any]) -> list[str]:
-    """The existing memories an extraction call lists, in their numbered order."""
+def listed(messages: list[Any], block: str = "existing_memories") -> dict[str, str]:
+    """A list the extraction call shows (<existing_memories> or <needs_terms>): id → text."""
     content = messages[-1].content
-    block = content.split("<existing_memories>\n", 1)[1].split("\n</existing_memories>", 1)[0]
-    return [line.split("] ", 1)[1] for line in block.splitlines()]
+    if f"<{block}>" not in content:
+        return {}
+    shown = content.split(f"<{block}>\n", 1)[1].split(f"\n</{block}>", 1)[0]
+    lines = (line.split(". ", 1) for line in shown.splitlines())
+    return {label: text.split("] ", 1)[-1] for label, text in lines}
 
 
-async def test_forget_in_words_deletes_the_named_memory_and_says_so(
+def naming(llm: FakeLLM, fact: str, block: str = "existing_memories") -> None:
+    """The next extraction names the memory `fact` for `forget` by its label in `block`, as
+    the call showed it ("m2"; a careless model reads "t1" from <needs_terms>)."""
+    original = llm.parse
+
+    async def parse(instructions: str, messages: list[Any], schema: Any, **kw: Any) -> Any:
+        label = next(k for k, text in listed(messages, block).items() if fact in text)
+        llm.parsed.append(learner_answer([("Wants me to forget it.", "other")], forget=[label]))
+        llm.parse = original  # type: ignore[method-assign]
+        return await original(instructions, messages, schema)
+
+    llm.parse = parse  # type: ignore[method-assign]
+
+
+async def test_forget_in_words_asks_first_naming_the_memory_and_only_yes_deletes(
     mem_engine: Engine, llm: FakeLLM, store: MemoryStore
 ) -> None:
     notices = listen(mem_engine, with_chat=True)
     await remembered(mem_engine, llm, "Lives in Taipei.", "Works as a nurse.")
-
-    original = llm.parse
-
-    async def parse(instructions: str, messages: list[Any], schema: Any, **kw: Any) -> Any:
-        """A model that names the memory about Taipei by its number in the list it was shown."""
-        number = 1 + next(i for i, text in enumerate(listed(messages)) if "Taipei" in text)
-        llm.parsed.append(
-            learner_answer([("Wants me to forget where they live.", "other")], forget=[number])
-        )
-        return await original(instructions, messages, schema)
-
-    llm.parse = parse  # type: ignore[method-assign]
+    naming(llm, "Taipei")
     await turn(mem_engine, "忘掉我住在台北這件事")
+    assert {m.text for m in await store.memories(ALICE.id)} == {
+        "Lives in Taipei.",
+        "Works as a nurse.",
+    }
+    assert notices == [
+        (
+            CHAT.id,
+            "🗑 You asked me to forget this memory:\n• Lives in Taipei.\n"
+            "Delete it for good? Nothing can bring it back.",
+        )
+    ]
+    log = await mem_engine.extraction_log(ALICE.id)
+    assert log is not None and "the learner asked to forget 1 (" in log.detail
+    assert "Taipei" not in log.detail + log.raw
+    no = await answer(mem_engine, yes=False)
+    assert no.edit is not None and no.edit.text == "Nothing was deleted."
+    assert len(await store.memories(ALICE.id)) == 2
+
+    naming(llm, "Taipei")
+    await turn(mem_engine, "Please forget that I live in Taipei.")
+    done = await answer(mem_engine, yes=True)
+    assert done.edit is not None
+    assert done.edit.text == "🗑 Forgotten, as you asked (deleted for good): 1 memory."
     assert [m.text for m in await store.memories(ALICE.id)] == ["Works as a nurse."]
-    # The notice and the log never repeat the words: both are written to disk.
-    assert notices == [(CHAT.id, "🗑 Forgotten, as you asked: 1 memory.")]
     shown = (await run_command(mem_engine, "memories", ctx())).text
     assert "Taipei" not in shown and "forget" not in shown
     log = await mem_engine.extraction_log(ALICE.id)
-    assert log is not None and "forgotten, as the learner asked: 1 (" in log.detail
-    assert "Taipei" not in log.detail + log.raw
+    assert log is None or "Taipei" not in log.detail + log.raw
+
+
+async def test_a_model_that_reads_the_other_lists_number_deletes_nothing(
+    mem_engine: Engine, llm: FakeLLM, store: MemoryStore
+) -> None:
+    """Issue 43: the extraction input has two lists; a careless model that names the memory by
+    its place in <needs_terms> once deleted the nurse memory instead. Each list has its own
+    ids now, and an id that is not an existing memory's is ignored and logged."""
+    notices = listen(mem_engine)
+    await mem_engine.remember(CHAT, ALICE, "Lives in Taipei.")  # no search terms yet: both
+    await mem_engine.remember(CHAT, ALICE, "Works as a nurse.")  # are in <needs_terms> too
+    naming(llm, "Taipei", block="needs_terms")
+    await turn(mem_engine, "Please forget that I live in Taipei.")
+    assert {m.text for m in await store.memories(ALICE.id)} == {
+        "Lives in Taipei.",
+        "Works as a nurse.",
+    }
+    assert len(notices) == 1 and "couldn't tell which memory" in notices[0]
+    assert QUESTIONS == []  # nothing to say Yes to
+    log = await mem_engine.extraction_log(ALICE.id)
+    assert log is not None and "ignored forget ids naming no listed memory: ['t" in log.detail
+
+
+async def test_an_unanswered_question_expires_and_deletes_nothing(
+    mem_engine: Engine, llm: FakeLLM, store: MemoryStore
+) -> None:
+    listen(mem_engine)
+    await remembered(mem_engine, llm, "Lives in Taipei.")
+    naming(llm, "Taipei")
+    await turn(mem_engine, "Please forget that I live in Taipei.")
+    later = mem_engine.clock() + timedelta(hours=1)
+    mem_engine.clock = lambda: later
+    expired = await answer(mem_engine, yes=True)
+    assert expired.alert and expired.notice == asks.EXPIRED
+    assert [m.text for m in await store.memories(ALICE.id)] == ["Lives in Taipei."]
 
 
 async def test_a_wrong_number_deletes_nothing_and_says_so(
@@ -178,7 +256,7 @@ async def test_a_wrong_number_deletes_nothing_and_says_so(
 ) -> None:
     notices = listen(mem_engine)
     await remembered(mem_engine, llm, "Lives in Taipei.")
-    llm.parsed.append(learner_answer([("Asked to forget their city.", "other")], forget=[7]))
+    llm.parsed.append(learner_answer([("Asked to forget their city.", "other")], forget=["m7"]))
     await turn(mem_engine, "Please forget that I live in Taipei.")
     assert [m.text for m in await store.memories(ALICE.id)] == ["Lives in Taipei."]
     assert len(notices) == 1 and "couldn't tell which memory" in notices[0]
@@ -196,23 +274,28 @@ async def test_a_model_that_names_none_deletes_nothing(
     assert notices == []
 
 
-async def test_in_a_group_the_notice_does_not_repeat_the_memory(
+async def test_in_a_group_the_question_names_what_was_said_there_and_yes_deletes_it(
     mem_engine: Engine, llm: FakeLLM, store: MemoryStore
 ) -> None:
     notices = listen(mem_engine)
     # Said in the group: a group's extraction call lists only what was said there.
     llm.parsed.append(learner_answer([("Has a private medical condition.", "personal")]))
     await turn(mem_engine, "@bot I have a private medical condition", chat=GROUP)
-    llm.parsed.append(learner_answer([], forget=[1]))
+    llm.parsed.append(learner_answer([], forget=["m1"]))
     await turn(mem_engine, "@bot forget my medical condition", chat=GROUP)
+    assert notices == [
+        "🗑 You asked me to forget this memory:\n• Has a private medical condition.\n"
+        "Delete it for good? Nothing can bring it back."
+    ]
+    assert len(await store.memories(ALICE.id)) == 1
+    await answer(mem_engine, yes=True, chat=GROUP)
     assert await store.memories(ALICE.id) == []
-    assert notices == ["🗑 Forgotten, as you asked: 1 memory."]
 
 
-# -- the same in the real bot: the notice comes through the outbox -------------------------------
+# -- the same in the real bot: the question comes through the outbox ------------------------------
 def forgetting_model(req: FakeRequest) -> Answer:
     """Keeps "Lives in Taipei." from the message that says so; for a message that asks to
-    forget it, names that memory by its number in the list the call shows."""
+    forget it, names that memory by its id in the list the call shows."""
     if req.kind != "structured":
         return default_responder(req)
     answer = minimal_instance(req.schema) if req.schema else {}
@@ -221,7 +304,7 @@ def forgetting_model(req: FakeRequest) -> Answer:
         answer["memories"] = [{"text": "Lives in Taipei.", "category": "personal"}]
     elif "忘掉" in said:
         shown = listed([ChatMessage("user", req.last_user_message)])
-        answer["forget"] = [1 + shown.index("Lives in Taipei.")]
+        answer["forget"] = [k for k, text in shown.items() if text == "Lives in Taipei."]
     return answer
 
 
@@ -235,9 +318,20 @@ def test_the_bot_forgets_in_words_and_says_so_in_the_chat(tmp_path: Path) -> Non
             assert ask(tg, "I live in Taipei.") == "Echo: I live in Taipei."
             assert "Lives in Taipei." in ask(tg, "/memories")
             update = tg.user_sends("忘掉我住在台北這件事")
-            reply, notice = tg.wait_messages(count=2, after=update, timeout=WAIT)
+            reply, question = tg.wait_messages(count=2, after=update, timeout=WAIT)
             assert reply["text"] == "Echo: 忘掉我住在台北這件事"
-            assert notice["text"] == "🗑 Forgotten, as you asked: 1 memory."
+            assert "• Lives in Taipei." in question["text"]  # named, before anything goes
+            assert "Lives in Taipei." in ask(tg, "/memories")
+            tg.user_taps(question, keyboard(question)["Yes, delete"])
+            tg.wait_for(
+                lambda: [
+                    m
+                    for m in tg.sent_messages()
+                    if m["message_id"] == question["message_id"] and "deleted for good" in m["text"]
+                ],
+                WAIT,
+                "the question edited into its answer",
+            )
             assert ask(tg, "/memories").startswith("I don't remember anything about you yet")
             # With the bot still running: not in the outbox's old pages, nor the extraction log.
             assert files_holding(tmp_path / "data", "Lives in Taipei") == []

@@ -29,14 +29,15 @@ from telegram.request import BaseRequest
 from memora.app import open_engine
 from memora.config import ConfigError, Settings, require_llm, require_telegram
 from memora.engine import Engine
-from memora.storage.durable import MESSAGE, Inbox, Kept, Outbox, Replicas
+from memora.storage.durable import Inbox, Outbox, Replicas
 from memora.storage.keys import WEBHOOK_SECRET
 from memora.types import ChatRef, UserRef
+from memora.views import Reply
 
-from .bodies import message_body
 from .context import CONTEXT_TYPES, BotState
 from .handlers import install
 from .inbox import DurableQueue, handled
+from .learner import message_rows
 from .limits import ReplyFirstRateLimiter
 from .menus import set_menus
 from .outbox import Deliverer
@@ -147,11 +148,12 @@ async def _say_whose_webhook(app: App, ours: str) -> None:
         )
 
 
-def _notices_to(deliverer: Deliverer) -> Callable[[ChatRef, UserRef, str], Awaitable[None]]:
-    """The engine's after-reply notices, kept in the outbox and sent like any message."""
+def _notices_to(deliverer: Deliverer) -> Callable[[ChatRef, UserRef, Reply], Awaitable[None]]:
+    """The engine's after-reply notices (a question with its buttons too), kept in the outbox
+    and sent like any message."""
 
-    async def notify(chat: ChatRef, user: UserRef, text: str) -> None:
-        await deliverer.keep(chat.id, user.id, [Kept(message_body(text), MESSAGE)])
+    async def notify(chat: ChatRef, user: UserRef, notice: Reply) -> None:
+        await deliverer.keep(chat.id, user.id, message_rows(notice))
 
     return notify
 

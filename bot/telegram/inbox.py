@@ -15,6 +15,7 @@ import contextlib
 import json
 import logging
 import time
+from typing import Any
 
 from telegram import Bot, Update
 
@@ -67,7 +68,7 @@ class DurableQueue(asyncio.Queue[object]):
         """In the inbox as ours: new, or pending at a replica that is gone."""
         inbox, replicas = self._opened()
         user = update.effective_user
-        payload = json.dumps(update.to_dict())  # ASCII: a lone surrogate survives
+        payload = json.dumps(kept_form(update))  # ASCII: a lone surrogate survives
         if await inbox.add(
             update.update_id, chat_key(update), user.id if user else None, payload, replicas.id
         ):
@@ -170,3 +171,17 @@ async def handled(inbox: Inbox, update: object) -> None:
     """The processor's hook: an update whose handlers are done leaves the inbox."""
     if isinstance(update, Update):
         await inbox.done(update.update_id)
+
+
+def kept_form(update: Update) -> dict[str, Any]:
+    """The update as the inbox writes it: whole, except the text of a tapped message. A
+    question may quote a memory that its Yes deletes (memora.asks), and the tap's handler
+    needs only the message's ids; the words would otherwise outlive the deletion on disk."""
+    data = update.to_dict()
+    query = data.get("callback_query")
+    if isinstance(query, dict) and isinstance(query.get("message"), dict):
+        shown = query["message"]
+        query["message"] = {
+            k: shown[k] for k in ("message_id", "date", "chat", "from") if k in shown
+        }
+    return data

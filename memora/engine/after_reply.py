@@ -1,5 +1,6 @@
 """The work after a reply: folding the window into the summary, and extracting memories and the
-learner model from the exchange (forgetting what the learner asked in words to forget)."""
+learner model from the exchange (asking the learner to confirm what they asked in words to
+forget)."""
 
 from __future__ import annotations
 
@@ -7,34 +8,54 @@ import logging
 from dataclasses import replace
 from datetime import datetime
 
+from memora.asks import FORGET, ask
 from memora.clock import utcnow
 from memora.engine.base import Answered
 from memora.engine.lessons import Lessons
 from memora.engine.queries import Queries
 from memora.errors import LLMError
-from memora.i18n import _, speaking
+from memora.i18n import N_, _, ngettext, speaking
 from memora.longterm import Memory, extraction
 from memora.longterm.extraction import ExtractionOutcome
 from memora.shortterm import Window, summarize
 from memora.storage import ExtractionLog, TurnUsage
 from memora.types import ChatRef, UserRef
 from memora.usage import Call
+from memora.views import Reply
 
 log = logging.getLogger(__name__)
 
 
-def forgotten_notice(forgotten: list[Memory]) -> str:
-    """What a learner who asked in words to forget something is told once it is done. The texts
-    are not repeated: the notice is kept until it is sent, and a memory from a private chat
-    stays private in a group."""
-    if not forgotten:
-        return _(
-            "You asked me to forget something, but I couldn't tell which memory you meant, so "
-            "nothing was deleted. /memories lists them; /forget <n> deletes one."
-        )
-    n = len(forgotten)
-    one = _("🗑 Forgotten, as you asked: {n} memory.")
-    return (one if n == 1 else _("🗑 Forgotten, as you asked: {n} memories.")).format(n=n)
+UNCLEAR = N_(
+    "You asked me to forget something, but I couldn't tell which memory you meant, so "
+    "nothing was deleted. /memories lists them; /forget <n> deletes one."
+)
+
+
+def forget_question(chosen: list[Memory], chat: ChatRef) -> str:
+    """What a learner who asked in words to forget something is asked before anything goes:
+    the memories the model chose, by their words (in a group, only those said in that group:
+    a memory from a private chat stays private)."""
+    n = len(chosen)
+    lines = [
+        m.text if not chat.is_group or m.chat_id == chat.id else _("(a memory from another chat)")
+        for m in chosen
+    ]
+    return "\n".join(
+        [
+            ngettext(
+                "🗑 You asked me to forget this memory:",
+                "🗑 You asked me to forget these {n} memories:",
+                n,
+            ).format(n=n),
+            *(f"• {line}" for line in lines),
+            ngettext(
+                "Delete it for good? Nothing can bring it back.",
+                "Delete them for good? Nothing can bring them back.",
+                n,
+            ),
+        ]
+    )
 
 
 class AfterReply(Queries, Lessons):
@@ -139,7 +160,7 @@ class AfterReply(Queries, Lessons):
         learned += await self._settle_mode(done, outcome.learner)
         kept, moved = extraction.profile_first(outcome.memories, held)
         outcome = replace(outcome, memories=kept, rejected=[*outcome.rejected, *moved])
-        forgotten = await self._forget_asked(done, outcome, existing)
+        asked = await self._ask_to_forget(done, outcome, existing)
         try:
             results = await extraction.apply(
                 self.store,
@@ -181,10 +202,12 @@ class AfterReply(Queries, Lessons):
             )
         if learned:
             detail += "\n" + "\n".join(learned)
-        if forgotten:  # their ids: the words are gone, and the log must not keep them
-            ids = ", ".join(m.id for m in forgotten)
-            detail += f"\nforgotten, as the learner asked: {len(forgotten)} ({ids})"
-        if outcome.asks_to_forget and not forgotten:
+        if asked:  # their ids: once a Yes deletes them, the log must not keep their words
+            ids = ", ".join(m.id for m in asked)
+            detail += f"\nthe learner asked to forget {len(asked)} ({ids}): asked to confirm"
+        if outcome.unknown_forget:
+            detail += f"\nignored forget ids naming no listed memory: {outcome.unknown_forget}"
+        if outcome.asks_to_forget and not asked:
             detail += "\nthe learner asked to forget, but no listed memory was named"
         status = f"ok, {len(results)} memories" if results else "ok, nothing worth keeping"
         await self._log_extraction(user, chat, status, raw, detail.strip(), tokens, spent)
@@ -196,26 +219,28 @@ class AfterReply(Queries, Lessons):
             return False
         return (await self.db.erased_since(done.since, done.user.id, done.chat.id)).speaker
 
-    async def _forget_asked(
+    async def _ask_to_forget(
         self, done: Answered, outcome: ExtractionOutcome, existing: list[Memory]
     ) -> list[Memory]:
-        """Delete the memories the learner asked in words to forget (as /forget does: gone, no
-        undo copy) and tell them in a short notice; the memories deleted."""
+        """Ask the learner to confirm the memories they asked in words to forget (Yes/No;
+        memora.asks): nothing is deleted here, nor on No, nor when nobody answers. The
+        memories asked about."""
         if not outcome.asks_to_forget:
             return []
         if done.mode is not None and not outcome.forget:
             # A lesson's answer ("Two times.") that a small model read as a request to forget,
             # naming no listed memory: a slip, not the learner's wish; nothing to tell them.
             return []
-        forgotten: list[Memory] = []
-        for n in outcome.forget:
-            memory = existing[n - 1]
-            if await self.forget_memory(done.user.id, memory):
-                forgotten.append(memory)
+        chosen = [existing[n - 1] for n in outcome.forget]
         with speaking(await self.language(done.user)):  # background work: resolve again
-            notice = forgotten_notice(forgotten)
-        await self._notify(done, notice)
-        return forgotten
+            if not chosen:
+                await self._notify(done, _(UNCLEAR))
+                return []
+            ids = [m.id for m in chosen]
+            buttons = await ask(self.db, done.chat, done.user, FORGET, self.clock(), ids)
+            question = Reply(forget_question(chosen, done.chat), buttons=buttons)
+        await self._notify(done, question)
+        return chosen
 
     async def _apply_learner(
         self, done: Answered, outcome: ExtractionOutcome, now: datetime

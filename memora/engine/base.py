@@ -27,6 +27,7 @@ from memora.storage.keys import PROVIDER_IDENTIFIER
 from memora.tokens import TokenCounter
 from memora.types import ChatRef, UserRef
 from memora.usage import Call, Metering
+from memora.views import Reply
 from memora.weekly import WeeklyReports
 
 log = logging.getLogger(__name__)
@@ -46,7 +47,7 @@ class Answered:
     since: int | None = None  # the erasure mark the turn began at (memora.storage.erasure)
 
 
-Notify = Callable[[ChatRef, UserRef, str], Awaitable[None]]
+Notify = Callable[[ChatRef, UserRef, Reply], Awaitable[None]]
 
 
 class EngineBase:

@@ -13,6 +13,7 @@ from memora.longterm.extraction import LearnerExtractionResult, ModeAsk
 from memora.modes import LESSONS, Settling, new_mode
 from memora.storage import ModeRow
 from memora.types import ChatRef, UserRef
+from memora.views import Reply
 
 log = logging.getLogger(__name__)
 
@@ -93,11 +94,13 @@ class Lessons(Lanes):
         extracted): the mode goes on as with a failed call."""
         await self._settle_mode(done, None)
 
-    async def _notify(self, done: Answered, text: str) -> None:
+    async def _notify(self, done: Answered, notice: str | Reply) -> None:
         """Tell the learner something after the reply, through the adapter (if it listens)."""
         if self.notify is None:
             return
         try:
-            await self.notify(done.chat, done.user, text)
+            await self.notify(
+                done.chat, done.user, Reply(notice) if isinstance(notice, str) else notice
+            )
         except Exception:
             log.exception("the notice to chat %s could not be delivered", done.chat.id)

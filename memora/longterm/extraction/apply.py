@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Sequence
 from datetime import datetime
 
-from memora.longterm.extraction.schema import ExtractionOutcome
+from memora.longterm.extraction.schema import EXISTING_ID, ExtractionOutcome, listed_number
 from memora.longterm.records import (
     MAX_SITUATIONS,
     AddResult,
@@ -25,6 +26,8 @@ def learner_date(value: str | None) -> str | None:
     text = (value or "").strip()
     return text if _DATE.fullmatch(text) and last_day(text) is not None else None
 
+log = logging.getLogger(__name__)
+
 
 async def apply(
     store: MemoryStore,
@@ -39,17 +42,20 @@ async def apply(
 ) -> list[AddResult]:
     """Store the accepted memories in one batch; `existing` is the list shown to the model.
 
-    A valid `replaces` (1-based, in range, not used twice) supersedes that memory; otherwise,
-    or if that memory is gone meanwhile, the item is added and the store drops duplicates.
-    With `within` (a group's id), only that group's memories are matched (MemoryStore.add_many).
+    A valid `replaces` (an id m1, m2… of the list shown, not used twice) supersedes that memory;
+    otherwise (another list's id, a bare number: logged), or if that memory is gone meanwhile,
+    the item is added and the store drops duplicates. With `within` (a group's id), only that
+    group's memories are matched (MemoryStore.add_many).
     """
     items: list[NewMemory] = []
     used: set[int] = set()
     shown = len(existing) if outcome.listed is None else min(outcome.listed, len(existing))
     for memory in outcome.memories:
         target: str | None = None
-        n = memory.replaces
-        if n is not None and 1 <= n <= shown and n not in used:
+        n = listed_number(memory.replaces, EXISTING_ID, shown)
+        if memory.replaces is not None and n is None:
+            log.warning("ignored replaces=%r: the call listed m1-m%d", memory.replaces, shown)
+        if n is not None and n not in used:
             used.add(n)
             target = existing[n - 1].id
         items.append(

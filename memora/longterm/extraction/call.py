@@ -24,12 +24,14 @@ from memora.longterm.extraction.prompts import (
 )
 from memora.longterm.extraction.reading import REFUSED, RETRY_PROMPT, read_answer
 from memora.longterm.extraction.schema import (
+    EXISTING_ID,
     ExtractionOutcome,
     ExtractionResult,
     Form,
     LearnerExtractionResult,
     ModeAsk,
     Rejection,
+    listed_number,
 )
 from memora.longterm.extraction.screening import (
     masked_unusable,
@@ -185,7 +187,11 @@ async def _extract_in(
     learner = result if isinstance(result, LearnerExtractionResult) else None
     accepted, rejected = screen_memories(result)
     asks_to_forget = bool(result.forget)
-    forget = sorted({n for n in result.forget if 1 <= n <= len(existing)})
+    named = {answer: listed_number(answer, EXISTING_ID, len(existing)) for answer in result.forget}
+    forget = sorted({n for n in named.values() if n is not None})
+    unknown_forget = [answer for answer, n in named.items() if n is None]
+    if unknown_forget:  # another list's id, a bare number: never a guess at which memory
+        log.warning("ignored forget ids %s: the call listed m1-m%d", unknown_forget, len(existing))
     if asks_to_forget:  # a request to forget is never itself a memory
         rejected += [(m.text, Rejection.FORGET_REQUEST) for m in accepted]
         accepted = []
@@ -204,5 +210,6 @@ async def _extract_in(
         terms_for=terms_for,
         unlisted=unlisted,
         forget=forget,
+        unknown_forget=unknown_forget,
         asks_to_forget=asks_to_forget,
     )

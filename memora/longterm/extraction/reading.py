@@ -66,12 +66,22 @@ def _near_shape(value: Any) -> Any:
                 item = {"text": item, "category": "other"}
             elif isinstance(item, dict) and item.get("category") not in _CATEGORIES:
                 item = {**item, "category": "other"}
+            if isinstance(item, dict) and isinstance(item.get("replaces"), int):
+                item = {**item, "replaces": _as_id(item["replaces"])}
             items.append(_listed_terms(item))
         value = {**value, "memories": items}
-    if isinstance(value.get("forget"), int):  # one number where a list was asked for
+    if isinstance(value.get("forget"), int | str):  # one id where a list was asked for
         value = {**value, "forget": [value["forget"]]}
+    if isinstance(value.get("forget"), list):  # a bare number is kept as text: no id, ignored
+        value = {**value, "forget": [_as_id(v) for v in value["forget"]]}
     if isinstance(value.get("terms_for"), list):
-        value = {**value, "terms_for": [_listed_terms(t) for t in value["terms_for"]]}
+        value = {
+            **value,
+            "terms_for": [
+                _listed_terms({**t, "id": _as_id(t.get("id"))} if isinstance(t, dict) else t)
+                for t in value["terms_for"]
+            ],
+        }
     return value
 
 
@@ -85,3 +95,9 @@ def _listed_terms(item: Any) -> Any:
             words = item[key]
             item = {**item, key: _TERM_SPLIT.split(words) if isinstance(words, str) else []}
     return item
+
+
+def _as_id(value: Any) -> Any:
+    """A bare number where an id was asked for, as text ("2"): it names no listed memory, so it
+    is ignored (and logged) rather than making the whole answer unusable."""
+    return str(value) if isinstance(value, int) and not isinstance(value, bool) else value

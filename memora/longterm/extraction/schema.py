@@ -24,6 +24,11 @@ from memora.longterm.records import (
 
 Category = Literal["level", "goal", "preference", "difficulty", "constraint", "personal", "other"]
 
+# Each list of the call's input has ids of its own, so an id names one memory of one list only
+# (a model that read the other list's number once deleted the wrong memory): m1, m2, … for
+# <existing_memories> (what `replaces` and `forget` name), t1, t2, … for <needs_terms>.
+EXISTING_ID, NEEDS_TERMS_ID = "m", "t"
+
 MAX_REPLY_CHARS = 1500  # the assistant's reply is only context: keep the call cheap
 MAX_MESSAGE_CHARS = 6000  # a pasted essay: its first part carries any fact about the learner
 
@@ -56,10 +61,10 @@ class ExtractedMemory(BaseModel):
         description="One short, self-contained statement about the user, in the user's language."
     )
     category: Category = Field(description="What kind of fact this is.")
-    replaces: int | None = Field(
+    replaces: str | None = Field(
         default=None,
         description=(
-            "The number of the existing memory (as listed) that this fact updates or "
+            "The id (m1, m2, ...) in <existing_memories> of the memory this fact updates or "
             "contradicts; null if it updates none."
         ),
     )
@@ -91,7 +96,7 @@ class ExtractedMemory(BaseModel):
 class MemoryTerms(BaseModel):
     """Search terms for a stored memory that has none yet (see `build_extraction_input`)."""
 
-    id: int = Field(description="The memory's number as listed in <needs_terms>.")
+    id: str = Field(description="The memory's id in <needs_terms> (t1, t2, ...).")
     terms: list[str] = Field(
         default_factory=list,
         description="3-8 short search terms for it, in English AND in the learner's language.",
@@ -106,11 +111,11 @@ class ExtractionResult(BaseModel):
     """Everything worth keeping from one user message; an empty list when nothing is."""
 
     memories: list[ExtractedMemory] = Field(default_factory=list)
-    forget: list[int] = Field(
+    forget: list[str] = Field(
         default_factory=list,
         description=(
-            "The numbers of the existing memories (as listed) that the learner asks in this "
-            "message to forget or delete; empty unless they ask."
+            "The ids (m1, m2, ...) in <existing_memories> of the memories the learner asks in "
+            "this message to forget or delete; empty unless they ask."
         ),
     )
     terms_for: list[MemoryTerms] = Field(
@@ -145,17 +150,19 @@ class ExtractionOutcome:
     usage: Usage = field(default_factory=Usage)
     error: str | None = None
     learner: LearnerExtractionResult | None = None  # the learner part, when it was asked for
-    # Backfill: screened terms per number listed in <needs_terms>, and numbers answered that
+    # Backfill: screened terms per number listed in <needs_terms> (t1 → 1), and ids answered that
     # were not listed (ignored: terms only ever go to a memory the call was shown).
     terms_for: dict[int, SearchWords] = field(default_factory=dict)
-    unlisted: list[int] = field(default_factory=list)
+    unlisted: list[str] = field(default_factory=list)
     form: Form = "full"  # the form of the call that produced this outcome (see `extract`)
     listed: int | None = None  # how many existing memories it showed (`replaces` numbers)
     terms_listed: int = 0  # how many term-less memories it showed (the first of `needs_terms`)
     code: str | None = None  # the error code the server named, if the call failed
-    # The learner asked to forget: the listed numbers they meant (valid, in range), and whether
-    # they asked at all (numbers out of range still say so: nothing from the message is kept).
+    # The learner asked to forget: the numbers of the listed memories they meant (m2 → 2), the
+    # ids answered that name no listed memory (ignored, logged), and whether they asked at all
+    # (an unknown id still says so: nothing from the message is kept).
     forget: list[int] = field(default_factory=list)
+    unknown_forget: list[str] = field(default_factory=list)
     asks_to_forget: bool = False
 
 
@@ -169,3 +176,14 @@ class ModeAsk:
     schema: type[LearnerExtractionResult]
     instructions: str
     input: str
+
+
+def listed_number(answer: str | None, prefix: str, listed: int) -> int | None:
+    """The number of the listed item an id names ("m2" → 2 with prefix "m"), or None when it
+    names none of the `listed` (another list's id, a bare number, out of range)."""
+    text = "".join((answer or "").split()).lower()
+    digits = text.removeprefix(prefix)
+    if text == digits or not digits.isdigit():
+        return None
+    n = int(digits)
+    return n if 1 <= n <= listed else None

@@ -12,10 +12,12 @@ from pydantic import BaseModel
 
 from memora.longterm.dedupe import normalise_text
 from memora.longterm.extraction.schema import (
+    NEEDS_TERMS_ID,
     ExtractedMemory,
     ExtractionResult,
     LearnerExtractionResult,
     Rejection,
+    listed_number,
 )
 from memora.longterm.records import (
     MAX_MEMORY_CHARS,
@@ -77,22 +79,23 @@ def screened_words(
 
 def screen_terms_for(
     result: ExtractionResult, listed: int
-) -> tuple[dict[int, SearchWords], list[int], list[tuple[str, Rejection]]]:
-    """The backfill's terms by listed number, cleaned like a new memory's (secret-looking ones
-    dropped and redacted); a number that was not listed is ignored and reported, a repeated
-    one keeps its first answer."""
+) -> tuple[dict[int, SearchWords], list[str], list[tuple[str, Rejection]]]:
+    """The backfill's terms by listed number (its id t2 → 2), cleaned like a new memory's
+    (secret-looking ones dropped and redacted); an id that names no listed memory (another
+    list's, a bare number) is ignored and reported, a repeated one keeps its first answer."""
     found: dict[int, SearchWords] = {}
-    unlisted: list[int] = []
+    unlisted: list[str] = []
     rejected: list[tuple[str, Rejection]] = []
     for item in result.terms_for:
-        if not 1 <= item.id <= listed:
-            log.info("ignored search terms for memory %d: the call listed %d", item.id, listed)
+        n = listed_number(item.id, NEEDS_TERMS_ID, listed)
+        if n is None:
+            log.info("ignored search terms for %r: the call listed t1-t%d", item.id, listed)
             unlisted.append(item.id)
             continue
         words, secrets = screened_words(item.terms, item.situations)
         rejected += secrets
-        if words and item.id not in found:
-            found[item.id] = words
+        if words and n not in found:
+            found[n] = words
     return found, unlisted, rejected
 
 
