@@ -80,7 +80,7 @@ async def _say(
     store: MemoryStore, user_id: int, message: str, items: Sequence[dict[str, Any]], timed: bool
 ) -> None:
     """One learner message and its scripted extraction, written as the engine writes it:
-    `replaces` names the text of a memory the call was shown (its number in that list)."""
+    `replaces` names the text of a memory the call was shown (its id in that list, m1…)."""
     existing = await store.similar(user_id, message, k=5)
     memories = []
     for item in items:
@@ -90,7 +90,7 @@ async def _say(
             ExtractedMemory(
                 text=item["text"],
                 category=item.get("category", "other"),
-                replaces=shown.index(target) + 1 if target in shown else None,
+                replaces=f"m{shown.index(target) + 1}" if target in shown else None,
                 since=item.get("since") if timed else None,
                 until=item.get("until") if timed else None,
             )

@@ -143,7 +143,9 @@ async def test_a_superseded_fact_stays_out_unless_the_learner_asks_about_the_pas
     llm.parsed.append({"memories": [memory("The user's English level is B1", "level")]})
     await turn(engine, llm, "My level is B1.")
     clock.now += timedelta(days=40)
-    llm.parsed.append({"memories": [memory("The user's English level is B2", "level", replaces=1)]})
+    llm.parsed.append(
+        {"memories": [memory("The user's English level is B2", "level", replaces="m1")]}
+    )
     await turn(engine, llm, "The placement test says B2 now!")
     [level] = await store.memories(ALICE.id)
     assert level.text.endswith("B2") and level.history[-1].replaced_at.startswith("2026-04-10")
