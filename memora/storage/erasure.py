@@ -58,14 +58,13 @@ class UserErasure(Connection):
 
     async def forget_user(self, user_id: int) -> dict[str, int]:
         """Delete the user's private chats, their turns in groups, and their extraction log."""
-        private = [
-            int(r[0])
-            for r in await self.rows(
-                "SELECT DISTINCT m.chat_id FROM messages m JOIN chats c ON c.chat_id = m.chat_id "
-                "WHERE m.user_id=? AND c.kind='private'",
-                (user_id,),
-            )
-        ]
+        chats = await self.rows(
+            "SELECT DISTINCT m.chat_id, c.kind FROM messages m JOIN chats c "
+            "ON c.chat_id = m.chat_id WHERE m.user_id=?",
+            (user_id,),
+        )
+        private = [int(chat) for chat, kind in chats if kind == "private"]
+        groups = [int(chat) for chat, kind in chats if kind != "private"]
         marks = ",".join("?" * len(private)) or "NULL"
         in_private = int(
             (
@@ -85,14 +84,6 @@ class UserErasure(Connection):
                 or [0]
             )[0]
         )
-        groups = [
-            int(r[0])
-            for r in await self.rows(
-                "SELECT DISTINCT m.chat_id FROM messages m JOIN chats c ON c.chat_id = m.chat_id "
-                "WHERE m.user_id=? AND c.kind != 'private'",
-                (user_id,),
-            )
-        ]
         # In groups a user's message goes together with the reply to it (same turn), so the
         # history stays user/assistant pairs. The summary and last request context of those
         # groups may quote the user, so both are cleared; the older turns are not folded
