@@ -55,12 +55,17 @@ def settings(allowed: tuple[int, ...] = (), **webapp: object) -> Settings:
     )
 
 
+def client_of(server: WebServer) -> httpx.AsyncClient:
+    """Straight to the server on 127.0.0.1 (no proxy from the environment)."""
+    return httpx.AsyncClient(base_url=f"http://127.0.0.1:{server.port}", trust_env=False)
+
+
 @pytest.fixture
 async def web(mem_engine: Engine) -> AsyncIterator[httpx.AsyncClient]:
     server = WebServer(mem_engine, settings())
     await server.start()
     try:
-        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{server.port}") as client:
+        async with client_of(server) as client:
             yield client
     finally:
         await server.stop()
@@ -238,7 +243,7 @@ async def test_a_learner_is_rate_limited_and_the_allow_list_holds(mem_engine: En
     server = WebServer(mem_engine, settings((ALICE,), requests_per_minute=3))
     await server.start()
     try:
-        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{server.port}") as client:
+        async with client_of(server) as client:
             codes = [(await client.get("/app/api/me", headers=auth(ALICE))).status_code]
             codes += [(await client.get("/app/api/me", headers=auth(ALICE))).status_code]
             codes += [(await client.get("/app/api/me", headers=auth(ALICE))).status_code]

@@ -81,14 +81,16 @@ def test_memora_run_serves_the_page_and_offers_it_in_private_chats_only(bot: Bot
     group = [m for m in tg.sent_messages() if m["chat"]["id"] != ALICE]
     assert group and all(_web_app_urls(m) == [] for m in group)
 
-    page = httpx.get(local(bot) + "/app/")
+    page = httpx.get(local(bot) + "/app/", trust_env=False)
     assert page.status_code == 200 and "content-security-policy" in page.headers
     me = httpx.get(
-        local(bot) + "/app/api/me", headers={"Authorization": "tma " + signed(bot, ALICE)}
+        local(bot) + "/app/api/me",
+        headers={"Authorization": "tma " + signed(bot, ALICE)},
+        trust_env=False,
     )
     assert me.status_code == 200
     assert any(TURTLE in m["text"] for m in me.json()["memories"])
-    assert httpx.get(local(bot) + "/app/api/me").status_code == 401
+    assert httpx.get(local(bot) + "/app/api/me", trust_env=False).status_code == 401
 
 
 @pytest.fixture(scope="module")

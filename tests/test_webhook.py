@@ -21,8 +21,10 @@ from contextlib import closing
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
+from bot.web.auth import sign
 from memora.commands import help_text
 from memora.modes.placement import OFFER as PLACEMENT_OFFER
 from tests.fake_openai import FakeOpenAI
@@ -138,6 +140,9 @@ def bot(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WebhookBot]:
     with FakeTelegram() as tg, FakeOpenAI() as llm:
         process = WebhookBot(tg, llm, tmp / "data", tmp / "bot.log")
         process.env["MEMORA_LOGGING__LEVEL"] = "DEBUG"  # every Bot API call's parameters
+        process.env.update(  # the learner's page on the same loop, beside the webhook
+            MEMORA_WEBAPP__ENABLED="true", MEMORA_WEBAPP__PORT=str(free_port())
+        )
         process.start()
         try:
             yield process
@@ -221,6 +226,22 @@ def test_start_via_the_webhook_gets_the_help_text(bot: WebhookBot) -> None:
     assert answer == f"{help_text()}\n\n{PLACEMENT_OFFER}"  # a newcomer: no level yet
 
 
+def test_the_learners_page_is_served_beside_the_webhook(bot: WebhookBot) -> None:
+    page = f"http://127.0.0.1:{bot.env['MEMORA_WEBAPP__PORT']}"
+    behind_the_proxy = f"http://127.0.0.1:{bot.port}/app/"  # the webhook's origin + /app/
+    (menu,) = bot.tg.calls_to("setChatMenuButton")
+    assert menu["menu_button"]["web_app"]["url"] == behind_the_proxy
+    bot.ask("/start", USER + 3)
+    (start,) = bot.tg.sent_messages(USER + 3)
+    (row,) = start["reply_markup"]["inline_keyboard"]
+    assert [b["web_app"]["url"] for b in row] == [behind_the_proxy]
+    user = {"id": USER + 3, "first_name": "Wen"}
+    headers = {"Authorization": "tma " + sign(user, bot.tg.token)}
+    me = httpx.get(page + "/app/api/me", headers=headers, trust_env=False)
+    assert me.status_code == 200 and me.json()["user"]["id"] == USER + 3
+    assert httpx.get(page + "/app/api/me", trust_env=False).status_code == 401
+
+
 def test_sigterm_stops_the_bot_cleanly(bot: WebhookBot) -> None:
     assert bot.stop() == 0, bot.output()
     output = bot.output()
@@ -229,8 +250,11 @@ def test_sigterm_stops_the_bot_cleanly(bot: WebhookBot) -> None:
     assert "setWebhook" in whole and bot.secret
     assert not any(bot.secret[i : i + 10] in whole for i in range(len(bot.secret) - 9))
     assert bot.tg.token not in whole
+    assert "hash=" not in whole and "tma " not in whole  # the page's initData is never logged
     assert "bot stopped" in output, output
     assert not bot.accepts()
+    with pytest.raises(OSError):  # the page's server stopped with it
+        socket.create_connection(("127.0.0.1", int(bot.env["MEMORA_WEBAPP__PORT"])), 1).close()
 
 
 @pytest.mark.parametrize(

@@ -93,5 +93,5 @@ def from_header(header: str, token: str, *, max_age: int) -> Opened:
     """The opening an `Authorization: tma <initData>` header carries (see `verify`)."""
     scheme, _sep, init_data = header.partition(" ")
     if scheme.lower() != SCHEME:
-        raise Refused("no tma authorization")
+        raise Refused("no initData in the Authorization header")
     return verify(init_data.strip(), token, max_age=max_age)
