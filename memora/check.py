@@ -34,8 +34,8 @@ ASK = "This is a connection check. Answer with the one word: ready."
 API_NAMES = {"responses": "Responses API", "chat_completions": "Chat Completions API"}
 
 TYPICAL_TURN = (
-    Call("reply", "", input_tokens=828, output_tokens=126),
-    Call("extraction", "", 2_942, 257, cached_tokens=2_598, reasoning_tokens=200),
+    Call("reply", "", input_tokens=855, output_tokens=126),
+    Call("extraction", "", 3_165, 257, cached_tokens=2_765, reasoning_tokens=200),
     Call("summary", "", input_tokens=434, output_tokens=145),  # 27 folds in 30 turns
 )
 """One learner turn of a 30-turn conversation at the default settings (reasoning efforts: reply
