@@ -45,7 +45,7 @@ def test_the_terminal_chat_forgets_a_trip_once_it_is_over(tmp_path: Path) -> Non
         now.write_text("2026-03-12T09:00:00+00:00")  # two days after its last day
         out = chat(env, ["Where should I eat tonight?", "/context", "/memories", "exit"])
     context = out.split("Where should I eat tonight?")[1]
-    assert FOLLOW_UP_BLOCK.splitlines()[0] in context and "Over since 2026-03-10" in context
+    assert FOLLOW_UP_BLOCK.splitlines()[0] in context and "over since 2026-03-10" in context
     assert "- The user is in Tokyo" not in context.split(FOLLOW_UP_BLOCK.splitlines()[0])[0]
     assert "until 2026-03-10 · past" in out  # still listed, as past
 

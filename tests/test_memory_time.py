@@ -85,7 +85,9 @@ async def turn(engine: Engine, llm: FakeLLM, text: str, chat: ChatRef = CHAT) ->
 
 
 def memory_block(messages: list[ChatMessage]) -> str:
-    return next((m.content for m in messages if m.content.startswith(MEMORY_BLOCK)), "")
+    """The memory block's lines (between its <memories> tags), or "" without one."""
+    block = next((m.content for m in messages if m.content.startswith(MEMORY_BLOCK)), "")
+    return block.removeprefix(MEMORY_BLOCK + "<memories>\n").removesuffix("\n</memories>")
 
 
 def notes(messages: list[ChatMessage]) -> list[str]:
@@ -132,6 +134,11 @@ async def test_a_trip_leaves_the_context_after_its_last_day_and_is_asked_about_o
     [note] = notes(sent)
     assert "The user is in Tokyo" in note and "2026-03-10" in note
     assert notes(await turn(engine, llm, "Let's practise.")) == []  # once
+    extraction = next(c for c in reversed(llm.calls) if c.kind == "parse")
+    assert "The user is in Tokyo for a trip (until 2026-03-10)" in extraction.messages[-1].content
+    searched = (await run_command(engine, "search", ctx("Tokyo"))).text.splitlines()
+    tokyo = next(line for line in searched if "The user is in Tokyo" in line)
+    assert "✓" not in tokyo and "past" in tokyo  # listed, but no reply would use it
     listed = (await run_command(engine, "memories", ctx())).text
     assert "The user is in Tokyo" in listed and "until 2026-03-10" in listed
     assert "learned 2026-03-01" in listed and "past" in listed  # kept, as past
@@ -201,15 +208,17 @@ async def test_a_pinned_memory_always_reaches_the_context_first(
     reply = await run_command(engine, "pin", ctx(str(first)))
     assert reply.ok and facts[first - 1] in reply.text and "only the newest" not in reply.text
     block = memory_block(await turn(engine, llm, unrelated))
-    assert block.removeprefix(MEMORY_BLOCK) == f"- {facts[first - 1]}"
+    assert block == f"- {facts[first - 1]}"
     listed = (await run_command(engine, "memories", ctx())).text
     assert f"{first}. {facts[first - 1]} [other, manual; 📌" in listed
+    searched = (await run_command(engine, "search", ctx(unrelated))).text
+    assert f"✓ {facts[first - 1]}" in searched  # a reply uses it, whatever the message
     # pins alone over the budget: the newest first, and /pin says so
     clock.now += timedelta(minutes=1)
     crowded = await run_command(engine, "pin", ctx(str(second)))
     assert "only the newest 1 of 2" in crowded.text
     block = memory_block(await turn(engine, llm, unrelated))
-    assert block.removeprefix(MEMORY_BLOCK) == f"- {facts[second - 1]}"
+    assert block == f"- {facts[second - 1]}"
     export = await engine.export_chat(CHAT.id)
     assert export is not None
     pinned = [m["text"] for m in export["participants"]["1"]["memories"] if m["pinned_at"]]
@@ -218,7 +227,7 @@ async def test_a_pinned_memory_always_reaches_the_context_first(
     assert not (await run_command(engine, "unpin", ctx(str(second)))).ok  # not pinned now
     assert not (await run_command(engine, "unpin", ctx(str(third)))).ok
     block = memory_block(await turn(engine, llm, unrelated))
-    assert block.removeprefix(MEMORY_BLOCK) == f"- {facts[first - 1]}"
+    assert block == f"- {facts[first - 1]}"
     # In a group, only the pins the group may see (what was said there): none here
     group = memory_block(await turn(engine, llm, "hi @bot, airport words?", GROUP))
     assert facts[first - 1] not in group
@@ -241,6 +250,7 @@ async def test_a_passed_goal_is_asked_about_once_on_the_next_private_turn(
     assert notes(await turn(engine, llm, "Tomorrow I rest.")) == []
     progress = (await run_command(engine, "progress", ctx())).text
     assert "IELTS 7 today" in progress
+    assert (await engine.learner.reminder_facts(ALICE.id, clock.now)).goal_countdown
     clock.now = datetime(2026, 3, 14, 16, 30, tzinfo=UTC)  # 00:30 the next day, in Taipei
     await turn(engine, llm, "hello class", GROUP)  # a group turn does not take it
     [note] = notes(await turn(engine, llm, "Good morning!"))
@@ -248,6 +258,8 @@ async def test_a_passed_goal_is_asked_about_once_on_the_next_private_turn(
     assert notes(await turn(engine, llm, "What shall we do?")) == []  # once
     progress = (await run_command(engine, "progress", ctx())).text
     assert "IELTS 7 (2026-03-14, done)" in progress and "days ago" not in progress
+    facts = await engine.learner.reminder_facts(ALICE.id, clock.now)
+    assert facts.goal_countdown is None  # a reminder does not push a goal that is over
     kept = await engine.learner.profile(ALICE.id, clock.now)
     assert kept.get("goal") == "IELTS 7"  # kept as done, never silently deleted
     await engine.drain()

@@ -15,6 +15,7 @@ from memora.learner.profile import TEACHING_FIELDS
 from memora.longterm import Memory
 from memora.longterm.dedupe import normalise_text
 from memora.longterm.policy import describe as describe_policy
+from memora.longterm.policy import used_in_time
 from memora.secretfilter import looks_secret
 from memora.views import Reply
 
@@ -150,9 +151,10 @@ async def _search(engine: Engine, ctx: CommandContext) -> Reply:
                 + "\n".join(profile)
             )
         return Reply(_("No memories to search yet."))
-    used = {h.memory.id for h in engine.used_in_reply(found.hits)}
-    rule = describe_policy(engine.retrieval_policy)
     today = await engine.learner_today(ctx.user)
+    mine = await _visible(engine, ctx)
+    used = {h.memory.id for h in used_in_time(engine.retrieval_policy, found.hits, mine, today)}
+    rule = describe_policy(engine.retrieval_policy)
     lines = [
         f"{i}. {h.score:.2f} {'✓' if h.memory.id in used else ' '} {h.memory.text}"
         f" ({dates_label(h.memory, today)})"

@@ -165,6 +165,12 @@ def goal_countdown(
     return gettext(line).format(goal=goal, days=abs(days), date=when)
 
 
+def goal_over(profile: Profile, now: datetime) -> bool:
+    """Whether the goal's day has passed in the learner's time zone (it is then done)."""
+    when = profile.get("goal_date")
+    return bool(when) and date.fromisoformat(str(when)) < profile.today(now)
+
+
 def difficulty_line(profile: Profile, gettext: Callable[[str], str] = _) -> str | None:
     """The recurring difficulties, 'tense (4× in 14 d)', in the learner's language (`gettext`:
     english for the model's context); None without any."""

@@ -17,7 +17,14 @@ from datetime import datetime
 from memora.i18n import resolve
 from memora.learner import progress
 from memora.learner.model import ExtractedMistake, ExtractedWord, ProfileUpdate
-from memora.learner.profile import Profile, ProfileError, clean_value, context_lines, goal_countdown
+from memora.learner.profile import (
+    Profile,
+    ProfileError,
+    clean_value,
+    context_lines,
+    goal_countdown,
+    goal_over,
+)
 from memora.learner.screen import screen
 from memora.learner.store import LearnerStore
 from memora.storage import Database
@@ -155,7 +162,8 @@ class Learner:
             timezone=profile.get("timezone") or "UTC",
             due_cards=await self.store.due_count(user_id, now),
             next_due=await self.store.next_due(user_id),
-            goal_countdown=goal_countdown(profile, now),
+            # a goal that is over is not a reason to practise today: no line for it
+            goal_countdown=None if goal_over(profile, now) else goal_countdown(profile, now),
             difficulty=profile.difficulties[0].category if profile.difficulties else None,
             streak=progress.streak(days, profile.today(now)),
         )

@@ -30,6 +30,7 @@ __all__ = [
     "pins_that_fit",
     "retrieve",
     "used_in_reply",
+    "used_in_time",
     "within_memory_budget",
 ]
 
@@ -111,17 +112,28 @@ async def retrieve(
     )
     if today is None:
         return SearchResult(used_in_reply(policy, found.hits), found.embedding_tokens)
-    pins = pins_first(await store.memories(user_id, origin_chat=origin_chat))
+    mine = await store.memories(user_id, origin_chat=origin_chat)
+    return SearchResult(used_in_time(policy, found.hits, mine, today), found.embedding_tokens)
+
+
+def used_in_time(
+    policy: RetrievalPolicy, hits: list[SearchHit], memories: list[Memory], today: date
+) -> list[SearchHit]:
+    """Which memories a reply's context gets on the learner's `today`: the pins among
+    `memories` first (newest pin first, within the budget), then of `hits` (ranked for the
+    message) those not over, in what the pins left."""
+    pins = pins_first(memories)
     pinned = {m.id for m in pins}
-    current = [h for h in found.hits if h.memory.id not in pinned and not ended(h.memory, today)]
+    current = [h for h in hits if h.memory.id not in pinned and not ended(h.memory, today)]
     first = [SearchHit(m, 1.0) for m in pins]
+    budget = policy.memory_tokens
     if budget:
         first = within_memory_budget(first, budget) if first else []
         left = budget - sum(memory_cost(h.memory.text) for h in first)
         rest = within_memory_budget(current, left) if left > 0 else []
     else:
         rest = used_in_reply(policy, current)
-    return SearchResult([*first, *rest], found.embedding_tokens)
+    return [*first, *rest]
 
 
 def pins_that_fit(policy: RetrievalPolicy, memories: list[Memory]) -> int:

@@ -180,6 +180,11 @@ def fixed_instructions(form: Form = "full", *, learner: bool = True) -> str:
     return shape.instructions + (shape.learner if learner else "")
 
 
+def _until(memory: Memory) -> str:
+    """A listed memory's end, so an update ("I'm back from Tokyo") can point at it."""
+    return f" (until {memory.until})" if memory.until else ""
+
+
 def build_extraction_input(
     *,
     user_message: str,
@@ -199,7 +204,7 @@ def build_extraction_input(
     when = as_utc(now)
     if existing:
         listed = "\n".join(
-            f"{EXISTING_ID}{i}. [{m.category}] {' '.join(m.text.split())}"
+            f"{EXISTING_ID}{i}. [{m.category}] {' '.join(m.text.split())}{_until(m)}"
             for i, m in enumerate(existing, 1)
         )
     else:
