@@ -129,7 +129,10 @@ async def test_a_trip_leaves_the_context_after_its_last_day_and_is_asked_about_o
     sent = await turn(engine, llm, "Where should I eat in Tokyo tonight?")
     assert "Tokyo" in memory_block(sent) and notes(sent) == []
     clock.now = datetime(2026, 3, 11, 9, tzinfo=UTC)  # over
+    calls = llm.count("complete", summary=False), llm.count("parse")
     sent = await turn(engine, llm, "Where should I eat in Tokyo tonight?")
+    after = llm.count("complete", summary=False), llm.count("parse")
+    assert after == (calls[0] + 1, calls[1] + 1)  # one reply call, one extraction: no new call
     assert "Tokyo" not in memory_block(sent)
     [note] = notes(sent)
     assert "The user is in Tokyo" in note and "2026-03-10" in note
