@@ -234,6 +234,11 @@ async def test_a_pinned_memory_always_reaches_the_context_first(
     # In a group, only the pins the group may see (what was said there): none here
     group = memory_block(await turn(engine, llm, "hi @bot, airport words?", GROUP))
     assert facts[first - 1] not in group
+    said_there = "The user leads the class's weekly quiz"
+    await store.add(ALICE.id, said_there, source="manual", chat_id=GROUP.id)
+    assert (await run_command(engine, "pin", ctx("1", GROUP))).ok  # the group's own numbering
+    group = memory_block(await turn(engine, llm, "hi @bot, airport words?", GROUP))
+    assert group == f"- {said_there}"
     await engine.drain()
 
 
