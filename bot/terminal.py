@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import os
+import signal
 import sys
+import threading
+from collections.abc import Callable
 from pathlib import Path
-from typing import TextIO
+from types import FrameType
+from typing import Any, TextIO
 
 from bot.inputs import clean, split_command
 from memora.asks import yes_no
@@ -36,9 +40,80 @@ def system_language() -> str:
     return ""
 
 
-async def _readline(stream: TextIO) -> str | None:
-    line = await asyncio.to_thread(stream.readline)
-    return None if line == "" else line
+class Keyboard:
+    """The terminal's lines, read by a daemon thread: waiting for one never holds up the event
+    loop, nor the process's exit (an executor thread would: asyncio.run waits for it, so Ctrl-C
+    did nothing until Enter). While it is in use (`with`), Ctrl-C at the prompt reads as the end
+    of input; during a turn it does what it did before (asyncio stops the chat)."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._lines: asyncio.Queue[str | None] = asyncio.Queue()
+        self._before: Any = None  # the SIGINT handler in place before ours
+        self.waiting = False  # a `readline` is waiting: the prompt is showing
+        threading.Thread(target=self._pump, args=(stream,), name="stdin", daemon=True).start()
+
+    def __enter__(self) -> Keyboard:
+        if threading.current_thread() is threading.main_thread():
+            self._before = signal.signal(signal.SIGINT, self._interrupted)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._before is not None:
+            signal.signal(signal.SIGINT, self._before)
+
+    def _pump(self, stream: TextIO) -> None:
+        while True:
+            try:
+                line = stream.readline()
+            except (OSError, ValueError):  # stdin closed under us
+                line = ""
+            try:
+                self._loop.call_soon_threadsafe(self._lines.put_nowait, line or None)
+            except RuntimeError:  # the loop is closed: the chat is over
+                return
+            if not line:
+                return
+
+    def _interrupted(self, signum: int, frame: FrameType | None) -> None:
+        if self.waiting:
+            self._loop.call_soon_threadsafe(self._lines.put_nowait, None)
+        elif callable(self._before):
+            self._before(signum, frame)
+        else:
+            raise KeyboardInterrupt
+
+    async def readline(self, prompt: Callable[[], None]) -> str | None:
+        """Show the prompt, then the next line; None at the end of input or on Ctrl-C."""
+        self.waiting = True  # before the prompt shows: a Ctrl-C from then on ends the chat
+        try:
+            prompt()
+            return await self._lines.get()
+        finally:
+            self.waiting = False
+
+
+async def keep_files(reply: Reply, folder: Path | None) -> list[str]:
+    """Write what a command made for the learner (the /progress chart, an /export) to their
+    folder, the one place the terminal keeps files (`/forgetme` deletes it); lines saying where."""
+    files: list[tuple[str, bytes]] = []
+    if folder is None:
+        return []
+    if reply.photo is not None:
+        files.append(("progress.png", reply.photo))
+    if reply.document is not None:
+        files.append((Path(reply.document.filename).name, reply.document.content))
+    lines = []
+    for name, content in files:
+        path = folder / name
+        await asyncio.to_thread(_write, path, content)
+        lines.append(_("(wrote {path})").format(path=path))
+    return lines
+
+
+def _write(path: Path, content: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(content)
 
 
 async def answer_question(
@@ -46,12 +121,15 @@ async def answer_question(
     chat: ChatRef,
     user: UserRef,
     question: tuple[str, str],
-    inp: TextIO,
+    keyboard: Keyboard,
     out: TextIO,
 ) -> str:
     """A Yes/No question (memora.asks) answered by typing: only "yes" presses Yes."""
-    print(_("Type yes to delete, anything else keeps it: "), end="", file=out, flush=True)
-    line = await _readline(inp)
+
+    def ask() -> None:
+        print(_("Type yes to delete, anything else keeps it: "), end="", file=out, flush=True)
+
+    line = await keyboard.readline(ask)
     return await typed_answer(engine, chat, user, question, clean(line or ""))
 
 
@@ -99,52 +177,58 @@ async def chat_loop(
     hint = system_language() if language is None else language
     chat, user = ChatRef(chat_id, "private", "terminal"), UserRef(user_id, user_name, hint)
 
+    def prompt() -> None:
+        print("\n" + _("You: "), end="", file=out, flush=True)
+
     asked: list[tuple[str, str]] = []  # a question a notice asked (the next "yes" answers it)
 
-    async def notify(_chat: ChatRef, _user: UserRef, notice: Reply) -> None:
-        question = yes_no(notice.buttons)
-        hint = "" if question is None else "\n" + _("(Type yes to delete, no to keep.)")
-        print(f"\nMemora: {notice.text}{hint}", file=out, flush=True)
-        asked[:] = [] if question is None else [question]
+    with Keyboard(inp) as keyboard:
 
-    engine.notify = notify
-    count = await engine.message_count(chat_id)
-    switch(await engine.language(user))
-    print(banner(), file=out)
-    if count:
-        print(_("(continuing: {n} messages in this chat's history)").format(n=count), file=out)
-    elif engine.config.learner_enabled and await engine.learner_level(user.id) is None:
-        print(_(PLACEMENT_OFFER), file=out)  # a first conversation, no level yet
-    while True:
-        switch(await engine.language(user))  # /language may have changed it
-        print("\n" + _("You: "), end="", file=out, flush=True)
-        line = await _readline(inp)
-        if line is None:
-            print("\n" + _("Bye!"), file=out)
-            break
-        if not line.strip():
-            continue
-        line = clean(line).strip()  # "" (nothing visible) gets the core's clear answer
-        if asked and (is_yes(line) or line.lower() in {"no", "n", _("no").lower()}):
-            print(await typed_answer(engine, chat, user, asked.pop(), line), file=out)
-            continue  # anything else leaves the question to expire: nothing is deleted
-        cmd = parse_command(line) if line else None
-        if cmd and cmd[0] in {"exit", "quit"}:
-            print(_("Bye!"), file=out)
-            break
-        if cmd:
-            ctx = CommandContext(chat, user, cmd[1], is_admin=True)
-            reply = await run_command(engine, cmd[0], ctx)
-            if reply.document is not None:
-                path = Path(reply.document.filename)
-                await asyncio.to_thread(path.write_bytes, reply.document.content)
-                print(_("(wrote {name})").format(name=reply.document.filename), file=out)
-        else:
-            reply = await engine.handle_turn(chat, user, line, unlimited=True)  # the operator
-        print(f"\nMemora: {reply.plain}" if not cmd else f"\n{reply.plain}", file=out, flush=True)
-        if show_stats and reply.stats is not None:
-            print(reply.stats.render(), file=out, flush=True)
-        question = yes_no(reply.buttons)
-        if question is not None:
-            print(await answer_question(engine, chat, user, question, inp, out), file=out)
-    await engine.drain()
+        async def notify(_chat: ChatRef, _user: UserRef, notice: Reply) -> None:
+            question = yes_no(notice.buttons)
+            hint = "" if question is None else "\n" + _("(Type yes to delete, no to keep.)")
+            print(f"\nMemora: {notice.text}{hint}", file=out, flush=True)
+            asked[:] = [] if question is None else [question]
+            if keyboard.waiting:  # the notice came while the prompt showed: draw it again
+                prompt()
+
+        engine.notify = notify
+        count = await engine.message_count(chat_id)
+        switch(await engine.language(user))
+        print(banner(), file=out)
+        if count:
+            print(_("(continuing: {n} messages in this chat's history)").format(n=count), file=out)
+        elif engine.config.learner_enabled and await engine.learner_level(user.id) is None:
+            print(_(PLACEMENT_OFFER), file=out)  # a first conversation, no level yet
+        while True:
+            switch(await engine.language(user))  # /language may have changed it
+            line = await keyboard.readline(prompt)
+            if line is None:
+                print("\n" + _("Bye!"), file=out)
+                break
+            if not line.strip():
+                continue
+            line = clean(line).strip()  # "" (nothing visible) gets the core's clear answer
+            if asked and (is_yes(line) or line.lower() in {"no", "n", _("no").lower()}):
+                print(await typed_answer(engine, chat, user, asked.pop(), line), file=out)
+                continue  # anything else leaves the question to expire: nothing is deleted
+            cmd = parse_command(line) if line else None
+            if cmd and cmd[0] in {"exit", "quit"}:
+                print(_("Bye!"), file=out)
+                break
+            if cmd:
+                ctx = CommandContext(chat, user, cmd[1], is_admin=True)
+                reply = await run_command(engine, cmd[0], ctx)
+                print(f"\n{reply.plain}", file=out, flush=True)
+                for kept in await keep_files(reply, engine.learner_files(user.id)):
+                    print(kept, file=out, flush=True)
+            else:
+                reply = await engine.handle_turn(chat, user, line, unlimited=True)  # the operator
+                print(f"\nMemora: {reply.plain}", file=out, flush=True)
+                if show_stats and reply.stats is not None:
+                    print(reply.stats.render(), file=out, flush=True)
+            question = yes_no(reply.buttons)
+            if question is not None:
+                told = await answer_question(engine, chat, user, question, keyboard, out)
+                print(told, file=out, flush=True)
+        await engine.drain()

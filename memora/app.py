@@ -64,8 +64,9 @@ def setup_logging(settings: Settings) -> None:
         handler.addFilter(redact)
     # httpx logs every request URL (Telegram URLs contain the bot token); the openai SDK's
     # httpx2 logs every model call; aiosqlite's DEBUG quotes every statement's values (learner
-    # text, the deployment's keys). None belongs in an operator's log.
-    for noisy in ("httpx", "httpx2", "httpcore", "chromadb", "aiosqlite"):
+    # text, the deployment's keys); matplotlib its font cache. None belongs in an operator's log
+    # (nor in the terminal chat, which shows the log).
+    for noisy in ("httpx", "httpx2", "httpcore", "chromadb", "aiosqlite", "matplotlib", "PIL"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
 
 

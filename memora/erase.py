@@ -21,6 +21,7 @@ DELETE alone leaves the bytes behind (in free pages, logs and unused index slots
 
 from __future__ import annotations
 
+import shutil
 import sqlite3
 import struct
 from dataclasses import dataclass
@@ -194,3 +195,13 @@ def vacuum_chroma(chroma_dir: Path, *, timeout: float = 30.0) -> None:
         con.execute("VACUUM")
     finally:
         con.close()
+
+
+def remove_folder(folder: Path) -> int:
+    """Delete a learner's folder of files (charts, exports) with everything in it; how many
+    files it held (0 when there is none) (blocking)."""
+    if not folder.is_dir():
+        return 0
+    count = sum(1 for p in folder.rglob("*") if not p.is_dir())
+    shutil.rmtree(folder)
+    return count

@@ -32,16 +32,20 @@ class TurnStats:
 
     usage: TurnUsage
     newly_summarized: int
-    context_messages: int
+    context_messages: int  # the system prompt included, as /context and /status count them
     session_total: int
+    fold_pending: int = 0  # messages that left the window, folded after the reply (not yet)
 
     def render(self) -> str:
+        """The line as true when it prints: a fold after the reply is pending, not done."""
         u = self.usage
+        pending = f" (+{self.fold_pending} to fold after this reply)" if self.fold_pending else ""
         return (
-            f"[memory] summarized +{self.newly_summarized} msgs · context {self.context_messages} "
-            f"msgs · input counted {u.counted_input} / actual {_reported(u)} · output "
-            f"{u.output_tokens} · summary {u.summary_tokens} · memories used "
-            f"{u.memories_used} · session total {self.session_total}"
+            f"[memory] summarized +{self.newly_summarized} msgs{pending} · context "
+            f"{self.context_messages} msgs · input counted {u.counted_input} / actual "
+            f"{_reported(u)} · output {u.output_tokens} · summary {u.summary_tokens}"
+            f"{' so far' if self.fold_pending else ''} · memories used {u.memories_used} · "
+            f"session total {self.session_total}"
         )
 
 

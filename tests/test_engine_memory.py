@@ -211,6 +211,26 @@ async def test_forgetme_deletes_everything_about_the_caller(
     assert await store.count(BOB.id) == 1
 
 
+async def test_forgetting_a_learner_deletes_their_files_and_no_one_elses(tmp_path: Path) -> None:
+    """The terminal keeps a learner's chart and exports in their folder under data_dir."""
+    db = Database(tmp_path / "memora.sqlite3")
+    await db.open()
+    config = EngineConfig(files_dir=tmp_path / "files")
+    engine = Engine(db=db, llm=FakeLLM(), counter=LocalTokenCounter(), config=config)
+    folders = [engine.learner_files(who.id) for who in (ALICE, BOB)]
+    for folder in folders:
+        assert folder is not None and folder.parent == tmp_path / "files"
+        (folder / "exports").mkdir(parents=True)
+        (folder / "progress.png").write_bytes(b"chart")
+        (folder / "exports" / "memora-chat-1.json").write_text("{}")
+    alices, bobs = (folder or tmp_path for folder in folders)
+    counts = await engine.forget_user(ALICE.id)
+    assert counts["files"] == 2 and not alices.exists()
+    assert (bobs / "progress.png").read_bytes() == b"chart"
+    assert (await engine.forget_user(ALICE.id))["files"] == 0  # nothing left: nothing to do
+    await db.close()
+
+
 async def test_memories_survive_a_restart(tmp_path: Path, embedder: LocalUSE) -> None:
     for attempt in range(2):
         db = Database(tmp_path / "memora.sqlite3")

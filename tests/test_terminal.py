@@ -2,17 +2,29 @@
 
 from __future__ import annotations
 
+import asyncio
+import io
 import json
 import os
+import re
+import selectors
+import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from bot.terminal import parse_command
+from bot.terminal import chat_loop, parse_command
+from memora.engine import Engine
+from memora.storage import Database
+from memora.tokens import LocalTokenCounter
+from memora.types import ChatRef, UserRef
+from memora.views import Reply
 from tests.fake_openai import FakeOpenAI
+from tests.fakes import FakeLLM
 
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.slow
@@ -39,6 +51,11 @@ def memora_env(server: FakeOpenAI, data_dir: Path, **extra: str) -> dict[str, st
 
 
 def chat(env: dict[str, str], lines: list[str], *args: str) -> str:
+    return chat_and_log(env, lines, *args)[0]
+
+
+def chat_and_log(env: dict[str, str], lines: list[str], *args: str) -> tuple[str, str]:
+    """The chat's output and its log (stderr)."""
     proc = subprocess.run(
         [sys.executable, "-m", "bot.cli", "chat", *args],
         input="\n".join(lines) + "\n",
@@ -50,7 +67,52 @@ def chat(env: dict[str, str], lines: list[str], *args: str) -> str:
     )
     assert proc.returncode == 0, proc.stderr
     assert "Traceback" not in proc.stderr, proc.stderr
-    return proc.stdout
+    return proc.stdout, proc.stderr
+
+
+class ChatProcess:
+    """`memora chat` driven line by line, its output read as it comes (for what happens while
+    the prompt waits)."""
+
+    def __init__(self, env: dict[str, str], *args: str) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "bot.cli", "chat", *args],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            cwd=ROOT,
+            env=env,
+        )
+        self.out = ""
+
+    def wait_for(self, text: str, *, count: int = 1, timeout: float = 60) -> str:
+        """Read until `text` has appeared `count` times; everything read so far."""
+        assert self.proc.stdout is not None
+        sel = selectors.DefaultSelector()
+        sel.register(self.proc.stdout, selectors.EVENT_READ)
+        deadline = time.monotonic() + timeout
+        while self.out.count(text) < count:
+            assert time.monotonic() < deadline, f"no {text!r} in:\n{self.out}"
+            if sel.select(timeout=0.5):
+                chunk = os.read(self.proc.stdout.fileno(), 65536)
+                assert chunk, f"the chat ended before {text!r}:\n{self.out}"
+                self.out += chunk.decode()
+        return self.out
+
+    def send(self, line: str) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(line.encode() + b"\n")
+        self.proc.stdin.flush()
+
+    def finish(self, timeout: float = 60) -> tuple[int, str, str]:
+        """Wait for the process to end on its own (stdin stays open); its code, stdout, stderr."""
+        try:
+            rest, err = self.proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            rest, err = self.proc.communicate()
+            raise AssertionError(f"still running after {timeout} s:\n{self.out}") from None
+        return self.proc.returncode, self.out + rest.decode(), err.decode()
 
 
 def test_parse_command_with_or_without_slash() -> None:
@@ -89,7 +151,15 @@ def test_terminal_chat_talks_remembers_and_persists(
         ],
     )
     assert "Memora: Echo: Hi, my English level is B1" in out
-    assert "[memory] summarized" in out  # the per-turn status line
+    assert "[memory] summarized +0 msgs · context" in out  # the per-turn status line
+    # The second turn pushed the first out of the 1-turn window: folded after the reply, and
+    # the line printed before that says so (it said "+0 … summary 0" while /summary covered 2).
+    assert "[memory] summarized +0 msgs (+2 to fold after this reply)" in out
+    assert "summary 0 so far" in out
+    # /status counts the messages /context shows (the system prompt first)
+    counted = re.search(r"Last context messages\s*: (\d+)", out)
+    shown = re.search(r"system prompt first\) \((\d+) messages\)", out)
+    assert counted and shown and counted.group(1) == shown.group(1), out
     assert "History messages" in out and ": 4" in out
     # One turn left the 1-turn window, so a summary exists and keeps the key facts.
     assert "Summary (covers 2 messages)" in out
@@ -147,8 +217,9 @@ def test_learner_commands_in_the_terminal_take_typed_answers(
         },
         kind="structured",
     )
-    out = chat(
-        memora_env(openai_server, tmp_path / "data"),
+    data = tmp_path / "data"
+    out, err = chat_and_log(
+        memora_env(openai_server, data, MEMORA_LOGGING__LEVEL="INFO"),
         [
             "I go to the park yesterday with my dog.",
             "profile",
@@ -159,6 +230,7 @@ def test_learner_commands_in_the_terminal_take_typed_answers(
             "/profile set timezone Mars/Base",
             "/profile set level b2",
             "/profile undo",
+            "/export",
             "exit",
         ],
         "--quiet",
@@ -170,6 +242,14 @@ def test_learner_commands_in_the_terminal_take_typed_answers(
     assert "Your progress" in out and "Days studied: 1" in out and "tense: " in out
     assert "'Mars/Base' is not a time zone I know" in out
     assert "Saved: level = B2 (was B1)" in out and "Undone: level is back to B1." in out
+    # The chart and the export are kept in the learner's folder under data_dir, and it says so
+    folder = data / "files" / "learner-0"
+    for name in ("progress.png", "memora-chat-0.json"):
+        assert f"(wrote {folder / name})" in out
+    assert (folder / "progress.png").read_bytes().startswith(b"\x89PNG")
+    assert json.loads((folder / "memora-chat-0.json").read_text())["chat"]["id"] == 0
+    assert not (ROOT / "memora-chat-0.json").exists()  # never in the folder chat started from
+    assert "matplotlib" not in err and "INFO memora" in err  # the library's INFO lines stay out
 
 
 def test_a_server_without_the_responses_api_is_named_as_a_setting_not_an_outage(
@@ -195,3 +275,47 @@ def test_a_server_without_the_responses_api_is_named_as_a_setting_not_an_outage(
     told = [line for line in proc.stderr.splitlines() if "ERROR" in line]
     assert len(told) == 1, proc.stderr  # one clear line, at the first 404
     assert 'no Responses API. Set [llm] api = "chat_completions"' in told[0]
+
+
+def test_ctrl_c_at_the_prompt_ends_the_chat_cleanly(
+    openai_server: FakeOpenAI, tmp_path: Path
+) -> None:
+    """As Ctrl-D does: at once, without waiting for Enter, without a traceback."""
+    chat_process = ChatProcess(memora_env(openai_server, tmp_path), "--quiet")
+    chat_process.send("Hello there")
+    chat_process.wait_for("You: ", count=2)  # answered, and waiting at the prompt again
+    chat_process.proc.send_signal(signal.SIGINT)
+    code, out, err = chat_process.finish(timeout=30)  # stdin stays open: no Enter, no EOF
+    assert code == 0, err
+    assert out.rstrip().endswith("Bye!") and "Traceback" not in err, (out, err)
+    assert "Echo: Hello there" in out
+
+
+class Screen(io.StringIO):
+    """The terminal's stdout; `prompted` is set whenever the prompt is the last thing shown."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.prompted = asyncio.Event()
+
+    def flush(self) -> None:
+        if self.getvalue().endswith("You: "):
+            self.prompted.set()
+
+
+async def test_a_notice_while_the_prompt_shows_draws_the_prompt_again(tmp_path: Path) -> None:
+    db = Database(tmp_path / "memora.sqlite3")
+    await db.open()
+    engine = Engine(db=db, llm=FakeLLM(), counter=LocalTokenCounter())
+    read_end, write_end = os.pipe()
+    screen = Screen()
+    with os.fdopen(read_end, encoding="utf-8") as stdin:
+        talking = asyncio.create_task(chat_loop(engine, stdin=stdin, stdout=screen, language="en"))
+        await screen.prompted.wait()
+        assert engine.notify is not None  # the terminal listens for the engine's notices
+        await engine.notify(ChatRef(0, "private"), UserRef(0), Reply("🗑 Forgotten, as you asked"))
+        assert screen.getvalue().endswith("You: \nMemora: 🗑 Forgotten, as you asked\n\nYou: ")
+        os.write(write_end, b"exit\n")
+        await talking
+        os.close(write_end)
+    await db.close()

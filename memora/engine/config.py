@@ -4,6 +4,7 @@ is their one source); `EngineConfig.from_settings` carries a loaded configuratio
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Literal
 
 from memora.config import (
@@ -16,6 +17,7 @@ from memora.config import (
 )
 from memora.prompts import TUTOR_INSTRUCTIONS
 
+FILES_DIR = "files"  # under [storage] data_dir: learner-<id>/ per learner (Queries.learner_files)
 _MEMORY = MemoryConfig()
 _RETRIEVAL = RetrievalConfig()
 
@@ -34,6 +36,9 @@ class EngineConfig:
     learner_enabled: bool = LearnerConfig().enabled
     weekly_by_default: bool = RemindersConfig().weekly  # /remind HH:MM turns the report on too
     instructions: str = TUTOR_INSTRUCTIONS
+    # Where adapters keep files made for a learner (the terminal's /progress chart and /export):
+    # one folder each, deleted by /forgetme. None: nowhere (nothing is written).
+    files_dir: Path | None = None
 
     @classmethod
     def from_settings(cls, settings: Settings) -> EngineConfig:
@@ -51,4 +56,5 @@ class EngineConfig:
             extraction_enabled=settings.extraction.enabled,
             learner_enabled=settings.learner.enabled,
             weekly_by_default=settings.reminders.weekly,
+            files_dir=settings.storage.data_dir / FILES_DIR,
         )

@@ -3,10 +3,13 @@ and history, /status, memories, forgetting."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
+from pathlib import Path
 
 from memora.clock import utcnow
 from memora.engine.lanes import Lanes
+from memora.erase import remove_folder
 from memora.i18n import _
 from memora.longterm import MAX_MEMORY_CHARS, AddResult, Memory, SearchResult
 from memora.longterm.dedupe import normalise_text
@@ -46,8 +49,15 @@ class Queries(Lanes):
         counts["weekly_reports"] = await self.weekly.delete_user(user_id)
         counts["memories"] = await self.store.delete_user(user_id) if self.store else 0
         counts["usage"] = await UsageLedger(self.db).delete_user(user_id)
+        if (files := self.learner_files(user_id)) is not None:  # the terminal's charts, exports
+            counts["files"] = await asyncio.to_thread(remove_folder, files)
         self._forget_recent_vectors()
         return counts
+
+    def learner_files(self, user_id: int) -> Path | None:
+        """The folder where adapters keep files made for this learner (None: no such place)."""
+        folder = self.config.files_dir
+        return None if folder is None else folder / f"learner-{user_id}"
 
     def _forget_recent_vectors(self) -> None:
         """A local embedder keeps the vectors of the last texts it embedded: deleted words go
@@ -80,7 +90,8 @@ class Queries(Lanes):
         return Status(
             history_messages=await self.db.message_count(chat_id),
             summarized_messages=row.summarized_count,
-            last_context_messages=len(row.last_context),
+            # the system prompt too, as /context shows it
+            last_context_messages=len(row.last_context) + 1 if row.last_context else 0,
             summary_available=bool(row.summary),
             memory_count=await self.store.count(user_id) if self.store else None,
             last=await self.db.last_usage(chat_id),

@@ -306,12 +306,15 @@ class Turns(AfterReply, Retrieval):
         )
         if prepared.follow_up is not None:
             await self._asked(turn.user, prepared.follow_up)
-        was = prepared.window.summarized_count
+        window = prepared.window
+        folded = built.folds[-1].summarized_count - window.summarized_count if built.folds else 0
+        unsummarized = len(window.pending) - folded + 2  # with this turn's two messages
         stats = TurnStats(
             usage=usage,
-            newly_summarized=built.folds[-1].summarized_count - was if built.folds else 0,
-            context_messages=len(built.messages),
+            newly_summarized=folded,
+            context_messages=1 + len(built.messages),  # the system prompt, then the messages
             session_total=(await self.db.total_usage(chat.id)).total,
+            fold_pending=max(0, unsummarized - 2 * self.config.max_recent_turns),
         )
         calls = [
             self._model_call("reply", answer.usage),
