@@ -2,13 +2,8 @@
 
 from __future__ import annotations
 
-import queue
 import random
-import signal
 import sqlite3
-import subprocess
-import sys
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,59 +11,9 @@ from pathlib import Path
 import pytest
 
 from tests.fake_openai import FakeOpenAI
-from tests.test_terminal import ROOT, memora_env
+from tests.test_terminal import ChatProcess, memora_env
 
 pytestmark = pytest.mark.slow
-
-
-class ChatProcess:
-    """A `memora chat` process whose stdout is read line by line in a thread."""
-
-    def __init__(self, env: dict[str, str]) -> None:
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "bot.cli", "chat", "--quiet"],
-            cwd=ROOT,
-            env=env,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            text=True,
-        )
-        self.lines: queue.Queue[str] = queue.Queue()
-        threading.Thread(target=self._pump, daemon=True).start()
-
-    def _pump(self) -> None:
-        assert self.proc.stdout is not None
-        try:
-            for line in self.proc.stdout:
-                self.lines.put(line)
-        except ValueError:  # kill9 closed the pipe while this thread was still reading it
-            pass
-
-    def send(self, text: str) -> None:
-        assert self.proc.stdin is not None
-        self.proc.stdin.write(text + "\n")
-        self.proc.stdin.flush()
-
-    def wait_for(self, needle: str, timeout: float = 60.0) -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            try:
-                if needle in self.lines.get(timeout=0.1):
-                    return
-            except queue.Empty:
-                continue
-        raise AssertionError(f"never saw {needle!r}")
-
-    def kill9(self) -> None:
-        self.proc.send_signal(signal.SIGKILL)
-        self.proc.wait(timeout=10)
-        for stream in (self.proc.stdin, self.proc.stdout):
-            if stream is not None:
-                try:
-                    stream.close()
-                except OSError:
-                    pass
 
 
 @pytest.fixture

@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import asyncio
+import codecs
 import io
 import json
 import os
 import re
-import selectors
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -71,48 +72,59 @@ def chat_and_log(env: dict[str, str], lines: list[str], *args: str) -> tuple[str
 
 
 class ChatProcess:
-    """`memora chat` driven line by line, its output read as it comes (for what happens while
-    the prompt waits)."""
+    """A `memora chat --quiet` process, its output read as it comes in a thread (the prompt too,
+    which ends no line)."""
 
-    def __init__(self, env: dict[str, str], *args: str) -> None:
+    def __init__(self, env: dict[str, str]) -> None:
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "bot.cli", "chat", *args],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
+            [sys.executable, "-m", "bot.cli", "chat", "--quiet"],
             cwd=ROOT,
             env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
         )
-        self.out = ""
+        self.out = ""  # everything shown so far
+        self._seen = 0  # where the next wait_for starts looking
+        self._more = threading.Condition()
+        threading.Thread(target=self._pump, daemon=True).start()
 
-    def wait_for(self, text: str, *, count: int = 1, timeout: float = 60) -> str:
-        """Read until `text` has appeared `count` times; everything read so far."""
+    def _pump(self) -> None:
         assert self.proc.stdout is not None
-        sel = selectors.DefaultSelector()
-        sel.register(self.proc.stdout, selectors.EVENT_READ)
-        deadline = time.monotonic() + timeout
-        while self.out.count(text) < count:
-            assert time.monotonic() < deadline, f"no {text!r} in:\n{self.out}"
-            if sel.select(timeout=0.5):
-                chunk = os.read(self.proc.stdout.fileno(), 65536)
-                assert chunk, f"the chat ended before {text!r}:\n{self.out}"
-                self.out += chunk.decode()
-        return self.out
+        decoder = codecs.getincrementaldecoder("utf-8")()
+        try:
+            while chunk := os.read(self.proc.stdout.fileno(), 65536):
+                with self._more:
+                    self.out += decoder.decode(chunk)
+                    self._more.notify_all()
+        except (OSError, ValueError):  # kill9 closed the pipe while this thread was reading it
+            pass
 
-    def send(self, line: str) -> None:
+    def send(self, text: str) -> None:
         assert self.proc.stdin is not None
-        self.proc.stdin.write(line.encode() + b"\n")
+        self.proc.stdin.write(text.encode() + b"\n")
         self.proc.stdin.flush()
 
-    def finish(self, timeout: float = 60) -> tuple[int, str, str]:
-        """Wait for the process to end on its own (stdin stays open); its code, stdout, stderr."""
-        try:
-            rest, err = self.proc.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            rest, err = self.proc.communicate()
-            raise AssertionError(f"still running after {timeout} s:\n{self.out}") from None
-        return self.proc.returncode, self.out + rest.decode(), err.decode()
+    def wait_for(self, needle: str, timeout: float = 60.0) -> None:
+        """Wait until `needle` is shown after what earlier waits found."""
+        deadline = time.monotonic() + timeout
+        with self._more:
+            while (at := self.out.find(needle, self._seen)) < 0:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise AssertionError(f"never saw {needle!r} in:\n{self.out[self._seen :]}")
+                self._more.wait(min(left, 0.5))
+            self._seen = at + len(needle)
+
+    def kill9(self) -> None:
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait(timeout=10)
+        for stream in (self.proc.stdin, self.proc.stdout):
+            if stream is not None:
+                try:
+                    stream.close()
+                except OSError:
+                    pass
 
 
 def test_parse_command_with_or_without_slash() -> None:
@@ -280,15 +292,18 @@ def test_a_server_without_the_responses_api_is_named_as_a_setting_not_an_outage(
 def test_ctrl_c_at_the_prompt_ends_the_chat_cleanly(
     openai_server: FakeOpenAI, tmp_path: Path
 ) -> None:
-    """As Ctrl-D does: at once, without waiting for Enter, without a traceback."""
-    chat_process = ChatProcess(memora_env(openai_server, tmp_path), "--quiet")
-    chat_process.send("Hello there")
-    chat_process.wait_for("You: ", count=2)  # answered, and waiting at the prompt again
-    chat_process.proc.send_signal(signal.SIGINT)
-    code, out, err = chat_process.finish(timeout=30)  # stdin stays open: no Enter, no EOF
-    assert code == 0, err
-    assert out.rstrip().endswith("Bye!") and "Traceback" not in err, (out, err)
-    assert "Echo: Hello there" in out
+    """As Ctrl-D does: at once, without waiting for Enter (stdin stays open), cleanly."""
+    p = ChatProcess(memora_env(openai_server, tmp_path))
+    try:
+        p.send("Hello there")
+        p.wait_for("Echo: Hello there")
+        p.wait_for("You: ")  # answered, and waiting at the prompt again
+        p.proc.send_signal(signal.SIGINT)
+        code = p.proc.wait(timeout=30)  # before: alive until Enter
+        p.wait_for("Bye!")
+    finally:
+        p.kill9()
+    assert code == 0  # no KeyboardInterrupt, no traceback: the chat ended as at EOF
 
 
 class Screen(io.StringIO):
