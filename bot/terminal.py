@@ -84,13 +84,16 @@ class Keyboard:
             raise KeyboardInterrupt
 
     async def readline(self, prompt: Callable[[], None]) -> str | None:
-        """Show the prompt, then the next line; None at the end of input or on Ctrl-C."""
+        """Show the prompt, then the next line; None at the end of input or after Ctrl-C."""
         self.waiting = True  # before the prompt shows: a Ctrl-C from then on ends the chat
         try:
             prompt()
-            return await self._lines.get()
+            line = await self._lines.get()
         finally:
             self.waiting = False
+        if line is None:  # the end stays the end: every later read gets it too
+            self._lines.put_nowait(None)
+        return line
 
 
 async def keep_files(reply: Reply, folder: Path | None) -> list[str]:
