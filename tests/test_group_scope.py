@@ -28,7 +28,7 @@ PRIVATE_WORDS = ("50000", "Zarquon", "Vexhaven", "haggle", "bargain")
 
 def extracting(req: FakeRequest) -> Answer:
     """The model's extraction: the private facts from PRIVATE_SAYS; from the group message, the
-    new salary, pointing `replaces` at memory 1 whatever the list holds."""
+    new salary, pointing `replaces` at the first listed memory (m1) whatever the list holds."""
     if req.kind != "structured":
         return default_responder(req)
     answer: dict[str, Any] = minimal_instance(req.schema) if req.schema else {}
@@ -52,7 +52,7 @@ def extracting(req: FakeRequest) -> Answer:
         ]
     elif "60000" in said:
         answer["memories"] = [
-            {"text": "Salary is 60000 a month.", "category": "personal", "replaces": 1}
+            {"text": "Salary is 60000 a month.", "category": "personal", "replaces": "m1"}
         ]
     return answer
 
