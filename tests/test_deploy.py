@@ -18,7 +18,8 @@ import yaml
 from bot.telegram import check_config
 from memora.config import ConfigError, load_settings
 
-DEPLOY = Path(__file__).resolve().parents[1] / "deploy"
+ROOT = Path(__file__).resolve().parents[1]
+DEPLOY = ROOT / "deploy"
 _VAR = re.compile(r"\$\{(\w+)(?::[?-]([^}]*))?\}")
 
 
@@ -88,3 +89,49 @@ def test_the_replicas_need_no_webhook_secret_and_refuse_a_placeholder(
                 check_config(settings)
         else:
             check_config(settings)
+
+
+def _image_users_and_folders() -> tuple[str, dict[str, str]]:
+    """The Dockerfile's USER (as its uid) and the folders it creates with their owner's uid."""
+    text = (ROOT / "Dockerfile").read_text()
+    by_name = {name: uid for uid, name in re.findall(r"useradd .*--uid (\d+) (\w+)", text)}
+    owned = {}
+    for folders, owner in re.findall(r"mkdir -p ([^&\n]+?) && chown (\w+):", text):
+        for folder in folders.split():
+            owned[folder] = by_name[owner]
+    (user,) = re.findall(r"(?m)^USER (\w+)$", text)
+    return by_name.get(user, user), owned
+
+
+def test_every_service_of_the_image_can_write_its_volumes() -> None:
+    """A named volume starts as a copy of the image's folder at its path (owner included), or
+    root-owned when the image has none there: a service built from the Dockerfile mounts its
+    volumes only on folders the image creates for the user the service runs as."""
+    user, owned = _image_users_and_folders()
+    assert owned, "the Dockerfile creates no folder for its user"
+    built = {n: s for n, s in compose()["services"].items() if "build" in s}
+    assert "chroma" in built
+    for name, service in built.items():
+        runs_as = str(service.get("user", user)).split(":")[0]
+        for volume in service.get("volumes", []):
+            target = volume.split(":")[1]
+            assert owned.get(target) == runs_as, f"{name}: {target} is not {runs_as}'s"
+    chroma = built["chroma"]["command"]
+    path = chroma[chroma.index("--path") + 1]
+    assert any(path.startswith(v.split(":")[1] + "/") for v in built["chroma"]["volumes"])
+
+
+def test_the_build_context_holds_only_what_the_image_copies() -> None:
+    """.dockerignore: everything out (.git, .venv, config.toml, deploy/.env, data), then what
+    the Dockerfile's COPY lines name back in."""
+    lines = [
+        line
+        for line in (ROOT / ".dockerignore").read_text().splitlines()
+        if line and not line.startswith("#")
+    ]
+    assert lines[0] == "*"
+    copied = set()
+    for sources in re.findall(r"(?m)^COPY (.+) \S+$", (ROOT / "Dockerfile").read_text()):
+        copied.update(sources.split())
+    kept = {line[1:].rstrip("/") for line in lines if line.startswith("!")}
+    assert kept == copied
