@@ -69,8 +69,12 @@ def _web_app_urls(message: dict[str, Any]) -> list[str]:
 
 def test_memora_run_serves_the_page_and_offers_it_in_private_chats_only(bot: BotProcess) -> None:
     tg = bot.tg
-    (menu,) = tg.calls_to("setChatMenuButton")
-    assert menu["menu_button"]["web_app"]["url"] == PUBLIC
+    (menu,) = tg.calls_to("setChatMenuButton")  # the default: private chats only
+    assert "chat_id" not in menu and menu["menu_button"]["web_app"]["url"] == PUBLIC
+    assert menu["menu_button"]["text"] == "Open my memory"
+    ask(tg, "/help", user_id=MEI, first_name="Mei", language_code="zh-TW")
+    (_default, mine) = tg.calls_to("setChatMenuButton")  # hers, in 繁體
+    assert int(mine["chat_id"]) == MEI and mine["menu_button"]["text"] == "打開我的記憶"
     assert "Saved" in ask(tg, f"/remember My turtle is called {TURTLE}")
     for command in ("/memories", "/start"):
         update = tg.user_sends(command)

@@ -14,17 +14,19 @@ and the log says so once.
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from telegram import MenuButtonWebApp, WebAppInfo
+from telegram import Bot, MenuButtonWebApp, WebAppInfo
 from telegram.error import TelegramError
 from telegram.ext import Application
 
-from bot.web import WebServer
 from memora.config import Settings
 from memora.engine import Engine
-from memora.i18n import N_, _
+from memora.i18n import DEFAULT, N_, _, translator
+
+if TYPE_CHECKING:
+    from bot.web import WebServer
 
 log = logging.getLogger(__name__)
 
@@ -59,10 +61,14 @@ class WebApp:
         self.settings = settings
         self.url = page_url(settings)
         self.server: WebServer | None = None
+        self._labelled: dict[int, str] = {}  # private chat → its menu button's language
+
 
     async def start(self, app: Application[Any, Any, Any, Any, Any, Any], engine: Engine) -> None:
         if not self.settings.webapp.enabled:
             return
+        from bot.web import WebServer  # imported lazily: Starlette and uvicorn, when enabled
+
         self.server = WebServer(engine, self.settings)
         await self.server.start()
         cfg = self.settings.webapp
@@ -75,11 +81,25 @@ class WebApp:
             )
             return
         try:  # the default menu button: Telegram shows it in private chats only
-            await app.bot.set_chat_menu_button(
-                menu_button=MenuButtonWebApp(_(OPEN), WebAppInfo(self.url))
-            )
+            await app.bot.set_chat_menu_button(menu_button=self._menu_button(DEFAULT))
         except TelegramError as exc:  # a convenience: /start and /memories still offer it
             log.warning("web app: could not set the menu button: %s", exc)
+
+    def _menu_button(self, lang: str) -> MenuButtonWebApp:
+        return MenuButtonWebApp(translator(lang)(OPEN), WebAppInfo(self.url))
+
+    async def follow(self, bot: Bot, chat_id: int, lang: str) -> None:
+        """The private chat's menu button in its learner's language (the default one is
+        English), set once per chat and language in this process."""
+        if not self.url or self._labelled.get(chat_id, DEFAULT) == lang:
+            return
+        button = None if lang == DEFAULT else self._menu_button(lang)  # None: the default
+        try:
+            await bot.set_chat_menu_button(chat_id=chat_id, menu_button=button)
+        except TelegramError as exc:  # a convenience, like the command menu
+            log.warning("web app: could not set the menu button of chat %s: %s", chat_id, exc)
+            return
+        self._labelled[chat_id] = lang
 
     async def stop(self) -> None:
         if self.server is not None:

@@ -44,6 +44,7 @@ async def gate(update: Update, context: Context) -> None:
     message = update.message
     if message is not None and message.chat.type == ChatType.PRIVATE and not sender.is_bot:
         await state.menus.follow(context.bot, message.chat.id, lang, sender.language_code)
+        await state.web_app.follow(context.bot, message.chat.id, lang)  # the page's button
 
 
 async def _refuse(update: Update, context: Context, sender: User | None) -> None:
