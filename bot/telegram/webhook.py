@@ -77,7 +77,7 @@ def same_secret(given: str | None, secret: str) -> bool:
 
 class SecretCheckedHandler(TelegramHandler):
     """PTB's webhook request handler with our own check: a request without the secret header,
-    or with a wrong one, is answered 403 before its body is read, so nothing is queued."""
+    or with a wrong one, is answered 403 before the update in it is parsed, so nothing is queued."""
 
     def _validate_post(self) -> None:
         if self.request.headers.get("Content-Type") != "application/json":  # as PTB's own
