@@ -142,6 +142,13 @@ class LearnerConfig(_Section):
     enabled: bool = True
 
 
+class TutorConfig(_Section):
+    """Who the tutor is and how it teaches: the reply call's instructions ("" = Memora's own,
+    memora.prompts.TUTOR_INSTRUCTIONS)."""
+
+    instructions: str = ""
+
+
 class RemindersConfig(_Section):
     """Reminders and the weekly report (memora/reminders.py, memora/weekly.py)."""
 
@@ -247,6 +254,7 @@ class Settings(BaseSettings):
     extraction: ExtractionConfig = ExtractionConfig()
     voice: VoiceConfig = VoiceConfig()
     learner: LearnerConfig = LearnerConfig()
+    tutor: TutorConfig = TutorConfig()
     limits: LimitsConfig = LimitsConfig()
     reminders: RemindersConfig = RemindersConfig()
     pricing: PricingConfig = PricingConfig()

@@ -11,6 +11,11 @@ import platformdirs
 import pytest
 
 from memora.config import ConfigError, load_settings, require_llm, require_telegram
+from memora.engine import ChatRef, Engine, EngineConfig, UserRef
+from memora.prompts import TUTOR_INSTRUCTIONS
+from memora.storage import Database
+from memora.tokens import LocalTokenCounter
+from tests.fakes import FakeLLM
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -200,3 +205,19 @@ def test_example_provider_blocks_load_and_name_the_api_their_server_has(tmp_path
         llm = load_settings(cfg).llm
         assert llm.base_url.startswith(("https://", "http://localhost:")), name
         assert llm.api == ("responses" if name == "Azure OpenAI" else "chat_completions"), name
+
+
+async def test_the_tutor_instructions_are_the_configs_in_every_reply(tmp_path: Path) -> None:
+    cfg = tmp_path / "c.toml"
+    cfg.write_text('[tutor]\ninstructions = """\nYou are Ms. Lin, a teacher for nurses.\n"""\n')
+    assert EngineConfig.from_settings(load_settings()).instructions == TUTOR_INSTRUCTIONS
+    config = EngineConfig.from_settings(load_settings(cfg))
+    db = Database(tmp_path / "memora.sqlite3")
+    await db.open()
+    llm = FakeLLM()
+    engine = Engine(db=db, llm=llm, counter=LocalTokenCounter(), config=config)
+    assert (await engine.handle_turn(ChatRef(1), UserRef(1), "Hello")).ok
+    await engine.drain()
+    await db.close()
+    assert llm.calls[0].kind == "complete"
+    assert llm.calls[0].instructions == "You are Ms. Lin, a teacher for nurses."

@@ -57,4 +57,5 @@ class EngineConfig:
             learner_enabled=settings.learner.enabled,
             weekly_by_default=settings.reminders.weekly,
             files_dir=settings.storage.data_dir / FILES_DIR,
+            instructions=settings.tutor.instructions.strip() or TUTOR_INSTRUCTIONS,
         )
