@@ -14,7 +14,7 @@ from memora.engine.followups import FOLLOW_UP_BLOCK
 from memora.prompts import MEMORY_BLOCK
 from tests.fake_openai import FakeOpenAI
 from tests.fake_telegram import FakeTelegram
-from tests.test_e2e_telegram import WAIT, BotProcess, ask, reply_request_for
+from tests.test_e2e_telegram import WAIT, BotProcess, ask
 from tests.test_terminal import chat, memora_env
 
 pytestmark = pytest.mark.slow
@@ -50,6 +50,12 @@ def test_the_terminal_chat_forgets_a_trip_once_it_is_over(tmp_path: Path) -> Non
     assert "until 2026-03-10 · past" in out  # still listed, as past
 
 
+def reply_to(llm: FakeOpenAI, text: str) -> list[dict[str, str]]:
+    """The messages of the reply request for `text` (not a summary that quotes it)."""
+    (request,) = [r for r in llm.requests_of("reply") if r.last_user_message == text]
+    return list(request.messages)
+
+
 def test_memora_run_asks_about_an_ended_trip_once(tmp_path: Path) -> None:
     now = tmp_path / "now"
     now.write_text("2026-03-01T09:00:00+00:00")
@@ -67,12 +73,12 @@ def test_memora_run_asks_about_an_ended_trip_once(tmp_path: Path) -> None:
             now.write_text("2026-03-11T09:00:00+00:00")  # the running process moves with it
             for text in ("Where should I eat tonight?", "And tomorrow?"):
                 ask(tg, text)
-            first = reply_request_for(llm, "Where should I eat tonight?").messages
+            first = reply_to(llm, "Where should I eat tonight?")
             notes = [m["content"] for m in first if m["content"].startswith(FOLLOW_UP_BLOCK)]
             assert len(notes) == 1 and "The user is in Tokyo" in notes[0]
             memory = [m["content"] for m in first if m["content"].startswith(MEMORY_BLOCK)]
             assert not any("Tokyo" in block for block in memory)
-            second = reply_request_for(llm, "And tomorrow?").messages
+            second = reply_to(llm, "And tomorrow?")
             assert not any(m["content"].startswith(FOLLOW_UP_BLOCK) for m in second)  # once
             assert ask(tg, "/pin 1").startswith("Pinned: The user is in Tokyo")
             assert "📌 learned 2026-03-01" in ask(tg, "/memories")
