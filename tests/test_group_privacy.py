@@ -98,3 +98,34 @@ async def test_a_write_in_a_group_never_takes_over_a_private_memory(store: Memor
     wider = replace(newer, text="Salary is 70000 a month.", chat_id=1)
     (wide,) = await store.add_many(MAY.id, [replace(wider, replaces=private.memory.id)])
     assert wide.action == "superseded" and wide.memory.id == private.memory.id
+
+
+async def test_an_earlier_private_text_is_never_shown_or_restored_in_a_group(
+    remembered: Engine, store: MemoryStore
+) -> None:
+    """A group memory that once took over a private one (written before writes kept to their
+    group, or under group_memories = "all"): its earlier text is the private chat's."""
+    private = {m.text: m for m in await store.memories(MAY.id)}[SECRET_FACT]
+    taipei = NewMemory("May works as a nurse in Taipei", "extracted", "personal", GROUP.id, None)
+    (took,) = await store.add_many(MAY.id, [replace(taipei, replaces=private.id)])
+    assert took.action == "superseded" and took.memory.id == private.id
+    assert took.memory.history[-1].chat_id == PRIVATE.id  # where the old text came from
+    ctx = CommandContext(GROUP, MAY, "")
+    shown = (await run_command(remembered, "memories", ctx)).text
+    assert "Taipei" in shown and "Kaohsiung" not in shown and "/undo" not in shown
+    n = str(1 + [line for line in shown.splitlines() if line[:1].isdigit()].index(
+        next(line for line in shown.splitlines() if "Taipei" in line)
+    ))  # fmt: skip
+    refused = await run_command(remembered, "undo", replace(ctx, arg=n))
+    assert not refused.ok and "Kaohsiung" not in refused.text and "private chat" in refused.text
+    # In the private chat the earlier text comes back, and goes back to its chat.
+    mine = (await run_command(remembered, "memories", CommandContext(PRIVATE, MAY, ""))).text
+    assert "(was: May works as a nurse in Kaohsiung" in mine
+    number = next(ln.split(".")[0] for ln in mine.splitlines() if "Taipei" in ln)
+    undone = await run_command(remembered, "undo", CommandContext(PRIVATE, MAY, number))
+    assert undone.text == f"Restored: {SECRET_FACT}"
+    back = {m.id: m for m in await store.memories(MAY.id)}[private.id]
+    assert (
+        back.chat_id == PRIVATE.id
+        and "Kaohsiung" not in (await run_command(remembered, "memories", ctx)).text
+    )

@@ -43,7 +43,7 @@ async def _memories(engine: Engine, ctx: CommandContext) -> Reply:
         for i, m in enumerate(items, 1):
             was = (
                 _("  (was: {text}; /undo {n})").format(text=m.history[-1].text, n=i)
-                if m.history
+                if m.history and _undoable_here(engine, ctx, m)
                 else ""
             )
             dates = dates_label(m, today)
@@ -217,6 +217,18 @@ async def _forget(engine: Engine, ctx: CommandContext) -> Reply:
     return Reply(_("Forgotten for good: memory {n}.").format(n=int(ctx.arg.strip().lstrip("#"))))
 
 
+UNDO_ELSEWHERE = N_(
+    "That memory's earlier version is from another chat, so it stays private: undo it in a "
+    "private chat with me."
+)
+
+
+def _undoable_here(engine: Engine, ctx: CommandContext, memory: Memory) -> bool:
+    """Whether this chat may show and restore the memory's earlier text: in a group (under the
+    default scope) only a text said in that group (one of unknown origin stays hidden)."""
+    return engine.memory_origin(ctx.chat) is None or memory.history[-1].chat_id == ctx.chat.id
+
+
 @command(
     "undo",
     "undo the last update of one of your memories",
@@ -228,6 +240,8 @@ async def _undo(engine: Engine, ctx: CommandContext) -> Reply:
     memory = await _pick(engine, ctx, "undo")
     if isinstance(memory, Reply):
         return memory
+    if memory.history and not _undoable_here(engine, ctx, memory):
+        return Reply(_(UNDO_ELSEWHERE), ok=False)
     restored = await engine.undo_memory(ctx.user.id, memory.id)
     if restored is None:
         return Reply(_("That memory has never been updated; nothing to undo."), ok=False)

@@ -62,11 +62,13 @@ MAX_TERM_CHARS = 40
 
 @dataclass(frozen=True)
 class Revision:
-    """A text a memory had before it was replaced, when, and why."""
+    """A text a memory had before it was replaced, when, why, and the chat it came from then
+    (None: not known, a revision stored before origins were kept)."""
 
     text: str
     replaced_at: str
     reason: str
+    chat_id: int | None = None
 
 
 @dataclass(frozen=True)
@@ -170,7 +172,7 @@ def revised(
         old,
         text=text,
         updated_at=stamp,
-        history=(*kept, Revision(old.text, stamp, reason)),
+        history=(*kept, Revision(old.text, stamp, reason, old.chat_id)),
         **changes,
     )
 
@@ -231,7 +233,8 @@ def to_metadata(memory: Memory, seq: int) -> dict[str, Any]:
         "updated_at": memory.updated_at,
         "seq": seq,
         "history": json.dumps(
-            [[r.text, r.replaced_at, r.reason] for r in memory.history], ensure_ascii=False
+            [[r.text, r.replaced_at, r.reason, r.chat_id] for r in memory.history],
+            ensure_ascii=False,
         ),
     }
     if memory.terms:  # absent: no terms (a manual memory, or one stored before terms existed)
@@ -255,11 +258,17 @@ def _optional(meta: dict[str, Any], key: str) -> str | None:
     return None if value is None else str(value)
 
 
+def _origin(rest: list[Any]) -> int | None:
+    """A revision's chat, from its stored list (absent or null in revisions kept before)."""
+    return int(rest[0]) if rest and rest[0] is not None else None
+
+
 def from_record(memory_id: str, document: str, meta: dict[str, Any]) -> tuple[Memory, int]:
     """The memory and its `seq` from one Chroma record."""
-    history = tuple(Revision(str(t), str(at), str(why)) for t, at, why in json.loads(
-        str(meta.get("history") or "[]")
-    ))  # fmt: skip
+    history = tuple(
+        Revision(str(t), str(at), str(why), _origin(origin))
+        for t, at, why, *origin in json.loads(str(meta.get("history") or "[]"))
+    )
     source = str(meta.get("source", "extracted"))
     chat_id = meta.get("chat_id")
     message_id = meta.get("message_id")

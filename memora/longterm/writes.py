@@ -311,14 +311,17 @@ class MemoryWriter:
             if entry is None or not entry.memory.history:
                 return None
             old = entry.memory
+            back = old.history[-1]
             memory = revised(
                 old,
-                old.history[-1].text,
+                back.text,
                 stamp,
                 "reverted",
                 history=old.history[:-1],
                 terms=(),
                 situations=(),
+                # the text goes back where it came from (a private one never stays in a group)
+                chat_id=back.chat_id if back.chat_id is not None else old.chat_id,
             )
             await self._rewrite(user_id, data, entry, memory)
             return memory
