@@ -16,10 +16,15 @@ from bot.inputs import clean, split_command
 from memora.asks import yes_no
 from memora.commands import COMMANDS, CommandContext, press_button, run_command
 from memora.engine import Engine
-from memora.i18n import _, switch
+from memora.i18n import N_, _, switch
 from memora.modes.placement import OFFER as PLACEMENT_OFFER
 from memora.types import ChatRef, UserRef
 from memora.views import Reply
+
+TERMINAL_SENDS_NO_REMINDERS = N_(
+    "(Only the Telegram bot, `memora run`, sends reminders and weekly reports; this terminal "
+    "chat sends none.)"
+)
 
 
 def banner() -> str:
@@ -225,6 +230,8 @@ async def chat_loop(
                 print(f"\n{reply.plain}", file=out, flush=True)
                 for kept in await keep_files(reply, engine.learner_files(user.id)):
                     print(kept, file=out, flush=True)
+                if cmd[0] == "remind" and reply.ok and cmd[1].strip():
+                    print(_(TERMINAL_SENDS_NO_REMINDERS), file=out, flush=True)
             else:
                 reply = await engine.handle_turn(chat, user, line, unlimited=True)  # the operator
                 print(f"\nMemora: {reply.plain}", file=out, flush=True)

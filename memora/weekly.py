@@ -45,7 +45,8 @@ log = logging.getLogger(__name__)
 DEFAULT_AT = time(19, 0)  # the report's time for a learner without a daily reminder
 WEEKLY_USAGE = N_(
     "Weekly report: /remind weekly (Mondays) or /remind weekly fri, /remind weekly off, "
-    "/remind weekly now to see this week's report now. It comes at your reminder time."
+    "/remind weekly now to see it at once. It covers the 7 days before the day it comes, and "
+    "comes at your reminder time."
 )
 
 

@@ -37,6 +37,8 @@ def test_help_lists_every_command_once_in_registration_order_with_its_argument()
     assert list(COMMANDS)[:2] == ["start", "help"]
     assert "/remember <text> — save a memory for you" in lines
     assert COMMANDS["export"].description.startswith("(admin)")
+    for c in COMMANDS.values():  # an argument is shown once, before the help line
+        assert not c.arg or f"/{c.name} {c.arg}" not in c.help, c.name
 
 
 def test_only_the_views_work_as_bare_words() -> None:

@@ -382,7 +382,7 @@ async def test_the_weekly_report_is_in_traditional_chinese(db: Database) -> None
     assert rep.chart is not None and rep.chart.startswith(b"\x89PNG")
     lines = rep.text.splitlines()
     assert lines[:7] == [
-        "📅 你本週的英文學習（11月30日 – 12月6日）",
+        "📅 你這一週的英文學習（11月30日 – 12月6日：今天之前的 7 天）",
         "• 訊息：5（上週 4，↑1）",
         "• 學習天數：7 天中有 3 天（上週 1）",
         "• 錯誤：3（上週 3，持平）",

@@ -127,7 +127,9 @@ async def test_a_bad_grade_falls_back_to_the_code_grade(mem_engine: Engine, llm:
 async def test_stop_cancel_reset_groups_export_forgetme(engine: Engine, llm: FakeLLM) -> None:
     await seed(engine)
     await command(engine, "practice")
-    assert "Stopped" in await command(engine, "practice", "stop")
+    stopped = await command(engine, "practice", "stop")  # graded answers are on their cards
+    assert "Stopped" in stopped and "kept on their review cards" in stopped
+    assert "Nothing from it was written" not in stopped
     assert await engine.mode(CHAT.id) is None
     await command(engine, "practice")
     assert "Ended" in await command(engine, "cancel")

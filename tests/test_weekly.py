@@ -17,7 +17,7 @@ import pytest
 
 from bot.telegram import build_application
 from bot.telegram.weekly import WeeklyJobs
-from memora.commands import CommandContext, run_command
+from memora.commands import COMMANDS, CommandContext, run_command
 from memora.config import Settings, TelegramConfig
 from memora.engine import ChatRef, Engine, EngineConfig, UserRef
 from memora.learner import weekly as report
@@ -107,7 +107,7 @@ async def test_the_report_compares_this_week_with_last_from_the_learner_model(
     assert week.mistakes == {"tense": (2, 3), "article": (1, 0)}
     due = await engine.learner.store.due_count(ALICE, MONDAY)
     assert report.compose(week, "Alice").splitlines() == [
-        "📅 Your week in English, Alice (30 Nov – 6 Dec)",
+        "📅 Your week in English, Alice (30 Nov – 6 Dec: the 7 days before today)",
         "• Messages: 5 (last week 4, ↑1)",
         "• Study days: 3 of 7 (last week 1)",
         "• Mistakes: 3 (last week 3, steady)",
@@ -507,6 +507,10 @@ def test_the_terminal_turns_it_on_and_previews_the_report_as_text(tmp_path: Path
     assert "📅 Weekly report: on, Suns at 19:00 (until you set a reminder)" in out
     assert "You have no practice reminder." in out and "Weekly report: on, Suns" in out
     assert "📅 Your week in English" in out and "/remind weekly off to stop" in out
+    assert "the 7 days before today)" in out  # which days, in the report's title
+    assert "7 days before" in COMMANDS["remind"].help  # and in the command's help
+    # the terminal keeps the setting, and says that it sends nothing
+    assert out.count("Only the Telegram bot, `memora run`, sends reminders") == 2
 
 
 async def test_learners_sharing_one_report_time_each_get_theirs_once_from_the_job_queue(

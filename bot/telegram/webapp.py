@@ -63,7 +63,6 @@ class WebApp:
         self.server: WebServer | None = None
         self._labelled: dict[int, str] = {}  # private chat → its menu button's language
 
-
     async def start(self, app: Application[Any, Any, Any, Any, Any, Any], engine: Engine) -> None:
         if not self.settings.webapp.enabled:
             return

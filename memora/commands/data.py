@@ -68,7 +68,7 @@ async def _export(engine: Engine, ctx: CommandContext) -> Reply:
 
 @command(
     "usage",
-    "(admin) what each learner spent: /usage [days]",
+    "(admin) what each learner spent over the last days (7 if left out)",
     arg="[days]",
     admin_only=True,
     private_only=True,

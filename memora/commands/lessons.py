@@ -62,11 +62,11 @@ async def stop_lesson(engine: Engine, ctx: CommandContext, kind: str, missing: s
     if mode is None or mode.kind != kind:
         return Reply(missing, ok=False)
     await engine.leave_mode(ctx.chat.id)
-    return Reply(
-        _("Stopped: {mode}. Nothing from it was written to your profile.").format(
-            mode=engine.describe_mode(mode)
-        )
-    )
+    if kind == "practice":  # each graded answer went to its item's review card, as it came
+        kept = _("Stopped: {mode}. The answers graded so far are kept on their review cards.")
+    else:
+        kept = _("Stopped: {mode}. Nothing from it was written to your profile.")
+    return Reply(kept.format(mode=engine.describe_mode(mode)))
 
 
 @command("cancel", "leave the lesson in progress (placement, role-play, practice)", exclusive=True)

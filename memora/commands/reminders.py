@@ -15,7 +15,8 @@ from memora.views import Reply
 
 @command(
     "remind",
-    "a daily practice reminder in our private chat; /remind weekly for a weekly report; "
+    "a daily practice reminder in our private chat; /remind weekly for a weekly report on "
+    "the 7 days before it; "
     "/remind off; /remind shows both",
     arg="[HH:MM [days] | weekly [day|off|now] | off]",
 )

@@ -149,9 +149,11 @@ def compose(week: Week, name: str = "") -> str:
     p = week.progress
     span = _span(week.first, week.last)
     if name:
-        head = _("📅 Your week in English, {name} ({span})").format(name=name, span=span)
+        head = _("📅 Your week in English, {name} ({span}: the 7 days before today)").format(
+            name=name, span=span
+        )
     else:
-        head = _("📅 Your week in English ({span})").format(span=span)
+        head = _("📅 Your week in English ({span}: the 7 days before today)").format(span=span)
     lines = [head]
     if not week.active:
         lines.append(

@@ -26,6 +26,7 @@ def learner_date(value: str | None) -> str | None:
     text = (value or "").strip()
     return text if _DATE.fullmatch(text) and last_day(text) is not None else None
 
+
 log = logging.getLogger(__name__)
 
 
