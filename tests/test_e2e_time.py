@@ -15,7 +15,7 @@ from memora.prompts import MEMORY_BLOCK
 from tests.fake_openai import FakeOpenAI
 from tests.fake_telegram import FakeTelegram
 from tests.test_e2e_telegram import WAIT, BotProcess, ask
-from tests.test_terminal import chat, memora_env
+from tests.test_terminal import ChatProcess, memora_env
 
 pytestmark = pytest.mark.slow
 
@@ -40,14 +40,24 @@ def test_the_terminal_chat_forgets_a_trip_once_it_is_over(tmp_path: Path) -> Non
     with FakeOpenAI() as server:
         env = memora_env(server, tmp_path / "data", **{TEST_CLOCK_ENV: str(now)})
         server.queue_reply(TRIP, kind="structured")
-        out = chat(env, ["I'm in Tokyo for ten days from today!", "/memories", "exit"])
-        assert "learned 2026-03-01 · since 2026-03-01 · until 2026-03-10" in out
-        now.write_text("2026-03-12T09:00:00+00:00")  # two days after its last day
-        out = chat(env, ["Where should I eat tonight?", "/context", "/memories", "exit"])
-    context = out.split("Where should I eat tonight?")[1]
-    assert FOLLOW_UP_BLOCK.splitlines()[0] in context and "over since 2026-03-10" in context
-    assert "- The user is in Tokyo" not in context.split(FOLLOW_UP_BLOCK.splitlines()[0])[0]
-    assert "until 2026-03-10 · past" in out  # still listed, as past
+        chat = ChatProcess(env)
+        try:
+            chat.send("I'm in Tokyo for ten days from today!")
+            chat.send("/memories")
+            chat.wait_for("learned 2026-03-01 · since 2026-03-01 · until 2026-03-10]")
+            now.write_text("2026-03-12T09:00:00+00:00")  # the running process moves with it
+            chat.send("Where should I eat tonight?")
+            chat.send("/context")
+            chat.wait_for(FOLLOW_UP_BLOCK.splitlines()[0])  # the note, in what the request sent
+            chat.wait_for("over since 2026-03-10")
+            chat.send("/memories")
+            chat.wait_for("until 2026-03-10 · past")  # still listed, as past
+            chat.send("exit")
+            assert chat.proc.wait(timeout=60) == 0
+        finally:
+            chat.kill9()  # closes its pipes (after the clean exit above, nothing to kill)
+    context = chat.out.split("Where should I eat tonight?")[-1].split(FOLLOW_UP_BLOCK)[0]
+    assert "- The user is in Tokyo" not in context  # not in the memory block any more
 
 
 def reply_to(llm: FakeOpenAI, text: str) -> list[dict[str, str]]:
