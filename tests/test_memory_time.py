@@ -293,3 +293,16 @@ def test_json_of_a_memory_keeps_its_dates() -> None:
     meta = to_metadata(m, 3)
     assert json.loads(json.dumps(meta)) == meta  # plain values only (Chroma metadata)
     assert from_record("m1", "in Tokyo", meta) == (m, 3)
+
+
+def test_a_group_asking_about_the_past_gets_only_what_was_said_there() -> None:
+    from memora.longterm.records import Memory, Revision
+    from memora.longterm.timeline import past_notes
+
+    said = "2026-03-01T09:00:00+00:00"
+    level = Memory("m1", 1, "The user's level is B2", "extracted", "level", said, said,
+                   chat_id=GROUP.id, history=(Revision("The user's level is B1", said, "updated",
+                   CHAT.id),))  # fmt: skip
+    today = MARCH_1.date()
+    assert "B1" in past_notes([level], today)["m1"]  # in their private chat: all of it
+    assert past_notes([level], today, origin_chat=GROUP.id) == {}  # B1 was said in private

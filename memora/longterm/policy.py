@@ -162,7 +162,7 @@ async def context_lines(
     lines = {h.memory.id: f"- {h.memory.text}" for h in found.hits}
     if today is not None and asks_about_past(message):
         mine = await store.memories(user_id, origin_chat=origin_chat)
-        for memory_id, note in past_notes(mine, today).items():
+        for memory_id, note in past_notes(mine, today, origin_chat).items():
             current = lines.get(memory_id)
             lines[memory_id] = f"{current} (earlier: {note})" if current else f"- {note}"
     return lines, found.embedding_tokens

@@ -88,14 +88,18 @@ def newest_ended(memories: Sequence[Memory], today: date) -> Memory | None:
     return max(over, key=lambda m: last_day(m.until or "") or date.min, default=None)
 
 
-def past_notes(memories: Sequence[Memory], today: date) -> dict[str, str]:
+def past_notes(
+    memories: Sequence[Memory], today: date, origin_chat: int | None = None
+) -> dict[str, str]:
     """What was true before, for a question about the past, by memory id (newest first, at
     most MAX_PAST_LINES memories): each superseded text with the day it stopped, and the fact
-    itself when it is over, e.g. "(until 2026-02-20, no longer true) The user's level is B1"."""
+    itself when it is over, e.g. "(until 2026-02-20, no longer true) The user's level is B1".
+    With `origin_chat` (a group), only earlier texts said in that chat."""
     dated: list[tuple[str, str, str]] = []  # (day, memory id, note)
     for memory in memories:
         for revision in memory.history:
-            if revision.reason != "reverted":
+            elsewhere = origin_chat is not None and revision.chat_id != origin_chat
+            if revision.reason != "reverted" and not elsewhere:
                 when = day(revision.replaced_at)
                 dated.append((when, memory.id, f"(until {when}, no longer true) {revision.text}"))
         if ended(memory, today):
