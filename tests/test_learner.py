@@ -13,6 +13,7 @@ import pytest
 from memora.commands import CommandContext, run_command
 from memora.engine import ChatRef, Engine, EngineConfig, UserRef
 from memora.learner import progress, review
+from memora.learner.commands import review_command
 from memora.learner.model import ExtractedMistake, ExtractedWord, ProfileUpdate
 from memora.learner.profile import ProfileError, clean_value, known_field
 from memora.learner.screen import mistake_problem, vocab_key
@@ -227,6 +228,33 @@ async def test_review_grades_with_fsrs_and_checks_the_owner(learner: Learner, db
         assert await fresh.store.next_due(ALICE) == again.due.replace(microsecond=0)
     finally:
         await other.close()
+
+
+async def test_after_a_grade_the_next_due_line_agrees_with_the_grades(learner: Learner) -> None:
+    """After "Good — again in 10 minutes", no "your next card is due in under a minute": the
+    next one is another card, and when the graded card is next, its grade said when."""
+    one = [mistake("I go there yesterday", "I went there yesterday")]
+    await learner.apply(
+        ALICE, message="I go there yesterday", profile=[], mistakes=one, words=[], now=NOW
+    )
+    await learner.apply(
+        ALICE,
+        message="x y",
+        profile=[],
+        mistakes=[],
+        words=[word("commute")],
+        now=NOW + timedelta(seconds=30),
+    )
+    first = await review_command(learner, ALICE, "good", NOW, group=False)
+    assert "Good — you'll see it again in 10 minutes." in first.text
+    assert "Another card is due in under a minute" in first.text
+    assert "Your next card" not in first.text
+    await learner.apply(
+        BOB, message="I go there yesterday", profile=[], mistakes=one, words=[], now=NOW
+    )
+    alone = await review_command(learner, BOB, "good", NOW, group=False)  # his only card
+    assert "Good — you'll see it again in 10 minutes." in alone.text
+    assert "Nothing else to review right now." in alone.text and "due in" not in alone.text
 
 
 def test_grades_parse_words_numbers_and_prefixes() -> None:

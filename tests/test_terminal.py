@@ -250,7 +250,7 @@ def test_learner_commands_in_the_terminal_take_typed_answers(
     assert "level: B1" in out
     assert "Fix this sentence:\n“I go to the park yesterday”" in out
     assert "✔ I went to the park yesterday" in out and "type /review again|hard|good|easy" in out
-    assert "Good — you'll see it again in" in out and "Nothing to review right now" in out
+    assert "Good — you'll see it again in" in out and "Nothing else to review right now" in out
     assert "Your progress" in out and "Days studied: 1" in out and "tense: " in out
     assert "'Mars/Base' is not a time zone I know" in out
     assert "Saved: level = B2 (was B1)" in out and "Undone: level is back to B1." in out

@@ -140,35 +140,52 @@ def _prompt(card: ReviewCard, due: int, *, answer: bool) -> Reply:
     )
 
 
-async def _nothing_due(learner: Learner, user_id: int, now: datetime) -> Reply:
+async def _nothing_due(
+    learner: Learner, user_id: int, now: datetime, graded: datetime | None = None
+) -> Reply:
+    """No card due now: when the next one is. After a grade (`graded`: when that card comes
+    back, which its grade's line says), the next one is either that card or another one."""
     nxt = await learner.store.next_due(user_id)
     if nxt is None:
         return Reply(_(NO_CARDS))
+    if graded is not None and review.iso(nxt) >= review.iso(graded):  # as stored: to the second
+        return Reply(_("Nothing else to review right now."))
     profile = await learner.profile(user_id, now)
     local = nxt.astimezone(profile.zone())
-    return Reply(
-        _("Nothing to review right now. Your next card is due {when} ({time}).").format(
-            when=review.until(nxt, now),
-            time=f"{local:%Y-%m-%d %H:%M} {profile.get('timezone') or 'UTC'}",
-        )
-    )
+    when = review.until(nxt, now)
+    time = f"{local:%Y-%m-%d %H:%M} {profile.get('timezone') or 'UTC'}"
+    if graded is not None:
+        text = _("Nothing else to review right now. Another card is due {when} ({time}).")
+    else:
+        text = _("Nothing to review right now. Your next card is due {when} ({time}).")
+    return Reply(text.format(when=when, time=time))
 
 
-async def next_card(learner: Learner, user_id: int, now: datetime, *, answer: bool) -> Reply:
+async def next_card(
+    learner: Learner,
+    user_id: int,
+    now: datetime,
+    *,
+    answer: bool,
+    graded: datetime | None = None,
+) -> Reply:
+    """The next due card (`graded`: when the card just graded comes back, see _nothing_due)."""
     due = await learner.store.due_cards(user_id, now, limit=1)
     if not due:
-        return await _nothing_due(learner, user_id, now)
+        return await _nothing_due(learner, user_id, now, graded)
     return _prompt(due[0], await learner.store.due_count(user_id, now), answer=answer)
 
 
 async def _graded(
     learner: Learner, user_id: int, card: ReviewCard, grade: str, now: datetime
-) -> str:
+) -> tuple[str, datetime]:
+    """Grade the card: the line saying when it comes back, and when that is."""
     graded = await learner.store.grade(user_id, card.id, grade, now, reps=card.reps)
     await learner.note_review(user_id, now)
-    return _("{grade} — you'll see it again {when}.").format(
+    note = _("{grade} — you'll see it again {when}.").format(
         grade=_(GRADE_LABELS[grade]), when=review.until(graded.due, now)
     )
+    return note, graded.due
 
 
 async def review_command(
@@ -189,8 +206,8 @@ async def review_command(
         due = await learner.store.due_cards(user_id, now, limit=1)
         if not due:
             return await _nothing_due(learner, user_id, now)
-        note = await _graded(learner, user_id, due[0], grade, now)
-        after = await next_card(learner, user_id, now, answer=False)
+        note, back = await _graded(learner, user_id, due[0], grade, now)
+        after = await next_card(learner, user_id, now, answer=False, graded=back)
         reply = Reply(f"{note}\n\n{after.text}", buttons=after.buttons)
     if group:  # per caller, privately: one learner's cards are not the group's business
         return Reply(reply.text, ok=reply.ok, buttons=reply.buttons, private=True)
@@ -218,7 +235,7 @@ async def review_button(learner: Learner, user_id: int, data: str, now: datetime
         if not grade:
             due = await learner.store.due_count(user_id, now)
             return ButtonAnswer(edit=_prompt(card, max(due, 1), answer=True))
-        note = await _graded(learner, user_id, card, grade, now)
+        note, back = await _graded(learner, user_id, card, grade, now)
     except CardGone:
         return ButtonAnswer(_(GONE), alert=True)
     except NotYourCard:
@@ -229,7 +246,7 @@ async def review_button(learner: Learner, user_id: int, data: str, now: datetime
     return ButtonAnswer(
         _(GRADE_LABELS[grade]),
         edit=Reply(shown),
-        then=await next_card(learner, user_id, now, answer=False),
+        then=await next_card(learner, user_id, now, answer=False, graded=back),
     )
 
 
