@@ -16,7 +16,7 @@ from bot.inputs import clean, split_command
 from memora.asks import yes_no
 from memora.commands import COMMANDS, CommandContext, press_button, run_command
 from memora.engine import Engine
-from memora.i18n import N_, _, switch
+from memora.i18n import N_, _, ngettext, switch
 from memora.modes.placement import OFFER as PLACEMENT_OFFER
 from memora.types import ChatRef, UserRef
 from memora.views import Reply
@@ -205,7 +205,12 @@ async def chat_loop(
         switch(await engine.language(user))
         print(banner(), file=out)
         if count:
-            print(_("(continuing: {n} messages in this chat's history)").format(n=count), file=out)
+            continuing = ngettext(
+                "(continuing: {n} message in this chat's history)",
+                "(continuing: {n} messages in this chat's history)",
+                count,
+            )
+            print(continuing.format(n=count), file=out)
         elif engine.config.learner_enabled and await engine.learner_level(user.id) is None:
             print(_(PLACEMENT_OFFER), file=out)  # a first conversation, no level yet
         while True:

@@ -30,7 +30,7 @@ from zoneinfo import ZoneInfo
 
 from memora.clock import now as clock_now
 from memora.errors import ReminderError as ReminderError  # re-exported
-from memora.i18n import DEFAULT, N_, _, month_name, speaking, weekday_name
+from memora.i18n import DEFAULT, N_, _, month_name, ngettext, speaking, weekday_name
 from memora.learner.service import Learner, ReminderFacts
 from memora.storage import Database
 from memora.storage.durable import REMINDER, Kept, keep
@@ -169,11 +169,7 @@ def compose(facts: ReminderFacts | None, name: str = "") -> str:
         lines = [_("⏰ Time for your English practice.")]
     if facts is not None and facts.due_cards:
         n = facts.due_cards
-        due = (
-            _("• {n} review card due — /review")
-            if n == 1
-            else _("• {n} review cards due — /review")
-        )
+        due = ngettext("• {n} review card due — /review", "• {n} review cards due — /review", n)
         lines.append(due.format(n=n))
     if facts is not None and facts.goal_countdown:
         lines.append(_("• Goal: {countdown}").format(countdown=facts.goal_countdown))

@@ -25,7 +25,7 @@ from typing import Any
 
 from memora.clock import as_utc
 from memora.config import LimitsConfig, PricingConfig
-from memora.i18n import N_, _
+from memora.i18n import N_, _, ngettext
 from memora.llm import Usage
 from memora.storage import Database
 from memora.storage.ledger import LedgerEntry
@@ -330,7 +330,7 @@ def render_report(
     """/usage and `memora usage`: one line per learner, most tokens first, in the current
     language (the admin's for /usage; the CLI, which has no learner, speaks English)."""
     if days > 1:
-        span = _("the last {days} days").format(days=days)
+        span = ngettext("the last {days} day", "the last {days} days", days).format(days=days)
     else:
         span = _("today")
     head = _("Usage, {span} (since {date}, UTC)").format(
@@ -340,26 +340,25 @@ def render_report(
         return _("{head}: nobody has used the bot.").format(head=head)
     all_calls = [c for learner in learners for c in learner.calls]
     total = cost(pricing, all_calls)
-    tokens = f"{sum(u.total_tokens for u in learners):,}"
-    if total is None:
-        top = _("{head}: {n} learner(s), {tokens} tokens")
-    else:
-        top = _("{head}: {n} learner(s), {tokens} tokens, est. cost {cost} {currency}")
-    lines = [
-        top.format(
-            head=head,
-            n=len(learners),
-            tokens=tokens,
-            cost=f"{total or 0:.4f}",
-            currency=pricing.currency,
+    summed = sum(u.total_tokens for u in learners)
+    n = len(learners)
+    top = _("{head}: {learners}, {tokens}").format(
+        head=head,
+        learners=ngettext("{n} learner", "{n} learners", n).format(n=n),
+        tokens=ngettext("{n} token", "{n} tokens", summed).format(n=f"{summed:,}"),
+    )
+    if total is not None:
+        top += _(", est. cost {cost} {currency}").format(
+            cost=f"{total or 0:.4f}", currency=pricing.currency
         )
-    ]
+    lines = [top]
     for u in learners:
         kinds = " · ".join(f"{k} {n:,}" for k, n in u.tokens.items())
         each = cost(pricing, u.calls)
         parts = [
-            _("{n} turns").format(n=u.turns),
-            _("{n} tokens").format(n=f"{u.total_tokens:,}") + (f" ({kinds})" if kinds else ""),
+            ngettext("{n} turn", "{n} turns", u.turns).format(n=u.turns),
+            ngettext("{n} token", "{n} tokens", u.total_tokens).format(n=f"{u.total_tokens:,}")
+            + (f" ({kinds})" if kinds else ""),
         ]
         cached = sum(c.cached_tokens for c in u.calls)
         reasoning = sum(c.reasoning_tokens for c in u.calls)

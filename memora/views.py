@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from memora.i18n import _
+from memora.i18n import _, ngettext
 from memora.llm import ChatMessage
 from memora.storage import StoredMessage, TurnUsage
 
@@ -98,7 +98,9 @@ def render_messages(title: str, messages: list[ChatMessage]) -> str:
     if not messages:
         return f"{title}\n" + _("(empty)")
     body = "\n\n".join(f"[{i}] {m.role}: {m.content}" for i, m in enumerate(messages, 1))
-    return _("{title} ({n} messages)").format(title=title, n=len(messages)) + f"\n\n{body}"
+    n = len(messages)
+    head = ngettext("{title} ({n} message)", "{title} ({n} messages)", n).format(title=title, n=n)
+    return f"{head}\n\n{body}"
 
 
 def render_history(messages: list[StoredMessage], summarized: int) -> str:
@@ -109,7 +111,12 @@ def render_history(messages: list[StoredMessage], summarized: int) -> str:
         who = (m.user_name or _("you")) if m.role == "user" else "Memora"
         mark = "·" if m.seq < summarized else " "
         lines.append(f"{mark}{m.seq + 1}. {who}: {m.content}")
-    head = _("History ({n} messages; · = folded into the summary)").format(n=len(messages))
+    n = len(messages)
+    head = ngettext(
+        "History ({n} message; · = folded into the summary)",
+        "History ({n} messages; · = folded into the summary)",
+        n,
+    ).format(n=n)
     return head + "\n\n" + "\n".join(lines)
 
 
@@ -137,6 +144,7 @@ class Status:
         )
 
     def render(self) -> str:
+        t = self.last.transcription_tokens
         rows = [
             (_("History messages"), str(self.history_messages)),
             (_("Summarized messages"), str(self.summarized_messages)),
@@ -157,8 +165,8 @@ class Status:
             (_("Last turn: memories used"), str(self.last.memories_used)),
             (
                 _("Last turn: transcription"),
-                _("{tokens} tokens, {seconds} s").format(
-                    tokens=self.last.transcription_tokens, seconds=self.last.transcription_seconds
+                ngettext("{tokens} token, {seconds} s", "{tokens} tokens, {seconds} s", t).format(
+                    tokens=t, seconds=self.last.transcription_seconds
                 ),
             ),
             (_("Last extraction"), self.extraction_status),

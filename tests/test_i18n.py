@@ -5,10 +5,12 @@ missing from the catalogs, and the learner's language is resolved as issue 31 sa
 from __future__ import annotations
 
 import io
+import re
 import string
 import subprocess
 import sys
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
@@ -22,7 +24,7 @@ from memora.commands import COMMANDS, CommandContext, help_text, run_command
 from memora.commands.debug import _hide_memories
 from memora.config import LimitsConfig
 from memora.engine import Engine
-from memora.learner import progress
+from memora.learner import progress, review
 from memora.learner.service import ReminderFacts
 from memora.llm import ChatMessage
 from memora.prompts import MEMORY_BLOCK, PROFILE_BLOCK
@@ -410,7 +412,7 @@ async def test_usage_is_in_simplified_chinese_for_a_chinese_admin(clocked: Engin
     english = await run_command(
         clocked, "usage", CommandContext(PRIVATE, UserRef(8, "Ann"), "1", True)
     )
-    assert english.text.startswith("Usage, today (since 2026-11-30, UTC): 1 learner(s), 120 tokens")
+    assert english.text.startswith("Usage, today (since 2026-11-30, UTC): 1 learner, 120 tokens")
 
 
 def test_another_members_hidden_context_is_said_in_the_readers_language() -> None:
@@ -436,3 +438,50 @@ async def test_a_reminder_speaks_the_app_language_the_learner_last_used(db: Data
     await engine.forget_user(7)
     assert await engine.learner.store.app_language(7) is None
     assert await engine.learner.language(7, now) == "en"
+
+
+# -- plurals: every count goes through gettext's plural forms (issue 43) ----------------------
+COUNTED = re.compile(
+    r"\{[^{}]+\}(?:\s+[\w'-]+){0,2}\s+(?:days|weeks|hours|minutes|seconds|months|years|"
+    r"memories|messages|words|cards|mistakes|turns|tokens|learners|times|questions|exercises|"
+    r"answers|characters|items|reviews|entries|fields|scenes|people|members|reminders|results|"
+    r"lines|facts|changes)\b|\(s\)"
+)
+
+
+def test_no_count_stands_beside_a_fixed_plural_outside_ngettext() -> None:
+    """A message that puts a number before a plural noun ("{n} words") must be a plural entry
+    (ngettext), or "1 words" reaches a learner; "learner(s)" is no way out either."""
+    fixed = [str(m.id) for m in _po("en") if m.id and not m.pluralizable and COUNTED.search(m.id)]
+    assert fixed == []
+    assert COUNTED.search("• Vocabulary: {words} words, ≈{retained} retained now")  # it sees one
+    assert not COUNTED.search("{goal} tomorrow ({date})")
+
+
+def test_the_chinese_catalogs_have_one_plural_form_and_english_two() -> None:
+    for lang, forms in (("en", 2), ("zh_Hant", 1), ("zh_Hans", 1)):
+        catalog = _po(lang)
+        assert catalog.num_plurals == forms
+        plural = [m for m in catalog if m.id and m.pluralizable]
+        assert len(plural) > 30  # the counts of the commands, the reports and the notices
+        if lang != "en":
+            assert all(len(m.string) == 1 and m.string[0] for m in plural), lang
+
+
+def test_counts_read_right_with_one_and_with_two() -> None:
+    now = datetime(2026, 12, 1, 9, tzinfo=UTC)
+    one = replace(_progress(), streak=1, vocabulary=1)
+    two = replace(_progress(), streak=2, vocabulary=2)
+    text_one, text_two = progress.render(one, now), progress.render(two, now)
+    assert "streak: 1 day" in text_one and "Vocabulary: 1 word," in text_one
+    assert "streak: 2 days" in text_two and "Vocabulary: 2 words," in text_two
+    assert review.until(now + timedelta(days=1), now) == "in 1 day"
+    assert review.until(now + timedelta(hours=2), now) == "in 2 hours"
+    facts = ReminderFacts("UTC", 1, None, None, None, 0)
+    assert "• 1 review card due — /review" in compose_reminder(facts, "Mei")
+    with i18n.speaking("zh_Hant"):
+        assert "1 天" in progress.render(one, now) and "天s" not in progress.render(two, now)
+        assert review.until(now + timedelta(days=1), now) == "1 天後"
+        assert review.until(now + timedelta(days=2), now) == "2 天後"
+    with i18n.speaking("zh_Hans"):
+        assert review.until(now + timedelta(minutes=1), now) == "1 分钟后"

@@ -175,7 +175,7 @@ def test_the_real_bot_refuses_a_learner_over_the_limit_and_reports_usage(tmp_pat
             report = ask(tg, "/usage 1", user_id=ADMIN, first_name="Ada")
         finally:
             assert bot.stop() == 0, bot.output()
-    assert f"Alice ({ALICE})" in report and "1 turns" in report and "USD" in report
+    assert f"Alice ({ALICE})" in report and "1 turn ·" in report and "USD" in report
     done = subprocess.run(
         [sys.executable, "-m", "bot.cli", "usage", "--days", "1"],
         cwd=ROOT,

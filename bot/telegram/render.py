@@ -18,7 +18,7 @@ from telegram import InlineKeyboardMarkup, Message, ReplyParameters
 from telegram.constants import MessageLimit, ParseMode
 from telegram.error import BadRequest, TelegramError
 
-from memora.i18n import N_, _
+from memora.i18n import N_, _, ngettext
 from memora.views import Document, Reply
 
 log = logging.getLogger(__name__)
@@ -232,9 +232,11 @@ def plan(reply: Reply, *, markdown: bool, name: str = "reply") -> Outgoing:
         chunks = split_text(text)
     if len(chunks) <= MAX_MESSAGES:
         return Outgoing(chunks, markdown, documents)
-    note = _(
-        "That is long ({chars} characters, about {n} messages), so here it is as a file."
-    ).format(chars=f"{len(text):,}", n=len(chunks))
+    note = ngettext(
+        "That is long ({chars} characters, about {n} message), so here it is as a file.",
+        "That is long ({chars} characters, about {n} messages), so here it is as a file.",
+        len(chunks),
+    ).format(chars=f"{len(text):,}", n=len(chunks))  # always thousands of characters
     return Outgoing([], False, [Document(f"{name}.txt", text.encode("utf-8"), note), *documents])
 
 

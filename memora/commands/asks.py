@@ -22,15 +22,22 @@ KEPT = N_("Nothing was deleted.")
 
 def deleted_everything(counts: dict[str, int]) -> str:
     """What /forgetme's Yes answers: what went."""
+    memories, private, group = (
+        counts["memories"],
+        counts["private_messages"],
+        counts["group_messages"],
+    )
     return _(
-        "Deleted everything I stored about you: {memories} long-term memories, {private} "
-        "messages of our private chat, {group} of your messages in groups (with my replies "
-        "to them, and those groups' summaries), your extraction log, your practice reminder, "
-        "and your learner profile, mistakes, vocabulary and review cards."
+        "Deleted everything I stored about you: {memories}, {private} of our private chat, "
+        "{group} in groups (with my replies to them, and those groups' summaries), your "
+        "extraction log, your practice reminder, and your learner profile, mistakes, vocabulary "
+        "and review cards."
     ).format(
-        memories=counts["memories"],
-        private=counts["private_messages"],
-        group=counts["group_messages"],
+        memories=ngettext("{n} long-term memory", "{n} long-term memories", memories).format(
+            n=memories
+        ),
+        private=ngettext("{n} message", "{n} messages", private).format(n=private),
+        group=ngettext("{n} of your messages", "{n} of your messages", group).format(n=group),
     )
 
 

@@ -8,7 +8,7 @@ import json
 from memora.asks import FORGETME, ask
 from memora.commands.registry import CommandContext, command
 from memora.engine import Engine
-from memora.i18n import _
+from memora.i18n import _, ngettext
 from memora.views import Document, Reply
 
 
@@ -16,9 +16,12 @@ from memora.views import Document, Reply
 async def _reset(engine: Engine, ctx: CommandContext) -> Reply:
     mode = await engine.mode(ctx.chat.id)  # the reset leaves it too
     n = await engine.reset_chat(ctx.chat.id)
-    done = _(
+    done = ngettext(
+        "Fresh start: deleted this chat's history ({n} message) and summary. "
+        "Your long-term memories stay (/memories).",
         "Fresh start: deleted this chat's history ({n} messages) and summary. "
-        "Your long-term memories stay (/memories)."
+        "Your long-term memories stay (/memories).",
+        n,
     ).format(n=n)
     if mode is not None:
         done += "\n" + _("Ended: {mode}.").format(mode=engine.describe_mode(mode))
@@ -57,11 +60,15 @@ async def _export(engine: Engine, ctx: CommandContext) -> Reply:
     blob = json.dumps(data, ensure_ascii=False, indent=2).encode()
     n = len(data["history"])
     return Reply(
-        _("Export of chat {chat}: {n} messages.").format(chat=target, n=n),
+        ngettext(
+            "Export of chat {chat}: {n} message.", "Export of chat {chat}: {n} messages.", n
+        ).format(chat=target, n=n),
         document=Document(
             f"memora-chat-{target}.json",
             blob,
-            _("chat {chat}, {n} messages").format(chat=target, n=n),
+            ngettext("chat {chat}, {n} message", "chat {chat}, {n} messages", n).format(
+                chat=target, n=n
+            ),
         ),
     )
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from memora.commands.registry import CommandContext, command
 from memora.engine import Engine
-from memora.i18n import _
+from memora.i18n import _, ngettext
 from memora.llm import ChatMessage
 from memora.prompts import MEMORY_BLOCK, PROFILE_BLOCK
 from memora.views import Reply, render_history, render_messages
@@ -52,16 +52,19 @@ def _hide_memories(message: ChatMessage, owner: str) -> ChatMessage:
     n = message.content.count("\n- ")
     return ChatMessage(
         "developer",
-        _("({n} long-term memories of {owner}, hidden: only they can see them)").format(
-            n=n, owner=owner or _("another member")
-        ),
+        ngettext(
+            "({n} long-term memory of {owner}, hidden: only they can see it)",
+            "({n} long-term memories of {owner}, hidden: only they can see them)",
+            n,
+        ).format(n=n, owner=owner or _("another member")),
     )
 
 
 @command("summary", "the rolling summary of older turns", bare_word=True, fresh=True)
 async def _summary(engine: Engine, ctx: CommandContext) -> Reply:
     row = await engine.chat_state(ctx.chat.id)
-    head = _("Summary (covers {n} messages)").format(n=row.summarized_count)
+    n = row.summarized_count
+    head = ngettext("Summary (covers {n} message)", "Summary (covers {n} messages)", n).format(n=n)
     return Reply(f"{head}\n{row.summary or _('(empty)')}")
 
 

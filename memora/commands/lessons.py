@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from memora.commands.registry import CommandContext, command
 from memora.engine import Engine
-from memora.i18n import _
+from memora.i18n import _, ngettext
 from memora.modes.placement import QUESTIONS, START_LEVEL
 from memora.types import ChatRef
 from memora.views import Reply
@@ -49,9 +49,12 @@ async def _placement(engine: Engine, ctx: CommandContext) -> Reply:
     if not reply.stored:  # the model could not be reached: no test was started
         await engine.leave_mode(ctx.chat.id)
         return reply
-    intro = _(
+    intro = ngettext(
+        "📝 Placement test: up to {n} short question. Answer it as well as you can; "
+        "/placement stop ends it.",
         "📝 Placement test: up to {n} short questions. Answer each as well as you can; "
-        "/placement stop ends it."
+        "/placement stop ends it.",
+        QUESTIONS,
     ).format(n=QUESTIONS)
     return Reply(reply.text, stats=reply.stats, stored=True, markdown=True, note=intro)
 

@@ -9,7 +9,7 @@ from memora.commands.dated import dates_label
 from memora.commands.registry import CommandContext, command
 from memora.engine import MAX_BUDGETED_MEMORIES, Engine
 from memora.engine.queries import memory_text_refusal
-from memora.i18n import N_, _
+from memora.i18n import N_, _, ngettext
 from memora.learner.model import PROFILE_FIELDS
 from memora.learner.profile import TEACHING_FIELDS
 from memora.longterm import Memory
@@ -179,9 +179,11 @@ async def _extraction(engine: Engine, ctx: CommandContext) -> Reply:
         # The last one was about another chat (a private one): it stays there.
         return Reply(_(ELSEWHERE).format(name="extraction"))
     parts = [
-        _("Last extraction: {status} at {at} ({tokens} tokens)").format(
-            status=log.status, at=log.at, tokens=log.tokens
-        )
+        ngettext(
+            "Last extraction: {status} at {at} ({tokens} token)",
+            "Last extraction: {status} at {at} ({tokens} tokens)",
+            log.tokens,
+        ).format(status=log.status, at=log.at, tokens=log.tokens)
     ]
     parts.append(_("Raw output:") + "\n" + (log.raw or _("(none)")))
     if log.detail:

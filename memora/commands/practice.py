@@ -6,7 +6,7 @@ from __future__ import annotations
 from memora.commands.lessons import STOP_WORDS, lesson_refusal, stop_lesson
 from memora.commands.registry import CommandContext, command
 from memora.engine import Engine
-from memora.i18n import _
+from memora.i18n import _, ngettext
 from memora.modes.practice import build_items
 from memora.views import Reply
 
@@ -32,8 +32,10 @@ async def _practice(engine: Engine, ctx: CommandContext) -> Reply:
             )
         )
     await engine.start_mode(ctx.chat, ctx.user, "practice", {"items": items, "results": []})
-    intro = _(
-        "🏋️ Practice: {n} short exercises from your own mistakes and words; /practice stop ends it."
+    intro = ngettext(
+        "🏋️ Practice: {n} short exercise from your own mistakes and words; /practice stop ends it.",
+        "🏋️ Practice: {n} short exercises from your own mistakes and words; /practice stop ends it.",
+        len(items),
     ).format(n=len(items))
     first = _("Exercise {n} of {total}: {prompt}").format(
         n=1, total=len(items), prompt=items[0]["prompt"]

@@ -7,7 +7,7 @@ from memora.engine.base import Answered, Notify
 from memora.engine.config import EngineConfig
 from memora.engine.engine import Engine
 from memora.engine.retrieval import MAX_BUDGETED_MEMORIES, previous_message
-from memora.engine.turn import EMPTY, FORWARDED, LLM_FAILED, OVER_BUDGET, TOO_LONG_CHARS
+from memora.engine.turn import EMPTY, FORWARDED, LLM_FAILED
 from memora.types import ChatRef, UserRef
 
 __all__ = [
@@ -15,8 +15,6 @@ __all__ = [
     "FORWARDED",
     "LLM_FAILED",
     "MAX_BUDGETED_MEMORIES",
-    "OVER_BUDGET",
-    "TOO_LONG_CHARS",
     "Answered",
     "ChatRef",
     "Engine",

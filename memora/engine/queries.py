@@ -10,7 +10,7 @@ from pathlib import Path
 from memora.clock import utcnow
 from memora.engine.lanes import Lanes
 from memora.erase import remove_folder
-from memora.i18n import _
+from memora.i18n import _, ngettext
 from memora.longterm import MAX_MEMORY_CHARS, AddResult, Memory, SearchResult
 from memora.longterm.dedupe import normalise_text
 from memora.secretfilter import looks_secret
@@ -30,7 +30,12 @@ def memory_text_refusal(text: str) -> str | None:
     if looks_secret(text):
         return _("That looks like a password, key or card number — I never store those.")
     if len(text) > MAX_MEMORY_CHARS:
-        return _("A memory must be short ({n} characters at most).").format(n=MAX_MEMORY_CHARS)
+        n = MAX_MEMORY_CHARS
+        return ngettext(
+            "A memory must be short ({n} character at most).",
+            "A memory must be short ({n} characters at most).",
+            n,
+        ).format(n=n)
     return None
 
 

@@ -13,7 +13,7 @@ from memora.engine.followups import FOLLOW_UP_BLOCK, FollowUp
 from memora.engine.forgetting import without_erased
 from memora.engine.retrieval import Retrieval
 from memora.errors import LLMError, OverBudget
-from memora.i18n import N_, _, speaking
+from memora.i18n import N_, _, ngettext, speaking
 from memora.llm import CallInfo, Completion, OnDelta
 from memora.llm.audio import Transcript
 from memora.llm.sdk_errors import API_FIX, NO_RESPONSES_API
@@ -35,14 +35,30 @@ LLM_WRONG_API = N_(
     "Sorry — my language model is set up wrong, so I can't answer: its server has no "
     "Responses API. Nothing was saved. (For the bot's operator: set {fix}.)"
 )
-TOO_LONG_CHARS = N_(
-    "That message is too long for me ({n} characters; the limit is {limit}). "
-    "Please send it in shorter parts. Nothing was saved."
-)
-OVER_BUDGET = N_(
-    "That message is too long to fit my memory budget ({counted} tokens; the limit is "
-    "{budget}). Please shorten it or split it into parts. Nothing was saved."
-)
+
+
+def too_long(n: int, limit: int) -> str:
+    """A message over `max_message_chars`, refused before anything happens."""
+    return ngettext(
+        "That message is too long for me ({n} character; the limit is {limit}). "
+        "Please send it in shorter parts. Nothing was saved.",
+        "That message is too long for me ({n} characters; the limit is {limit}). "
+        "Please send it in shorter parts. Nothing was saved.",
+        n,
+    ).format(n=n, limit=limit)
+
+
+def over_budget(counted: int, budget: int) -> str:
+    """A message that cannot fit the input budget with the memories and summary it needs."""
+    return ngettext(
+        "That message is too long to fit my memory budget ({counted} token; the limit is "
+        "{budget}). Please shorten it or split it into parts. Nothing was saved.",
+        "That message is too long to fit my memory budget ({counted} tokens; the limit is "
+        "{budget}). Please shorten it or split it into parts. Nothing was saved.",
+        counted,
+    ).format(counted=counted, budget=budget)
+
+
 FORWARDED = "[forwarded message, not the learner's own words] "
 EMPTY = N_("I didn't get any text. Write a message, or /help for what I can do.")
 
@@ -141,9 +157,8 @@ class Turns(AfterReply, Retrieval):
         if not text:
             return await self._refuse(user, EMPTY)
         if len(text) > self.config.max_message_chars:
-            return await self._refuse(
-                user, TOO_LONG_CHARS, n=len(text), limit=self.config.max_message_chars
-            )
+            with speaking(await self.language(user)):
+                return Reply(too_long(len(text), self.config.max_message_chars), ok=False)
         if forwarded:
             text, extract = FORWARDED + text, False
         if not unlimited and transcript is None:  # a voice turn was checked before transcribing
@@ -218,7 +233,7 @@ class Turns(AfterReply, Retrieval):
                 note=FOLLOW_UP_BLOCK + follow_up.line if follow_up else "",
             )
         except OverBudget as exc:
-            return Reply(_(OVER_BUDGET).format(counted=exc.counted, budget=exc.budget), ok=False)
+            return Reply(over_budget(exc.counted, exc.budget), ok=False)
         except LLMError as exc:
             return Reply(llm_failed(exc), ok=False)
         summary_tokens = await self._save_folds(chat.id, window, built, since)

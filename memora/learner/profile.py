@@ -15,7 +15,7 @@ from datetime import date, datetime, tzinfo
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 
 from memora.errors import ProfileError as ProfileError  # re-exported
-from memora.i18n import N_, _
+from memora.i18n import N_, _, current, ngettext, speaking, translator
 from memora.learner.model import CEFR_LEVELS, FIELD_HELP, PROFILE_FIELDS
 from memora.secretfilter import looks_secret
 
@@ -138,25 +138,32 @@ def clean_value(name: str, value: str) -> str:
     if name == "timezone":
         return _timezone(text)
     if len(text) > MAX_VALUE_CHARS:
-        raise ProfileError(_("Keep it short: {n} characters at most.").format(n=MAX_VALUE_CHARS))
+        n = MAX_VALUE_CHARS
+        short = ngettext(
+            "Keep it short: {n} character at most.", "Keep it short: {n} characters at most.", n
+        )
+        raise ProfileError(short.format(n=n))
     if looks_secret(text):
         raise ProfileError(_("That looks like a password, key or number I must not store."))
     return text
 
 
-def goal_countdown(
-    profile: Profile, now: datetime, gettext: Callable[[str], str] = _
-) -> str | None:
+def goal_countdown(profile: Profile, now: datetime, lang: str | None = None) -> str | None:
     """'TOEIC 900 in 41 days' (or today, or done once its day has passed) in the learner's
-    language (`gettext`: english for the model's context); None without a goal date."""
+    language (`lang` "en" for the model's context); None without a goal date."""
     when = profile.get("goal_date")
     if not when:
         return None
+    gettext = translator(lang) if lang else _
     goal = profile.get("goal") or gettext(N_("Your goal"))
     days = (date.fromisoformat(when) - profile.today(now)).days
     if days > 1:
-        line = N_("{goal} in {days} days ({date})")
-    elif days == 1:
+        with speaking(lang or current()):
+            countdown = ngettext(
+                "{goal} in {days} day ({date})", "{goal} in {days} days ({date})", days
+            )
+        return countdown.format(goal=goal, days=days, date=when)
+    if days == 1:
         line = N_("{goal} tomorrow ({date})")
     elif days == 0:
         line = N_("{goal} today ({date})")
@@ -198,7 +205,7 @@ def context_lines(profile: Profile, now: datetime, *, teaching_only: bool = Fals
             for name in TEACHING_FIELDS
             if name in profile.fields
         ]
-    countdown = goal_countdown(profile, now, english)
+    countdown = goal_countdown(profile, now, "en")
     skip = {"goal", "goal_date"} if countdown else set()
     lines = [
         f"- {name}: {profile.fields[name].value}"

@@ -17,7 +17,7 @@ from importlib.util import find_spec
 from pathlib import Path
 from typing import Any
 
-from memora.i18n import DEFAULT, _, current
+from memora.i18n import DEFAULT, _, current, ngettext
 from memora.learner import review
 from memora.learner.model import MISTAKE_CATEGORIES
 from memora.learner.profile import Profile, difficulty_line, goal_countdown
@@ -118,7 +118,7 @@ def _trend(counts: list[int]) -> str:
 
 def render(p: Progress, now: datetime) -> str:
     levels = " → ".join(f"{lvl} ({d[:10]})" for d, lvl in p.level_history) or _("not known yet")
-    days = _("{n} day") if p.streak == 1 else _("{n} days")
+    days = ngettext("{n} day", "{n} days", p.streak)
     lines = [
         _("Your progress"),
         _("• Level: {levels}").format(levels=levels),
@@ -139,9 +139,11 @@ def render(p: Progress, now: datetime) -> str:
         lines.append(_("• Recurring difficulties: {what}").format(what=p.difficulties))
     pct = f" ({p.retained / p.vocabulary:.0%})" if p.vocabulary else ""
     lines.append(
-        _("• Vocabulary: {words} words, ≈{retained} retained now{pct}").format(
-            words=p.vocabulary, retained=f"{p.retained:.1f}", pct=pct
-        )
+        ngettext(
+            "• Vocabulary: {words} word, ≈{retained} retained now{pct}",
+            "• Vocabulary: {words} words, ≈{retained} retained now{pct}",
+            p.vocabulary,
+        ).format(words=p.vocabulary, retained=f"{p.retained:.1f}", pct=pct)
     )
     due = _("{n} due now").format(n=p.due_now) if p.due_now else _("none due now")
     if not p.due_now and p.next_due is not None:
@@ -186,9 +188,11 @@ def chart(p: Progress) -> bytes:
     """Messages per week and mistakes per week by category, as PNG bytes (Agg, no display)."""
     from matplotlib.figure import Figure  # imported lazily: ~0.5 s, and only /progress draws
 
-    title = _("Streak {streak} d · {words} words (≈{retained} retained)").format(
-        streak=p.streak, words=p.vocabulary, retained=f"{p.retained:.0f}"
-    )
+    title = ngettext(
+        "Streak {streak} d · {words} word (≈{retained} retained)",
+        "Streak {streak} d · {words} words (≈{retained} retained)",
+        p.vocabulary,
+    ).format(streak=p.streak, words=p.vocabulary, retained=f"{p.retained:.0f}")
     if p.countdown:
         title += f" · {p.countdown}"
     with _fonts([title]):

@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 
 from fsrs import Card, Rating, Scheduler
 
-from memora.i18n import N_, _
+from memora.i18n import _, ngettext
 
 GRADES: dict[str, Rating] = {
     "again": Rating.Again,
@@ -72,12 +72,13 @@ def until(due: datetime, now: datetime) -> str:
     seconds = (utc(due) - utc(now)).total_seconds()
     if seconds <= 0:
         return _("now")
-    for size, one, many in (
-        (86400, N_("in {n} day"), N_("in {n} days")),
-        (3600, N_("in {n} hour"), N_("in {n} hours")),
-        (60, N_("in {n} minute"), N_("in {n} minutes")),
-    ):
-        if seconds >= size:
-            n = round(seconds / size)
-            return _(one if n == 1 else many).format(n=n)
+    if seconds >= 86400:
+        n = round(seconds / 86400)
+        return ngettext("in {n} day", "in {n} days", n).format(n=n)
+    if seconds >= 3600:
+        n = round(seconds / 3600)
+        return ngettext("in {n} hour", "in {n} hours", n).format(n=n)
+    if seconds >= 60:
+        n = round(seconds / 60)
+        return ngettext("in {n} minute", "in {n} minutes", n).format(n=n)
     return _("in under a minute")

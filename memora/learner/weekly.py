@@ -22,7 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 
-from memora.i18n import _, month_name
+from memora.i18n import _, month_name, ngettext
 from memora.learner import progress
 from memora.learner.model import MISTAKE_CATEGORIES
 from memora.learner.service import Learner
@@ -194,15 +194,19 @@ def compose(week: Week, name: str = "") -> str:
     if p.vocabulary and p.retained >= 0.5:  # FSRS: a word never reviewed counts 0
         share = p.retained / p.vocabulary
         lines.append(
-            _("• Vocabulary: {words} words, ≈{retained} ({share}) likely remembered now").format(
-                words=p.vocabulary, retained=f"{p.retained:.0f}", share=f"{share:.0%}"
-            )
+            ngettext(
+                "• Vocabulary: {words} word, ≈{retained} ({share}) likely remembered now",
+                "• Vocabulary: {words} words, ≈{retained} ({share}) likely remembered now",
+                p.vocabulary,
+            ).format(words=p.vocabulary, retained=f"{p.retained:.0f}", share=f"{share:.0%}")
         )
     elif p.vocabulary:
         lines.append(
-            _("• Vocabulary: {words} words; review them so they stay — /review").format(
-                words=p.vocabulary
-            )
+            ngettext(
+                "• Vocabulary: {words} word; review it so it stays — /review",
+                "• Vocabulary: {words} words; review them so they stay — /review",
+                p.vocabulary,
+            ).format(words=p.vocabulary)
         )
     if p.due_now:
         lines.append(_("• Review cards due: {n} — /review").format(n=p.due_now))

@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, Field
 
-from memora.i18n import N_, _
+from memora.i18n import N_, _, ngettext
 from memora.learner.model import CEFR_LEVELS
 from memora.longterm.extraction import LearnerExtractionResult, ModeAsk
 from memora.modes.base import Lesson, Settled, Settling
@@ -95,9 +95,12 @@ def ladder_reason(answers: list[dict[str, Any]]) -> str:
     """A reason written by code from the judged answers, when the model gave none."""
     right = [a["level"] for a in answers if a.get("correct") is True]
     wrong = [a["level"] for a in answers if a.get("correct") is False]
-    return _("From {n} judged answers: right at {right}; wrong at {wrong}.").format(
-        n=len(right) + len(wrong), right=", ".join(right) or "—", wrong=", ".join(wrong) or "—"
-    )
+    n = len(right) + len(wrong)
+    return ngettext(
+        "From {n} judged answer: right at {right}; wrong at {wrong}.",
+        "From {n} judged answers: right at {right}; wrong at {wrong}.",
+        n,
+    ).format(n=n, right=", ".join(right) or "—", wrong=", ".join(wrong) or "—")
 
 
 class Placement(Lesson):
