@@ -352,7 +352,7 @@ async def test_context_in_a_group_hides_another_members_memories(
     await mem_engine.handle_turn(group, BOB, "Help me prepare for my Google interview")
     alice_view = (await run_command(mem_engine, "context", ctx(ALICE, chat=group))).text
     assert "Google in March" not in alice_view
-    assert "memories of Bob, hidden" in alice_view
+    assert "(1 long-term memory of Bob, hidden: only they can see it)" in alice_view
     bob_view = (await run_command(mem_engine, "context", ctx(BOB, chat=group))).text
     assert "Google in March" in bob_view
     await mem_engine.drain()
