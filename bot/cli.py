@@ -81,7 +81,7 @@ async def _export(settings: Settings, args: argparse.Namespace) -> int:
         print(text)
     else:
         await asyncio.to_thread(Path(args.output).write_text, text + "\n", encoding="utf-8")
-        print(f"wrote {args.output}: {len(data['history'])} messages", file=sys.stderr)
+        print(f"wrote {args.output} (messages: {len(data['history'])})", file=sys.stderr)
     return 0
 
 

@@ -58,7 +58,7 @@ async def test_extraction_runs_after_the_reply_and_feeds_the_next_turn(
     first = (await store.memories(ALICE.id))[0]
     assert (first.source, first.chat_id, first.message_id) == ("extracted", CHAT.id, 77)
     extraction = await run_command(mem_engine, "extraction", ctx())
-    assert "ok, 2 memories" in extraction.text and "850" in extraction.text
+    assert "ok, memories written: 2" in extraction.text and "850" in extraction.text
     await mem_engine.handle_turn(CHAT, ALICE, "What level am I? 我的程度適合什麼練習？")
     sent = llm.calls[-1].messages
     assert sent[0].role == "developer" and sent[0].content.startswith(MEMORY_BLOCK)

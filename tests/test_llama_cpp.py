@@ -105,7 +105,7 @@ async def test_a_streamed_conversation_keeps_its_facts_on_a_llama_cpp_server(
     instructions = structured[1].instructions or ""
     assert schema_sketch(ExtractionResult) in instructions and '"title"' not in instructions
     log = await engine.extraction_log(MEI.id)
-    assert log is not None and log.status == "ok, 1 memories"
+    assert log is not None and log.status == "ok, memories written: 1"
 
 
 async def test_an_extraction_too_long_for_the_context_is_asked_again_compact_for_good(
@@ -129,7 +129,7 @@ async def test_an_extraction_too_long_for_the_context_is_asked_again_compact_for
     assert (compact.instructions or "").startswith(COMPACT_INSTRUCTIONS)
     assert [m.text for m in await engine.memories(MEI.id)] == ["The user lives in Taipei."]
     log = await engine.extraction_log(MEI.id)
-    assert log is not None and log.status == "ok, 1 memories"
+    assert log is not None and log.status == "ok, memories written: 1"
 
     ok, _ = await turn(engine, "I like jazz.", stream=False)
     assert ok
@@ -158,7 +158,7 @@ async def test_an_extraction_answer_cut_by_the_context_is_asked_compact_at_once(
     assert (compact.instructions or "").startswith(COMPACT_INSTRUCTIONS)
     assert [m.text for m in await engine.memories(MEI.id)] == [long_fact.strip()]
     log = await engine.extraction_log(MEI.id)
-    assert log is not None and log.status == "ok, 1 memories"
+    assert log is not None and log.status == "ok, memories written: 1"
 
 
 async def test_an_extraction_too_long_even_compact_is_recorded_with_its_reason(

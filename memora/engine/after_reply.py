@@ -209,7 +209,7 @@ class AfterReply(Queries, Lessons):
             detail += f"\nignored forget ids naming no listed memory: {outcome.unknown_forget}"
         if outcome.asks_to_forget and not asked:
             detail += "\nthe learner asked to forget, but no listed memory was named"
-        status = f"ok, {len(results)} memories" if results else "ok, nothing worth keeping"
+        status = f"ok, memories written: {len(results)}" if results else "ok, nothing worth keeping"
         await self._log_extraction(user, chat, status, raw, detail.strip(), tokens, spent)
 
     async def _forgotten_since(self, done: Answered) -> bool:
