@@ -85,7 +85,7 @@ def test_placement_runs_to_a_level_and_resumes_after_kill_9(bot: BotProcess) -> 
             wait_extractions(bot, len(llm.requests_of("reply")) - 1)
             kill9(bot)
             bot.start()
-            status = answer_with(tg, "/status", "placement test: question 3 of 8")
+            status = answer_with(tg, "/status", "Placement test: question 3 of 8")
             assert "Question" not in status, status  # a command, not a turn
     last = "my last answer is right"
     update = tg.user_sends(last, **LEARNER)
@@ -107,7 +107,7 @@ def test_placement_in_the_terminal_chat(tmp_path: Path) -> None:
         out = chat(env, ["/placement", answers[0], "/status", *answers[1:], "/profile"])
         assert len(llm.requests_of("reply")) == 1 + QUESTIONS  # one reply call per message
     assert "Question 1: (grammar, B1)" in out and "Question 8:" in out, out
-    assert "placement test: question 2 of 8" in out, out
+    assert "Placement test: question 2 of 8" in out, out
     assert f"Your estimated level is {ESTIMATE}" in out and "Placement result" in out, out
     assert f"• level: {ESTIMATE}  (placement, " in out.split("Placement result")[-1], out
 
@@ -144,7 +144,7 @@ def test_practice_from_logged_items_survives_kill_9_and_grades_the_cards(bot: Bo
     answer_with(tg, "/extraction", "exercise 1 graded")
     kill9(bot)  # before exercise 2
     bot.start()
-    assert "practice: exercise 2 of 2" in answer_with(tg, "/status", "Lesson mode")
+    assert "Practice: exercise 2 of 2" in answer_with(tg, "/status", "Lesson mode")
     second = reply.split("Exercise 2 of 2: ", 1)[1]
     update = tg.user_sends(exercise_answer(second), **LEARNER)
     messages = tg.wait_messages(count=2, after=update, timeout=WAIT)

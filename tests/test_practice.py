@@ -89,7 +89,7 @@ async def test_five_items_due_first_and_each_answer_adds_the_next(
     assert mode is not None and mode.kind == "practice"
     items = mode.state["items"]
     assert len(items) == 5 and len({i["card"] for i in items}) == 5
-    assert "practice: exercise 1 of 5" in await command(engine, "status")
+    assert "Practice: exercise 1 of 5" in await command(engine, "status")
     before = {c.id: c for c in await engine.learner.store.cards(ALICE.id)}
     for n in range(5):
         llm.replies.append(f"Feedback {n + 1}")

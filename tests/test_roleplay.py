@@ -62,7 +62,7 @@ async def test_a_scene_runs_and_ends_with_a_debrief_of_its_own_items(
     llm.parsed.append(found(over=False, mistake="I has a bag", word="boarding pass"))
     await answer(engine, "Here. I has a bag.")
     assert "exchange 1" in mode_block(llm)
-    assert "role-play: Airport check-in" in await command(engine, "status")
+    assert "Role-play: Airport check-in" in await command(engine, "status")
     llm.parsed.append(found(over=True))
     await answer(engine, "Thank you, goodbye!")
     assert await engine.mode(CHAT.id) is None
@@ -169,6 +169,6 @@ async def test_a_suggestion_button_is_checked_before_it_starts_a_scene(
     assert again.command == "/roleplay airport"
     await command(engine, "roleplay", "airport")
     stale = await press_button(engine, CHAT, ALICE, first.data)  # the old menu, mid-scene
-    assert stale.alert and "A lesson is running here (role-play: Airport check-in)" in stale.notice
+    assert stale.alert and "A lesson is running here (Role-play: Airport check-in)" in stale.notice
     other = await press_button(engine, CHAT, ALICE, "scene:hotel")
     assert other.alert and not other.command

@@ -37,7 +37,7 @@ def test_a_scene_survives_a_kill(tmp_path: Path) -> None:
             assert ask(tg, "Here is my passport.")
             request = llm.requests_of("reply")[before:][-1]
             assert "check-in agent" in str(request.body) and "exchange 1" in str(request.body)
-            assert "role-play: Airport check-in" in ask(tg, "/status")
+            assert "Role-play: Airport check-in" in ask(tg, "/status")
             ended = ask(tg, "/roleplay end")
             assert "Scene over" in ended
         finally:
@@ -73,7 +73,7 @@ def test_a_suggested_scene_starts_with_a_tap(tmp_path: Path) -> None:
                 "the menu edited to the choice",
             )
             assert edited[0]["text"] == "🎭 Role-play: Job interview"
-            assert "role-play: Job interview" in ask(tg, "/status")
+            assert "Role-play: Job interview" in ask(tg, "/status")
 
             tg.user_taps(menu, buttons["🎭 Job interview"])  # the old menu, mid-scene
             tg.wait_for(lambda: len(tg.callback_answers) >= 2, WAIT, "the stale tap's answer")

@@ -199,8 +199,8 @@ class Placement(Lesson):
 
     def describe(self, mode: ModeRow) -> str:
         if mode.step > QUESTIONS:
-            return _("placement test: finished, the result is on its way")
-        return _("placement test: question {n} of {total}").format(
+            return _("Placement test: finished, the result is on its way")
+        return _("Placement test: question {n} of {total}").format(
             n=max(mode.step, 1), total=QUESTIONS
         )
 

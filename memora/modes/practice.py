@@ -170,6 +170,6 @@ class Practice(Lesson):
 
     def describe(self, mode: ModeRow) -> str:
         total = len(mode.state["items"])
-        return _("practice: exercise {n} of {total}").format(
+        return _("Practice: exercise {n} of {total}").format(
             n=min(mode.step + 1, total), total=total
         )

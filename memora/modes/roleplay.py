@@ -222,7 +222,7 @@ class Roleplay(Lesson):
         return Settled(None, text, (f"roleplay: scene over after {mode.step - 1} exchanges",))
 
     def describe(self, mode: ModeRow) -> str:
-        return _("role-play: {scene}").format(scene=title_of(scene_of(mode.state)))
+        return _("Role-play: {scene}").format(scene=title_of(scene_of(mode.state)))
 
 
 def title_of(scene: Scene) -> str:
