@@ -271,21 +271,12 @@ def test_a_server_without_the_responses_api_is_named_as_a_setting_not_an_outage(
     the log (once) name the setting that fixes it, instead of "again in a moment"."""
     openai_server.fail_next(2, status=404, kind="reply")
     env = memora_env(openai_server, tmp_path, MEMORA_LLM__API="responses")
-    proc = subprocess.run(
-        [sys.executable, "-m", "bot.cli", "chat", "--quiet"],
-        input="first try\nsecond try\nexit\n",
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.count('set [llm] api = "chat_completions"') == 2, proc.stdout
-    assert "again in a moment" not in proc.stdout
+    out, err = chat_and_log(env, ["first try", "second try", "exit"], "--quiet")
+    assert out.count('set [llm] api = "chat_completions"') == 2, out
+    assert "again in a moment" not in out
     assert [r.path for r in openai_server.requests if r.kind == "reply"] == ["/v1/responses"] * 2
-    told = [line for line in proc.stderr.splitlines() if "ERROR" in line]
-    assert len(told) == 1, proc.stderr  # one clear line, at the first 404
+    told = [line for line in err.splitlines() if "ERROR" in line]
+    assert len(told) == 1, err  # one clear line, at the first 404
     assert 'no Responses API. Set [llm] api = "chat_completions"' in told[0]
 
 
