@@ -269,7 +269,7 @@ def test_a_server_without_the_responses_api_is_named_as_a_setting_not_an_outage(
 ) -> None:
     """Ollama, DeepSeek and most local servers answer /v1/responses with 404: the answer and
     the log (once) name the setting that fixes it, instead of "again in a moment"."""
-    openai_server.fail_next(2, status=404, kind="reply")
+    openai_server.like_local_server()  # Chat Completions only: /v1/responses answers 404
     env = memora_env(openai_server, tmp_path, MEMORA_LLM__API="responses")
     out, err = chat_and_log(env, ["first try", "second try", "exit"], "--quiet")
     assert out.count('set [llm] api = "chat_completions"') == 2, out
