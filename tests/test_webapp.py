@@ -8,12 +8,14 @@ import json
 import logging
 import time
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from pathlib import Path
 
 import httpx
 import pytest
 
 from bot.web import WebServer, sign
+from memora.commands import CommandContext, run_command
 from memora.config import (
     LimitsConfig,
     ModelPrice,
@@ -24,6 +26,7 @@ from memora.config import (
 )
 from memora.engine import Engine
 from memora.learner.model import ExtractedWord
+from memora.prompts import MEMORY_BLOCK
 from memora.types import ChatRef, UserRef
 from memora.usage import Call, Metering, UsageLedger
 from tests.fakes import FakeLLM
@@ -31,6 +34,7 @@ from tests.test_erase import files_holding
 
 TOKEN = "123456:TEST-token-for-the-web-app"
 ALICE, BOB, ADMIN = 1001, 2002, 9009
+ALICE_REF = UserRef(ALICE, "Alice")
 MARKER = "Zorblaxquintet"
 NO_BUTTON = (
     "web app: [webapp] public_url is empty, so the bot offers no 'Open my memory' button "
@@ -132,10 +136,13 @@ async def test_another_learners_memory_id_is_refused_and_nothing_is_deleted(
         ("DELETE", f"/app/api/memories/{alices.id}"),
         ("PATCH", f"/app/api/memories/{alices.id}"),
         ("POST", f"/app/api/memories/{alices.id}/undo"),
+        ("PUT", f"/app/api/memories/{alices.id}/pin"),
+        ("DELETE", f"/app/api/memories/{alices.id}/pin"),
     ):
         r = await web.request(method, path, headers=auth(BOB), json={"text": "Bob was here"})
         assert r.status_code == 404, (method, r.text)
-    assert [m.text for m in await mem_engine.memories(ALICE) if m.id == alices.id] == [alices.text]
+    kept = [(m.text, m.pinned_at) for m in await mem_engine.memories(ALICE) if m.id == alices.id]
+    assert kept == [(alices.text, None)]
 
 
 async def test_a_deleted_memory_is_in_no_file_and_not_in_the_next_turns_context(
@@ -179,6 +186,51 @@ async def test_an_edit_is_what_the_next_turns_context_uses_and_undo_brings_it_ba
     assert secret.status_code == 400
     undo = await web.post(f"/app/api/memories/{memory.id}/undo", headers=auth(ALICE))
     assert undo.status_code == 200 and undo.json()["text"] == "Lives in Tainan"
+
+
+async def test_a_pin_from_the_page_puts_the_memory_first_in_the_next_turns_context(
+    mem_engine: Engine, web: httpx.AsyncClient, llm: FakeLLM
+) -> None:
+    await _alice_remembers(mem_engine)
+    mine = {m.text: m for m in await mem_engine.memories(ALICE)}
+    tainan, cat = mine["Lives in Tainan"], mine[f"Her cat is called {MARKER}"]
+    question = "What is my cat called?"
+
+    async def first_memory() -> str:
+        await mem_engine.handle_turn(ChatRef(ALICE), UserRef(ALICE), question)
+        block = next(
+            m.content for m in llm.calls[-1].messages if m.content.startswith(MEMORY_BLOCK)
+        )
+        return block.removeprefix(MEMORY_BLOCK + "<memories>\n").splitlines()[0]
+
+    assert await first_memory() == f"- {cat.text}"  # the best match for the question
+    r = await web.put(f"/app/api/memories/{tainan.id}/pin", headers=auth(ALICE))
+    assert r.status_code == 200 and r.json()["message"].startswith("Pinned: Lives in Tainan.")
+    assert "only the newest" not in r.json()["message"]
+    assert await first_memory() == f"- {tainan.text}"
+    listed = await run_command(
+        mem_engine, "memories", CommandContext(ChatRef(ALICE), ALICE_REF, "")
+    )
+    marked = {
+        line.split(". ", 1)[1].split(" [")[0]: "📌" in line
+        for line in listed.text.splitlines()
+        if ". " in line and " [" in line
+    }
+    assert marked == {tainan.text: True, cat.text: False}
+    me = (await web.get("/app/api/me", headers=auth(ALICE, lang="zh-TW"))).json()
+    assert [m["pinned"] for m in me["memories"] if m["id"] == tainan.id] == [True]
+    assert (me["labels"]["pin"], me["labels"]["unpin"]) == ("釘選", "取消釘選")
+    # pins over the memory budget: said as /pin says it, in the learner's language
+    mem_engine.config = replace(mem_engine.config, memory_tokens=14)  # one memory's worth
+    crowded = await web.put(f"/app/api/memories/{cat.id}/pin", headers=auth(ALICE, lang="zh-CN"))
+    assert crowded.status_code == 200 and "只有最新的 1 条放得下" in crowded.json()["message"]
+
+    r = await web.delete(f"/app/api/memories/{cat.id}/pin", headers=auth(ALICE))
+    assert r.status_code == 200 and r.json()["message"] == f"Unpinned: {cat.text}"
+    again = await web.delete(f"/app/api/memories/{cat.id}/pin", headers=auth(ALICE))
+    assert again.status_code == 400 and again.json()["error"] == "That memory is not pinned."
+    pinned = [m.text for m in await mem_engine.memories(ALICE) if m.pinned_at]
+    assert pinned == [tainan.text]
 
 
 async def test_profile_entries_export_and_forget_me_are_the_cores_own(

@@ -170,6 +170,12 @@ def test_the_page_in_a_real_browser(bot: BotProcess, browser: Any) -> None:
     wait.until(lambda d: len(_memories(d)) == 1)
     assert _memories(browser) == ["I practise English every morning"]
     assert TURTLE not in ask(tg, "/memories")  # the chat agrees at once
+    browser.find_element("css selector", "article.memory button.pin").click()
+    notice = wait.until(lambda d: d.find_element("id", "notice"))
+    assert notice.text.startswith("Pinned: I practise English every morning.")
+    assert browser.find_element("css selector", "article.memory .badge").text == "Pinned"
+    assert browser.find_element("css selector", "article.memory button.pin").text == "Unpin"
+    assert "📌" in ask(tg, "/memories")  # /pin's own mark
 
     ask(tg, "/remember 我住在台南", user_id=MEI, first_name="Mei", language_code="zh-TW")
     _open(browser, bot, MEI, "zh-TW")

@@ -1,6 +1,7 @@
 """The learner's page as JSON: what it shows (`GET /app/api/me`) and each action on it, every one a
-call into the same core the chat commands use (the same deletion as /forget, the same profile
-change as /profile set, the same export data, the same forgetting as /forgetme).
+call into the same core the chat commands use (the same deletion as /forget, the same pin as
+/pin, the same profile change as /profile set, the same export data, the same forgetting as
+/forgetme).
 
 Every handler is given the learner from the signed initData (bot/web/auth.py), never from the
 request's path, query or body: an id in the path only names one of that learner's own items.
@@ -15,6 +16,7 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
+from memora.commands import pins
 from memora.commands.registry import CommandContext, run_command
 from memora.engine import Engine
 from memora.engine.queries import memory_text_refusal
@@ -156,6 +158,23 @@ class LearnerApi:
         if restored is None:
             return error(404, "nothing to undo")
         return JSONResponse(_memory(restored, {}))
+
+    async def pin_memory(self, user: UserRef, memory_id: str, pinned: bool) -> Response:
+        """/pin or /unpin on one of the learner's memories, with the command's answer (its
+        warning when the pins are more than the memory budget); another learner's id finds
+        nothing."""
+        engine, uid = self.engine, user.id
+        if not engine.has_memory:
+            return error(404, "no such memory")
+        if pinned:
+            reply = await pins.pin(engine, uid, memory_id)
+        else:
+            reply = await pins.unpin(engine, uid, memory_id)
+        if reply is None:
+            return error(404, "no such memory")
+        if not reply.ok:
+            return error(400, reply.text)
+        return JSONResponse({"message": reply.text})
 
     async def set_profile(self, user: UserRef, field: str, value: str | None) -> Response:
         """/profile set <field> <value>, or /profile clear <field> when value is None."""

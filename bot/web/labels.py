@@ -32,6 +32,8 @@ LABELS = {
     "history": N_("History"),
     "empty": N_("(empty)"),
     "pinned": N_("Pinned"),
+    "pin": N_("Pin"),
+    "unpin": N_("Unpin"),
     "since": N_("Since:"),
     "until": N_("Until:"),
     "download": N_("Download my data"),

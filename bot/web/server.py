@@ -141,6 +141,9 @@ def build_web_app(engine: Engine, settings: Settings) -> Starlette:
     async def undo(request: Request, user: UserRef) -> Response:
         return await api.undo_memory(user, request.path_params["memory_id"])
 
+    async def pin(request: Request, user: UserRef) -> Response:
+        return await api.pin_memory(user, request.path_params["memory_id"], request.method == "PUT")
+
     async def profile(request: Request, user: UserRef) -> Response:
         field = request.path_params["field"]
         if request.method == "DELETE":
@@ -184,6 +187,7 @@ def build_web_app(engine: Engine, settings: Settings) -> Starlette:
             Route("/app/api/me", signed(me)),
             Route("/app/api/memories/{memory_id}", signed(memory), methods=["DELETE", "PATCH"]),
             Route("/app/api/memories/{memory_id}/undo", signed(undo), methods=["POST"]),
+            Route("/app/api/memories/{memory_id}/pin", signed(pin), methods=["PUT", "DELETE"]),
             Route("/app/api/profile/{field}", signed(profile), methods=["PUT", "DELETE"]),
             Route("/app/api/mistakes/{entry_id:int}", signed(entry("mistake")), methods=["DELETE"]),
             Route("/app/api/words/{entry_id:int}", signed(entry("word")), methods=["DELETE"]),

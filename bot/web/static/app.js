@@ -60,6 +60,11 @@ function status(text) {
   main.replaceChildren(el("p", { id: "status", class: "muted" }, text));
 }
 
+function notice(text) {
+  document.getElementById("main").prepend(el("p", { id: "notice", class: "card notice",
+    role: "status" }, text));
+}
+
 async function act(fn) {
   try {
     await fn();
@@ -98,6 +103,12 @@ function memoryCard(m) {
       await load();
     }) }, L.undo));
   }
+  row.append(el("button", { class: "plain pin", type: "button", onclick: () => act(async () => {
+    const path = `memories/${encodeURIComponent(m.id)}/pin`;
+    const answer = await (await call(m.pinned ? "DELETE" : "PUT", path)).json();
+    await load();
+    notice(answer.message);  // /pin's answer, its warning when the pins are over the budget
+  }) }, m.pinned ? L.unpin : L.pin));
   row.append(el("button", { class: "plain danger delete", type: "button", onclick: () => act(async () => {
     if (!(await ask(L.confirm_delete))) return;
     await call("DELETE", `memories/${encodeURIComponent(m.id)}`);
