@@ -114,7 +114,7 @@ def test_mistake_to_card_to_grade_survives_kill_9(tmp_path: Path) -> None:
             (photo,) = tg.photos(ALICE)
             assert photo["content"].startswith(b"\x89PNG")
             texts = [m.get("caption") or m.get("text") or "" for m in tg.sent_messages(ALICE)]
-            assert any("Your progress" in t and "Vocabulary: 1 words" in t for t in texts)
+            assert any("Your progress" in t and "Vocabulary: 1 word," in t for t in texts)
             assert progress["message"]["message_id"] > 0
         finally:
             if bot.proc is not None:

@@ -250,7 +250,7 @@ async def test_progress_is_a_photo_with_text(bot: Bot) -> None:
     data = content[1] if isinstance(content, tuple) else content
     assert bytes(data).startswith(b"\x89PNG")
     text = " ".join(str(c.params.get("caption") or c.params.get("text") or "") for c in calls)
-    assert "Your progress" in text and "Vocabulary: 1 words" in text
+    assert "Your progress" in text and "Vocabulary: 1 word," in text
 
 
 @pytest.mark.parametrize(
