@@ -141,3 +141,22 @@ def chroma_server(engines_root: Path) -> Iterator[ChromaServer]:
     server = start_chroma(engines_root)
     yield server
     server.stop()
+
+
+# -- two worker processes -----------------------------------------------------------------------
+WORKERS = 2
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist's own, which turns -n into workers
+def pytest_cmdline_main(config: pytest.Config) -> None:
+    """pytest-xdist's `-n 2 --dist loadfile` unless the command line says `-n`: each worker has
+    its own engines (tests/engines.py), and a test file stays on one worker, so a module-scoped
+    bot or server starts once and its tests run in file order. `-n 0` (or --pdb) runs in one
+    process. Set here, not in addopts, so a venv without pytest-xdist still runs, in one process.
+    """
+    if hasattr(config, "workerinput"):  # a worker: it runs its tests itself
+        return
+    if getattr(config.option, "numprocesses", 0) is None and not config.option.usepdb:
+        config.option.numprocesses = WORKERS
+        if config.option.dist == "no":
+            config.option.dist = "loadfile"
