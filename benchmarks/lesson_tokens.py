@@ -28,7 +28,7 @@ from memora.modes import LESSONS
 from memora.modes.placement import QUESTIONS
 from tests.fake_openai import Answer, FakeOpenAI, FakeRequest, _as_reply, _reply_text, approx_tokens
 from tests.fake_tutor import mode_block, tutor_responder
-from tests.test_terminal import chat, memora_env
+from tests.support.terminal import chat, memora_env
 
 ORDINARY = [f"Yesterday I go to the market and buy {n} apples, is it right?" for n in range(8)]
 DRIVES: dict[str, list[str]] = {

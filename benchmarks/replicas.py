@@ -33,7 +33,7 @@ from tests.engines import (
 )
 from tests.fake_openai import FakeOpenAI
 from tests.fake_telegram import FakeTelegram
-from tests.test_webhook import WebhookBot
+from tests.support.bot import WebhookBot
 
 REPLICAS = [int(a) for a in __import__("os").environ.get("REPLICAS", "1,3").split(",")]
 TELEGRAM_RATE = 30.0  # messages a second per bot

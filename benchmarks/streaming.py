@@ -27,7 +27,7 @@ from pathlib import Path
 
 from tests.fake_openai import FakeOpenAI
 from tests.fake_telegram import FakeTelegram
-from tests.test_e2e_telegram import BotProcess
+from tests.support.bot import BotProcess
 
 METHODS = ("sendMessage", "editMessageText", "sendMessageDraft", "sendChatAction")
 

@@ -26,7 +26,7 @@ from memora.config import (
 )
 from tests.fake_openai import FakeOpenAI
 from tests.fake_telegram import FakeTelegram
-from tests.test_terminal import ROOT, memora_env
+from tests.support.terminal import ROOT, memora_env
 
 PRICES = json.dumps({"gpt-5-mini": {"input": 0.25, "cached_input": 0.025, "output": 2.0}})
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.fake_openai import FakeOpenAI
-from tests.test_terminal import ChatProcess, memora_env
+from tests.support.terminal import ChatProcess, memora_env
 
 pytestmark = pytest.mark.slow
 

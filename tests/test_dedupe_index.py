@@ -26,7 +26,7 @@ from memora.longterm.matrix import Matrix
 from memora.longterm.profile import LOCAL_DEDUPE
 from memora.longterm.ranking import Scores, _top_order, follow_up_rank
 from memora.text import to_simplified
-from tests.test_incremental_index import RELATION_TEXTS, entry
+from tests.support.index import RELATION_TEXTS, entry
 
 # -- the ranking's selection -----------------------------------------------------------------
 

@@ -19,7 +19,7 @@ import pytest
 from bot.telegram.handlers.text import NOT_TEXT
 from tests.fake_openai import FakeOpenAI
 from tests.fake_telegram import FakeTelegram
-from tests.test_e2e_telegram import ALICE, WAIT, BotProcess
+from tests.support.bot import ALICE, WAIT, BotProcess
 
 pytestmark = pytest.mark.slow
 
@@ -136,7 +136,7 @@ def test_short_notices_kept_through_an_outage_arrive_once_in_order_after_a_resta
 def test_webhook_updates_acknowledged_before_a_kill_are_answered_after_it(tmp_path: Path) -> None:
     """Webhook mode: the 200 comes after the update is in the inbox, so Telegram never sends it
     again, and it is still answered (once) after a kill -9."""
-    from tests.test_webhook import USER, WebhookBot
+    from tests.support.bot import USER, WebhookBot
 
     with FakeTelegram() as tg, FakeOpenAI() as llm:
         bot = WebhookBot(tg, llm, tmp_path / "data", tmp_path / "bot.log")

@@ -17,7 +17,7 @@ from memora.keyfacts import PINNED_HEADER
 from memora.prompts import MODE_BLOCK, SUMMARY_BLOCK, SUMMARY_INSTRUCTIONS
 from tests.fake_openai import FakeOpenAI, FakeRequest, default_responder
 from tests.fake_telegram import FakeTelegram
-from tests.test_e2e_telegram import ALICE, WAIT, BotProcess
+from tests.support.bot import ALICE, WAIT, BotProcess
 
 pytestmark = pytest.mark.slow
 

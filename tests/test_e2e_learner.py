@@ -13,7 +13,7 @@ import pytest
 
 from tests.fake_openai import FakeOpenAI
 from tests.fake_telegram import FakeTelegram
-from tests.test_e2e_telegram import ALICE, WAIT, BotProcess, ask
+from tests.support.bot import ALICE, WAIT, BotProcess, ask
 
 pytestmark = pytest.mark.slow
 

@@ -12,8 +12,6 @@ once, in its chat's order, nothing lost.
 
 from __future__ import annotations
 
-import asyncio
-import concurrent.futures
 import itertools
 import re
 import signal
@@ -27,8 +25,7 @@ import pytest
 from tests.engines import ChromaServer
 from tests.fake_openai import FakeOpenAI
 from tests.fake_telegram import FakeTelegram
-from tests.test_e2e_telegram import ADMIN
-from tests.test_webhook import WebhookBot
+from tests.support.bot import ADMIN, WebhookBot, query
 
 pytestmark = pytest.mark.slow
 
@@ -107,19 +104,6 @@ CHATS = [8001 + i for i in range(6)]
 BEAT = "0.3"  # the replicas' heartbeat: one silent for 0.9 s is gone
 
 
-def query(url: str, sql: str, *args: Any) -> list[Any]:
-    """Rows from the shared PostgreSQL, from this (sync) test."""
-    import asyncpg
-
-    async def run() -> list[Any]:
-        conn = await asyncpg.connect(url)
-        try:
-            return list(await conn.fetch(sql, *args))
-        finally:
-            await conn.close()
-
-    with concurrent.futures.ThreadPoolExecutor(1) as pool:
-        return pool.submit(asyncio.run, run()).result()
 
 
 def replica_id(bot: WebhookBot) -> str:

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import signal
 import subprocess
 import sys
 import time
@@ -21,80 +20,13 @@ from bot.telegram.context import NEWCOMER_SECONDS
 from memora.prompts import MEMORY_BLOCK
 from tests.fake_openai import FakeOpenAI
 from tests.fake_telegram import FakeTelegram
+from tests.support.bot import ADMIN, ALICE, WAIT, BotProcess, ask
 
 pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parent.parent
-ADMIN = 4242
-ALICE = FakeTelegram.DEFAULT_USER_ID
-WAIT = 30.0  # generous: the process loads Chroma and the embedding model at start
-# Start-up alone: at load ≈9 a restart once spent over 30 s between getMe and its command menu
-# (opening Chroma and the embedding model on shared cores); an answer still waits WAIT.
-START_WAIT = 90.0
 
 
-class BotProcess:
-    """`python -m bot.cli run` as a subprocess, started and stopped like an operator would."""
-
-    def __init__(self, tg: FakeTelegram, llm: FakeOpenAI, data_dir: Path, log: Path) -> None:
-        self.tg, self.llm, self.log = tg, llm, log
-        self.env = {
-            **{k: v for k, v in os.environ.items() if not k.startswith(("MEMORA_", "OPENAI_"))},
-            "MEMORA_TELEGRAM__TOKEN": tg.token,
-            "MEMORA_TELEGRAM__BASE_URL": tg.base_url,
-            "MEMORA_TELEGRAM__BASE_FILE_URL": tg.base_file_url,
-            "MEMORA_TELEGRAM__ADMIN_IDS": json.dumps([ADMIN]),
-            "MEMORA_TELEGRAM__POLL_TIMEOUT": "1",
-            "MEMORA_LLM__BASE_URL": llm.base_url,
-            "MEMORA_LLM__API_KEY": "test",
-            "MEMORA_LLM__MAX_RETRIES": "1",
-            "MEMORA_STORAGE__DATA_DIR": str(data_dir),
-            "MEMORA_MEMORY__MAX_RECENT_TURNS": "1",
-            "MEMORA_LOGGING__LEVEL": "INFO",
-            "PYTHONUNBUFFERED": "1",
-        }
-        self.proc: subprocess.Popen[bytes] | None = None
-        self.starts = 0
-
-    def start(self) -> None:
-        assert self.proc is None
-        with self.log.open("ab") as out:
-            self.proc = subprocess.Popen(
-                [sys.executable, "-m", "bot.cli", "run"],
-                cwd=ROOT,
-                env=self.env,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-            )
-        self.starts += 1
-        self.wait_ready()
-
-    def wait_ready(self) -> None:
-        """Ready once it has published its commands and asked for updates."""
-        self.tg.wait_for(
-            lambda: len(self.tg.calls_to("deleteWebhook")) >= self.starts or self.exited(),
-            START_WAIT,
-            "the bot to start polling",
-        )
-        assert not self.exited(), self.output()
-
-    def exited(self) -> bool:
-        return self.proc is not None and self.proc.poll() is not None
-
-    def stop(self) -> int:
-        assert self.proc is not None
-        self.proc.send_signal(signal.SIGTERM)
-        try:  # a graceful stop drains the after-reply work: slow on a busy machine, not stuck
-            code = self.proc.wait(timeout=3 * WAIT)
-        finally:
-            if self.proc.poll() is None:
-                self.proc.kill()
-                self.proc.wait()
-            self.proc = None
-        return code
-
-    def output(self) -> str:
-        return self.log.read_text(errors="replace")[-6000:]
 
 
 @pytest.fixture(scope="module")
@@ -119,11 +51,6 @@ def bot(
     assert process.env["MEMORA_TELEGRAM__TOKEN"] not in process.output()
 
 
-def ask(tg: FakeTelegram, text: str, **kw: Any) -> str:
-    """Send one message as a user; return the bot's (first) answer."""
-    update = tg.user_sends(text, **kw)
-    (first, *_) = tg.wait_messages(count=1, after=update, timeout=WAIT)
-    return str(first.get("text", first.get("caption", "")))
 
 
 def reply_request_for(llm: FakeOpenAI, text: str) -> Any:

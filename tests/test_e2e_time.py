@@ -14,8 +14,8 @@ from memora.engine.followups import FOLLOW_UP_BLOCK
 from memora.prompts import MEMORY_BLOCK
 from tests.fake_openai import FakeOpenAI
 from tests.fake_telegram import FakeTelegram
-from tests.test_e2e_telegram import WAIT, BotProcess, ask
-from tests.test_terminal import ChatProcess, memora_env
+from tests.support.bot import WAIT, BotProcess, ask
+from tests.support.terminal import ChatProcess, memora_env
 
 pytestmark = pytest.mark.slow
 

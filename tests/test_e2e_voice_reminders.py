@@ -20,7 +20,7 @@ from memora.reminders import EVERY_DAY, Reminders
 from memora.storage import Database
 from tests.fake_openai import VOICE_FIXTURE, FakeOpenAI
 from tests.fake_telegram import FakeTelegram
-from tests.test_e2e_telegram import ALICE, WAIT, BotProcess, ask
+from tests.support.bot import ALICE, WAIT, BotProcess, ask
 
 pytestmark = pytest.mark.slow
 

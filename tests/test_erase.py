@@ -32,8 +32,8 @@ from memora.erase import (
 )
 from memora.longterm.store import COLLECTION, MemoryStore
 from tests.fake_openai import FakeOpenAI, FakeRequest, default_responder
-from tests.test_crash import ChatProcess
-from tests.test_terminal import memora_env
+from tests.support.disk import files_holding
+from tests.support.terminal import ChatProcess, memora_env
 
 pytestmark = pytest.mark.slow
 
@@ -42,16 +42,6 @@ MARKER = "Zorblaxquintet"
 INDEX_MARKER = "Quuxvellumtide"
 
 
-def files_holding(root: Path, needle: str) -> list[str]:
-    """Every file under root whose bytes contain the needle (UTF-8 or its JSON-escaped form)."""
-    forms = {needle.encode(), needle.lower().encode(), needle.upper().encode()}
-    hits = []
-    for path in sorted(root.rglob("*")):
-        if path.is_file():
-            data = path.read_bytes()
-            if any(f in data for f in forms):
-                hits.append(str(path.relative_to(root)))
-    return hits
 
 
 def _extracting(req: FakeRequest) -> object:

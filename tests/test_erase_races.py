@@ -25,9 +25,8 @@ import pytest
 
 from tests.fake_openai import Answer, FakeOpenAI, FakeRequest, default_responder, minimal_instance
 from tests.fake_telegram import FakeTelegram
-from tests.test_e2e_replicas import query
-from tests.test_e2e_telegram import ALICE, WAIT, BotProcess, ask
-from tests.test_erase import files_holding
+from tests.support.bot import ALICE, WAIT, BotProcess, ask, query
+from tests.support.disk import files_holding
 
 pytestmark = pytest.mark.slow
 

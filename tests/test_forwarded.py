@@ -10,7 +10,7 @@ import pytest
 
 from tests.fake_openai import FakeOpenAI, FakeRequest, default_responder
 from tests.fake_telegram import FakeTelegram
-from tests.test_e2e_telegram import BotProcess, ask
+from tests.support.bot import BotProcess, ask
 
 pytestmark = pytest.mark.slow
 

@@ -17,7 +17,7 @@ import pytest
 
 from tests.fake_openai import Answer, FakeOpenAI, FakeRequest, default_responder, minimal_instance
 from tests.fake_telegram import FakeTelegram
-from tests.test_e2e_telegram import WAIT, BotProcess, ask
+from tests.support.bot import WAIT, BotProcess, ask
 
 pytestmark = pytest.mark.slow
 

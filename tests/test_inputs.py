@@ -10,7 +10,7 @@ from pathlib import Path
 from bot.inputs import clean
 from memora.engine import EMPTY
 from tests.fake_openai import FakeOpenAI
-from tests.test_terminal import ROOT, memora_env
+from tests.support.terminal import ROOT, memora_env
 
 
 def test_clean() -> None:

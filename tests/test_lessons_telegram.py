@@ -18,8 +18,8 @@ from memora.prompts import MODE_BLOCK
 from tests.fake_openai import FakeOpenAI
 from tests.fake_telegram import FakeTelegram
 from tests.fake_tutor import ESTIMATE, SLIPS, tutor_responder
-from tests.test_e2e_telegram import WAIT, BotProcess, ask
-from tests.test_terminal import chat, memora_env
+from tests.support.bot import WAIT, BotProcess, ask
+from tests.support.terminal import chat, memora_env
 
 pytestmark = pytest.mark.slow
 

@@ -13,8 +13,8 @@ import pytest
 
 from tests.fake_openai import FakeOpenAI
 from tests.fake_telegram import FakeTelegram
+from tests.support.bot import WAIT, BotProcess, ask
 from tests.test_e2e_learner import keyboard
-from tests.test_e2e_telegram import WAIT, BotProcess, ask
 
 pytestmark = pytest.mark.slow
 

@@ -17,9 +17,8 @@ import pytest
 from memora.secretfilter import MASK
 from tests.fake_openai import FakeOpenAI
 from tests.fake_telegram import FakeTelegram
-from tests.test_e2e_telegram import WAIT, BotProcess, ask
-from tests.test_erase import files_holding
-from tests.test_webhook import WebhookBot
+from tests.support.bot import WAIT, BotProcess, WebhookBot, ask
+from tests.support.disk import files_holding
 
 pytestmark = pytest.mark.slow
 

@@ -15,8 +15,8 @@ from bot.telegram.privacy import masked_update
 from memora.commands import help_text
 from memora.secretfilter import MASK, looks_secret, mask_secrets
 from tests.fake_openai import FakeOpenAI
-from tests.test_erase import files_holding
-from tests.test_terminal import ROOT, memora_env
+from tests.support.disk import files_holding
+from tests.support.terminal import ROOT, memora_env
 
 SECRET = "Hunter2Qx9"
 

@@ -16,7 +16,7 @@ import pytest
 from memora.config import ConfigError, load_settings
 from tests.fake_openai import FakeOpenAI
 from tests.fake_telegram import FakeTelegram
-from tests.test_terminal import ROOT, chat, memora_env
+from tests.support.terminal import ROOT, chat, memora_env
 
 pytestmark = pytest.mark.slow
 

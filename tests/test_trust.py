@@ -23,9 +23,9 @@ from memora.views import ButtonAnswer, Reply
 from tests.fake_openai import Answer, FakeOpenAI, FakeRequest, default_responder, minimal_instance
 from tests.fake_telegram import FakeTelegram
 from tests.fakes import FakeLLM
+from tests.support.bot import WAIT, BotProcess, ask
+from tests.support.disk import files_holding
 from tests.test_e2e_learner import keyboard
-from tests.test_e2e_telegram import WAIT, BotProcess, ask
-from tests.test_erase import files_holding
 
 ALICE = UserRef(1, "Alice")
 CHAT = ChatRef(1)

@@ -23,7 +23,7 @@ from memora.usage import Call, Spent, UsageLedger, cost, over_limit, unpriced
 from tests.fake_openai import FakeOpenAI
 from tests.fake_telegram import FakeTelegram
 from tests.fakes import FakeLLM
-from tests.test_e2e_telegram import ADMIN, ALICE, ROOT, WAIT, BotProcess, ask
+from tests.support.bot import ADMIN, ALICE, ROOT, WAIT, BotProcess, ask
 
 NOW = datetime(2026, 12, 5, 14, 30, tzinfo=UTC)
 

@@ -30,7 +30,7 @@ from memora.prompts import MEMORY_BLOCK
 from memora.types import ChatRef, UserRef
 from memora.usage import Call, Metering, UsageLedger
 from tests.fakes import FakeLLM
-from tests.test_erase import files_holding
+from tests.support.disk import files_holding
 
 TOKEN = "123456:TEST-token-for-the-web-app"
 ALICE, BOB, ADMIN = 1001, 2002, 9009

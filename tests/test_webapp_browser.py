@@ -18,7 +18,7 @@ import pytest
 from bot.web.auth import sign
 from tests.fake_openai import FakeOpenAI
 from tests.fake_telegram import FakeTelegram
-from tests.test_e2e_telegram import WAIT, BotProcess, ask
+from tests.support.bot import WAIT, BotProcess, ask
 
 pytestmark = pytest.mark.slow
 

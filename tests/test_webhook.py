@@ -8,14 +8,10 @@ configuration is refused at start."""
 
 from __future__ import annotations
 
-import json
 import socket
 import sqlite3
 import subprocess
 import sys
-import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from contextlib import closing
 from pathlib import Path
@@ -29,109 +25,14 @@ from memora.commands import help_text
 from memora.modes.placement import OFFER as PLACEMENT_OFFER
 from tests.fake_openai import FakeOpenAI
 from tests.fake_telegram import FakeTelegram
-from tests.test_e2e_telegram import ADMIN, ROOT, START_WAIT, WAIT, BotProcess
+from tests.support.bot import ADMIN, ROOT, START_WAIT, USER, WAIT, WebhookBot, free_port
 
 pytestmark = pytest.mark.slow
 
-PATH = "/tg/hook"
-USER = 3001
 
 
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
-class WebhookBot(BotProcess):
-    """BotProcess in webhook mode: ready once it has set its webhook and its port accepts;
-    `secret` is then the one it registered (no secret is configured: it makes one)."""
-
-    def __init__(self, tg: FakeTelegram, llm: FakeOpenAI, data_dir: Path, log: Path) -> None:
-        super().__init__(tg, llm, data_dir, log)
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}{PATH}"
-        self.env.update(
-            {
-                "MEMORA_TELEGRAM__MODE": "webhook",
-                "MEMORA_TELEGRAM__WEBHOOK_URL": self.url,
-                "MEMORA_TELEGRAM__WEBHOOK_LISTEN": "127.0.0.1",
-                "MEMORA_TELEGRAM__WEBHOOK_PORT": str(self.port),
-            }
-        )
-        self.secret: str | None = None
-        self.next_message_id = 100_000  # far above the ids the fake gives the bot's messages
-        self.next_update_id = 500_000
-
-    def wait_ready(self) -> None:
-        """Ready once the webhook is set and its port accepts connections."""
-        self.tg.wait_for(
-            lambda: len(self.tg.calls_to("setWebhook")) >= self.starts or self.exited(),
-            START_WAIT,
-            "the bot to set its webhook",
-        )
-        assert not self.exited(), self.output()
-        # PTB calls setWebhook just before its server starts listening
-        deadline = time.monotonic() + START_WAIT
-        while not self.accepts():
-            assert not self.exited(), self.output()
-            assert time.monotonic() < deadline, "the webhook port never opened\n" + self.output()
-            time.sleep(0.05)
-        self.secret = self.tg.calls_to("setWebhook")[-1].get("secret_token")
-
-    def accepts(self) -> bool:
-        try:
-            socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
-        except OSError:
-            return False
-        return True
-
-    def update(self, text: str, user_id: int = USER, first_name: str = "Wen") -> dict[str, Any]:
-        """A private text message as Telegram (or a forger) would POST it (not queued in the
-        fake)."""
-        self.next_message_id += 1
-        self.next_update_id += 1
-        user = FakeTelegram.make_user(user_id, first_name)
-        message: dict[str, Any] = {
-            "message_id": self.next_message_id,
-            "from": user,
-            "chat": {"id": user_id, "type": "private", "first_name": first_name},
-            "date": int(time.time()),
-            "text": text,
-        }
-        entities = self.tg.text_entities(text)
-        if entities:
-            message["entities"] = entities
-        return {"update_id": self.next_update_id, "message": message}
-
-    def post(self, update: dict[str, Any]) -> int:
-        """POST an Update to the bot's webhook the way Telegram does; the HTTP status."""
-        return self.post_with(update, self.secret)
-
-    def post_with(self, update: dict[str, Any], secret: str | None) -> int:
-        """POST an Update with this secret header (None: none); the HTTP status."""
-        headers = {"Content-Type": "application/json"}
-        if secret is not None:
-            headers["X-Telegram-Bot-Api-Secret-Token"] = secret
-        request = urllib.request.Request(
-            self.url, data=json.dumps(update).encode(), headers=headers, method="POST"
-        )
-        opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # 127.0.0.1 direct
-        try:
-            with opener.open(request, timeout=WAIT) as response:
-                return int(response.status)
-        except urllib.error.HTTPError as exc:
-            exc.close()
-            return int(exc.code)
-
-    def ask(self, text: str, user_id: int = USER) -> str:
-        """POST one message; return the bot's next message to that chat."""
-        before = len(self.tg.sent_messages(user_id))
-        assert self.post(self.update(text, user_id)) == 200
-        sent = self.tg.wait_for(
-            lambda: self.tg.sent_messages(user_id)[before:], WAIT, f"a reply to {text!r}"
-        )
-        return str(sent[0].get("text", ""))
 
 
 @pytest.fixture(scope="module")

@@ -31,7 +31,7 @@ from memora.weekly import WeeklyReports, WeeklySetting, week_key
 from tests.fake_openai import FakeOpenAI
 from tests.fake_telegram import FakeTelegram
 from tests.fakes import Clock, FakeLLM, clocked_engine
-from tests.test_terminal import chat, memora_env
+from tests.support.terminal import chat, memora_env
 
 ALICE, BOB = 1001, 1002
 # Monday 7 December 2026, 12:05 UTC = 20:05 in Taipei. "This week" is 30 Nov – 6 Dec.
