@@ -34,8 +34,7 @@ from memora.tokens import LocalTokenCounter
 from memora.types import ChatRef, UserRef
 from memora.usage import Call, Metering, UsageLedger
 from tests.fakes import Clock, FakeLLM, clocked_engine, forgetme
-from tests.support.bot import ALICE
-from tests.test_weekly import MONDAY, a_fortnight
+from tests.test_weekly import ALICE, MONDAY, a_fortnight
 
 LOCALE = i18n.LOCALE_DIR
 TRANSLATED = tuple(lang for lang in i18n.LANGUAGES if lang != i18n.DEFAULT)  # en: the source

@@ -23,8 +23,8 @@ from memora.learner.model import ExtractedMistake, ExtractedWord
 from memora.storage import Database
 from memora.tokens import LocalTokenCounter
 from tests.fakes import FakeLLM
-from tests.support.bot import ALICE
 from tests.test_telegram_handlers import (
+    ALICE,
     BOB,
     BOT_USER,
     GROUP,

@@ -13,8 +13,8 @@ from memora.commands import CommandContext, press_button, run_command
 from memora.engine import Engine
 from memora.modes.roleplay import suggest
 from tests.fakes import FakeLLM
-from tests.support.bot import ALICE
 from tests.test_placement import (
+    ALICE,
     CHAT,
     GROUP,
     NOTICES,
