@@ -21,17 +21,9 @@ from tests.fake_openai import FakeOpenAI
 from tests.fake_telegram import FakeTelegram
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
 ADMIN = 4242
-
-
 ALICE = FakeTelegram.DEFAULT_USER_ID
-
-
 WAIT = 30.0  # generous: the process loads Chroma and the embedding model at start
-
-
 # Start-up alone: at load ≈9 a restart once spent over 30 s between getMe and its command menu
 # (opening Chroma and the embedding model on shared cores); an answer still waits WAIT.
 START_WAIT = 90.0
@@ -108,9 +100,7 @@ def ask(tg: FakeTelegram, text: str, **kw: Any) -> str:
     return str(first.get("text", first.get("caption", "")))
 
 
-PATH = "/tg/hook"
-
-
+PATH = "/tg/hook"  # the webhook bot's path
 USER = 3001
 
 
