@@ -9,13 +9,13 @@ turned into the same one-line `StartupError`, which the CLI prints before exitin
 from __future__ import annotations
 
 import os
-import sqlite3
 import tempfile
 from pathlib import Path
 
 from memora.config import Settings
 from memora.erase import CHROMA_FILE
 from memora.errors import StartupError as StartupError  # re-exported
+from memora.storage.sqlite_check import check_sqlite
 
 __all__ = ["StartupError", "check_stores"]
 
@@ -51,25 +51,3 @@ def _check_writable(folder: Path) -> None:
             f"storage.data_dir {folder} is not writable ({exc.strerror}): "
             "is the volume mounted read-only?"
         ) from None
-
-
-def check_sqlite(path: Path, what: str, *, writable: bool = True) -> None:
-    """One SQLite file: it is a database, its pages are sound, and (with `writable`) it takes a
-    write lock."""
-    mode = "rw" if writable else "ro"
-    try:
-        con = sqlite3.connect(f"file:{path}?mode={mode}", uri=True, timeout=5)
-    except sqlite3.Error as exc:
-        raise StartupError(f"{what} {path} cannot be opened: {exc}") from None
-    try:
-        verdict = con.execute("PRAGMA quick_check").fetchone()
-        if verdict is None or verdict[0] != "ok":
-            found = verdict[0] if verdict else "no answer"
-            raise StartupError(f"{what} {path} is damaged (integrity check: {found})")
-        if writable:
-            con.execute("BEGIN IMMEDIATE")
-            con.execute("ROLLBACK")
-    except sqlite3.Error as exc:
-        raise StartupError(f"{what} {path} cannot be used: {exc}") from None
-    finally:
-        con.close()

@@ -276,7 +276,6 @@ SQL_LATER = {
     "memora.learner.profile_store",
     "memora.learner.store",
     "memora.reminders",
-    "memora.startup",
     "memora.weekly",
 }
 
