@@ -8,7 +8,7 @@ Default: ``benchmarks/data/memory_time.json``, a held-out set of ~40 learners wr
 繁體 and 简体, in the style of LongMemEval's knowledge-update and temporal-reasoning categories
 (a moved city, a changed level, a passed exam, an ended trip, "what was my level before?").
 Each learner says a few filler facts, then the case's turns; each turn's extraction is scripted
-as a careful model answers it and written by :func:`memora.longterm.extraction.apply` into a
+as a careful model answers it and written by :func:`memora.extraction.apply` into a
 real :class:`~memora.longterm.MemoryStore` (embedded Chroma in a temporary folder, LocalUSE),
 with the clock at the turn's date. Then the case's question, on its date, goes through
 :func:`memora.longterm.policy.context_lines`, what the engine puts in the memory block, at the
@@ -36,9 +36,9 @@ from typing import Any
 
 from memora import clock
 from memora.config import DEFAULT_MEMORY_TOKENS
+from memora.extraction import ExtractedMemory, ExtractionOutcome, apply
 from memora.longterm import MemoryStore
 from memora.longterm.embeddings import LocalUSE
-from memora.longterm.extraction import ExtractedMemory, ExtractionOutcome, apply
 from memora.longterm.policy import RetrievalPolicy, context_lines
 
 DATA = Path(__file__).resolve().parent / "data" / "memory_time.json"

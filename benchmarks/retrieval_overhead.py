@@ -77,7 +77,7 @@ GRAMMAR_ZH = [
     "时态",
 ]
 EXAMS = ["TOEIC", "IELTS", "TOEFL", "GEPT"]
-# Situations as the extraction call writes them with a memory (memora.longterm.extraction).
+# Situations as the extraction call writes them with a memory (memora.extraction).
 SITUATIONS = [
     "ordering food", "點餐", "weekend plans", "週末計畫", "job interview", "面試",
     "small talk", "閒聊", "travel", "旅行", "meetings", "開會", "study schedule", "讀書時間",

@@ -4,8 +4,8 @@ product's own schema, and its report prices what the ledger counted at the state
 from __future__ import annotations
 
 from benchmarks import turn_cost
+from memora.extraction import LearnerExtractionResult
 from memora.llm.structured import json_schema
-from memora.longterm.extraction import LearnerExtractionResult
 from memora.usage import Call
 from tests.fake_openai import FakeRequest
 

@@ -22,9 +22,9 @@ import openai
 from memora.app import make_audio, make_embedder, metering_models, model_client
 from memora.config import PricingConfig, Settings
 from memora.errors import LLMError
+from memora.extraction import LearnerExtractionResult
 from memora.llm import CallInfo, ChatMessage, OpenAILLM
 from memora.llm.sdk_errors import NO_RESPONSES_API
-from memora.longterm.extraction import LearnerExtractionResult
 from memora.usage import Call, cost, unpriced
 
 Status = Literal["ok", "note", "off", "fatal"]

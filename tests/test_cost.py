@@ -15,9 +15,9 @@ from pydantic import BaseModel
 from memora.commands import CommandContext, run_command
 from memora.config import LimitsConfig, ModelPrice, PricingConfig
 from memora.engine import Engine, EngineConfig
+from memora.extraction import ModeAsk, extract, fixed_instructions
 from memora.llm import ChatMessage, OpenAILLM, ResponsesLLM, Usage
 from memora.longterm import Memory, MemoryStore
-from memora.longterm.extraction import ModeAsk, extract, fixed_instructions
 from memora.modes import LESSONS, new_mode
 from memora.modes.practice import exercise
 from memora.storage import Database

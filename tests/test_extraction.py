@@ -9,11 +9,7 @@ from typing import Any
 
 import pytest
 
-from memora.llm import LLM, LLMError
-from memora.longterm import MemoryStore
-from memora.longterm.dedupe import embedding_text, may_replace
-from memora.longterm.embeddings import LocalUSE
-from memora.longterm.extraction import (
+from memora.extraction import (
     COMPACT_INSTRUCTIONS,
     COMPACT_LEARNER_INSTRUCTIONS,
     EXTRACTION_INSTRUCTIONS,
@@ -24,6 +20,10 @@ from memora.longterm.extraction import (
     extract,
     looks_secret,
 )
+from memora.llm import LLM, LLMError
+from memora.longterm import MemoryStore
+from memora.longterm.dedupe import embedding_text, may_replace
+from memora.longterm.embeddings import LocalUSE
 from memora.longterm.ranking import DEFAULT_MIN_SCORE
 from memora.longterm.records import NewMemory, SearchWords
 from tests.fakes import FakeLLM, outage
@@ -595,7 +595,7 @@ async def test_an_answer_without_terms_still_stores_the_memory(store: MemoryStor
 async def test_backfill_terms_in_near_shapes_are_read_as_meant() -> None:
     """A small model that answers only `terms_for`, with its terms as one string: read as meant,
     not mistaken for a bare list of memories."""
-    from memora.longterm.extraction import TERMS_FOR_INSTRUCTIONS
+    from memora.extraction import TERMS_FOR_INSTRUCTIONS
     from memora.longterm.records import Memory
 
     bare = Memory("m1", 1, "The user plays the violin.", "manual", "other", "t", "t")

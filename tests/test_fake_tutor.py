@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from memora.longterm.extraction import LearnerExtractionResult
+from memora.extraction import LearnerExtractionResult
 from memora.modes.placement import PlacementResult
 from memora.modes.practice import PracticeResult
 from memora.prompts import MODE_BLOCK

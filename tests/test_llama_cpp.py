@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from memora.engine import ChatRef, Engine, EngineConfig, UserRef
+from memora.extraction import COMPACT_INSTRUCTIONS, ExtractionResult, extract
 from memora.llm import (
     CONTEXT_EXCEEDED,
     ChatCompletionsLLM,
@@ -26,7 +27,6 @@ from memora.llm import (
     schema_sketch,
 )
 from memora.longterm import MemoryStore
-from memora.longterm.extraction import COMPACT_INSTRUCTIONS, ExtractionResult, extract
 from memora.storage import Database
 from memora.tokens import LocalTokenCounter
 from tests.fake_openai import FakeOpenAI, input_tokens_of

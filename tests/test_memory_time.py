@@ -14,9 +14,9 @@ from memora import clock as memora_clock
 from memora.commands import CommandContext, run_command
 from memora.engine import ChatRef, Engine, EngineConfig, UserRef
 from memora.engine.followups import FOLLOW_UP_BLOCK
+from memora.extraction.apply import learner_date
 from memora.llm import ChatMessage
 from memora.longterm import MemoryStore
-from memora.longterm.extraction.apply import learner_date
 from memora.longterm.timeline import asks_about_past
 from memora.prompts import MEMORY_BLOCK
 from memora.storage import Database

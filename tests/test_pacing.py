@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from memora.errors import LLMError
+from memora.extraction import ExtractionResult
 from memora.llm import TIMED_OUT, OpenAILLM
 from memora.llm.pacing import AdaptiveTimeout
-from memora.longterm.extraction import ExtractionResult
 from memora.types import ChatMessage
 from tests.fake_openai import FakeOpenAI
 

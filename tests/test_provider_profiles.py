@@ -15,10 +15,10 @@ import pytest
 from memora.app import make_audio, make_embedder, model_client
 from memora.config import LLMConfig, Settings
 from memora.engine import ChatRef, Engine, UserRef
+from memora.extraction import ExtractionResult
 from memora.llm import CallInfo, ChatMessage, Learned
 from memora.longterm import MemoryStore
 from memora.longterm.embeddings import OpenAIEmbedder
-from memora.longterm.extraction import ExtractionResult
 from memora.storage import Database
 from memora.tokens import LocalTokenCounter
 from tests.fake_openai import VOICE_FIXTURE, FakeOpenAI, FakeRequest, extraction_answer

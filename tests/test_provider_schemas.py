@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
+from memora.extraction import ExtractionResult, LearnerExtractionResult, ModeAsk, extract
 from memora.llm import Api, OpenAILLM
 from memora.llm.structured import response_format, text_format
-from memora.longterm.extraction import ExtractionResult, LearnerExtractionResult, ModeAsk, extract
 from memora.modes import LESSONS
 from memora.modes.roleplay import SCENES
 from memora.storage import ModeRow

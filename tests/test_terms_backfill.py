@@ -12,9 +12,9 @@ import pytest
 
 from memora.commands import CommandContext, run_command
 from memora.engine import ChatRef, Engine, EngineConfig, UserRef
+from memora.extraction import MAX_ASKS, MAX_BACKFILL
 from memora.llm import ResponsesLLM
 from memora.longterm import MemoryStore
-from memora.longterm.extraction import MAX_ASKS, MAX_BACKFILL
 from memora.longterm.lexical import BM25, tokenize
 from memora.longterm.ranking import DEFAULT_MIN_SCORE
 from memora.longterm.records import NewMemory, SearchWords, indexed_text

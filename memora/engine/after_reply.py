@@ -8,15 +8,16 @@ import logging
 from dataclasses import replace
 from datetime import datetime
 
+import memora.extraction as extraction
 from memora.asks import FORGET, ask
 from memora.clock import utcnow
 from memora.engine.base import Answered
 from memora.engine.lessons import Lessons
 from memora.engine.queries import Queries
 from memora.errors import LLMError
+from memora.extraction import ExtractionOutcome
 from memora.i18n import N_, _, ngettext, speaking
-from memora.longterm import Memory, extraction
-from memora.longterm.extraction import ExtractionOutcome
+from memora.longterm import Memory
 from memora.shortterm import Window, summarize
 from memora.storage import ExtractionLog, TurnUsage
 from memora.types import ChatRef, UserRef

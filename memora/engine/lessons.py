@@ -8,8 +8,8 @@ from typing import Any
 
 from memora.engine.base import Answered
 from memora.engine.lanes import Lanes
+from memora.extraction import LearnerExtractionResult, ModeAsk
 from memora.i18n import speaking
-from memora.longterm.extraction import LearnerExtractionResult, ModeAsk
 from memora.modes import LESSONS, Settling, new_mode
 from memora.storage import ModeRow
 from memora.types import ChatRef, UserRef

@@ -11,8 +11,7 @@
 - :mod:`~memora.longterm.dedupe`: duplicate / update / distinct between two memories;
 - :mod:`~memora.longterm.records`, :mod:`~memora.longterm.cache`, :mod:`~memora.longterm.matrix`:
   a memory and its Chroma record, a user's snapshot, the vectors;
-- :mod:`~memora.longterm.embeddings`: the local multilingual model or an embeddings API;
-- :mod:`~memora.longterm.extraction`: the after-reply call that decides what to remember.
+- :mod:`~memora.longterm.embeddings`: the local multilingual model or an embeddings API.
 """
 
 from memora.longterm.records import (

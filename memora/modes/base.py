@@ -14,8 +14,8 @@ from datetime import datetime
 from typing import ClassVar
 
 from memora.clock import as_utc
+from memora.extraction import LearnerExtractionResult, ModeAsk
 from memora.learner.service import Learner
-from memora.longterm.extraction import LearnerExtractionResult, ModeAsk
 from memora.storage import ModeRow
 
 

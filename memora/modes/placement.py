@@ -14,9 +14,9 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, Field
 
+from memora.extraction import LearnerExtractionResult, ModeAsk
 from memora.i18n import N_, _, ngettext
 from memora.learner.model import CEFR_LEVELS
-from memora.longterm.extraction import LearnerExtractionResult, ModeAsk
 from memora.modes.base import Lesson, Settled, Settling
 from memora.storage import ModeRow
 

@@ -15,9 +15,9 @@ from typing import Any, ClassVar
 from pydantic import Field
 
 from memora.errors import AlreadyGraded, CardGone, NotYourCard
+from memora.extraction import LearnerExtractionResult, ModeAsk
 from memora.i18n import _
 from memora.learner.cards import CardStore
-from memora.longterm.extraction import LearnerExtractionResult, ModeAsk
 from memora.modes.base import Lesson, Settled, Settling
 from memora.prompts import quoted
 from memora.storage import ModeRow

@@ -13,9 +13,9 @@ from typing import ClassVar
 
 from pydantic import Field
 
+from memora.extraction import LearnerExtractionResult, ModeAsk
 from memora.i18n import N_, _
 from memora.learner.service import Learner
-from memora.longterm.extraction import LearnerExtractionResult, ModeAsk
 from memora.modes.base import Lesson, Settled, Settling
 from memora.prompts import quoted
 from memora.storage import ModeRow

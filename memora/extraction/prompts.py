@@ -7,15 +7,15 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from memora.clock import as_utc
-from memora.learner.model import (
-    LEARNER_INSTRUCTIONS,
-)
-from memora.longterm.extraction.schema import (
+from memora.extraction.schema import (
     EXISTING_ID,
     MAX_MESSAGE_CHARS,
     MAX_REPLY_CHARS,
     NEEDS_TERMS_ID,
     Form,
+)
+from memora.learner.model import (
+    LEARNER_INSTRUCTIONS,
 )
 from memora.longterm.records import (
     Memory,

@@ -14,9 +14,9 @@ batch: an item that names an existing memory in `replaces` supersedes it, the ot
 - :mod:`.screening` — what code refuses; :mod:`.apply` — the writes.
 """
 
-from memora.longterm.extraction.apply import apply, apply_terms
-from memora.longterm.extraction.call import extract, needing_terms
-from memora.longterm.extraction.prompts import (
+from memora.extraction.apply import apply, apply_terms
+from memora.extraction.call import extract, needing_terms
+from memora.extraction.prompts import (
     COMPACT_INSTRUCTIONS,
     COMPACT_LEARNER_INSTRUCTIONS,
     EXTRACTION_INSTRUCTIONS,
@@ -26,7 +26,7 @@ from memora.longterm.extraction.prompts import (
     build_extraction_input,
     fixed_instructions,
 )
-from memora.longterm.extraction.schema import (
+from memora.extraction.schema import (
     SITUATIONS_DESCRIPTION,
     Category,
     ExtractedMemory,
@@ -37,7 +37,7 @@ from memora.longterm.extraction.schema import (
     ModeAsk,
     Rejection,
 )
-from memora.longterm.extraction.screening import profile_first
+from memora.extraction.screening import profile_first
 from memora.secretfilter import looks_secret
 
 __all__ = [

@@ -8,22 +8,15 @@ import logging
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 
-from memora.llm import (
-    CONTEXT_EXCEEDED,
-    LLM,
-    CallInfo,
-    ChatMessage,
-    LLMError,
-)
-from memora.longterm.extraction.prompts import (
+from memora.extraction.prompts import (
     FORMS,
     MAX_ASKS,
     MAX_BACKFILL,
     build_extraction_input,
     fixed_instructions,
 )
-from memora.longterm.extraction.reading import REFUSED, RETRY_PROMPT, read_answer
-from memora.longterm.extraction.schema import (
+from memora.extraction.reading import REFUSED, RETRY_PROMPT, read_answer
+from memora.extraction.schema import (
     EXISTING_ID,
     ExtractionOutcome,
     ExtractionResult,
@@ -33,12 +26,19 @@ from memora.longterm.extraction.schema import (
     Rejection,
     listed_number,
 )
-from memora.longterm.extraction.screening import (
+from memora.extraction.screening import (
     masked_unusable,
     redact,
     screen_learner,
     screen_memories,
     screen_terms_for,
+)
+from memora.llm import (
+    CONTEXT_EXCEEDED,
+    LLM,
+    CallInfo,
+    ChatMessage,
+    LLMError,
 )
 from memora.longterm.records import (
     Memory,

@@ -7,7 +7,7 @@ import re
 from collections.abc import Sequence
 from datetime import datetime
 
-from memora.longterm.extraction.schema import EXISTING_ID, ExtractionOutcome, listed_number
+from memora.extraction.schema import EXISTING_ID, ExtractionOutcome, listed_number
 from memora.longterm.records import (
     MAX_SITUATIONS,
     AddResult,

@@ -10,8 +10,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from memora.longterm.dedupe import normalise_text
-from memora.longterm.extraction.schema import (
+from memora.extraction.schema import (
     NEEDS_TERMS_ID,
     ExtractedMemory,
     ExtractionResult,
@@ -19,6 +18,7 @@ from memora.longterm.extraction.schema import (
     Rejection,
     listed_number,
 )
+from memora.longterm.dedupe import normalise_text
 from memora.longterm.records import (
     MAX_MEMORY_CHARS,
     MAX_SITUATIONS,

@@ -5,14 +5,14 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from memora.llm import (
-    Parsed,
-    loads_lenient,
-)
-from memora.longterm.extraction.schema import (
+from memora.extraction.schema import (
     Category,
     ExtractionResult,
     LearnerExtractionResult,
+)
+from memora.llm import (
+    Parsed,
+    loads_lenient,
 )
 
 REFUSED = "the model refused"
