@@ -27,9 +27,9 @@ from benchmarks.retrieval_overhead import learner_facts, words_for
 from memora.engine import ChatRef, Engine, EngineConfig, UserRef
 from memora.longterm import MemoryStore, NewMemory
 from memora.longterm.embeddings import LocalUSE
+from memora.shortterm.tokens import LocalTokenCounter
 from memora.storage import Database
 from memora.text import warm as warm_text
-from memora.tokens import LocalTokenCounter
 
 
 def dir_size(path: Path) -> int:

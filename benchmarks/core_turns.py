@@ -39,9 +39,9 @@ from memora.engine import ChatRef, Engine, EngineConfig, UserRef
 from memora.llm import ChatMessage, Completion, OnDelta, Parsed, Usage
 from memora.longterm import MemoryStore, NewMemory
 from memora.longterm.embeddings import LocalUSE
-from memora.prompts import MEMORY_BLOCK
+from memora.shortterm.instructions import MEMORY_BLOCK
+from memora.shortterm.tokens import LocalTokenCounter, o200k
 from memora.storage import Database
-from memora.tokens import LocalTokenCounter, o200k
 
 TOPICS = [
     "我的英文程度大概是 B1，想準備多益 850 分。",

@@ -37,7 +37,7 @@ from memora.longterm import MemoryStore
 from memora.longterm.embeddings import LocalUSE
 from memora.longterm.policy import RetrievalPolicy, retrieve
 from memora.longterm.records import NewMemory
-from memora.tokens import o200k
+from memora.shortterm.tokens import o200k
 
 DATA = Path(__file__).resolve().parent / "data"
 DEFAULT_FILES = (

@@ -34,8 +34,8 @@ from bot.telegram.reminders import ReminderJobs
 from memora.config import Settings, TelegramConfig
 from memora.engine import Engine
 from memora.reminders import EVERY_DAY, Reminders
+from memora.shortterm.tokens import LocalTokenCounter
 from memora.storage import Database
-from memora.tokens import LocalTokenCounter
 from tests.fake_telegram import FakeTelegram
 from tests.fakes import FakeLLM
 

@@ -24,8 +24,8 @@ from pathlib import Path
 
 from benchmarks.core_turns import TOPICS, ZeroLatencyLLM, pct
 from memora.engine import ChatRef, Engine, EngineConfig, UserRef
+from memora.shortterm.tokens import LocalTokenCounter
 from memora.storage import Database
-from memora.tokens import LocalTokenCounter
 
 
 async def run(db: Database, turns: int, chats: int) -> tuple[list[float], list[float]]:

@@ -61,8 +61,8 @@ from memora.engine import Engine, EngineConfig
 from memora.llm import ChatMessage, Completion, OnDelta, Parsed, Usage
 from memora.longterm import MemoryStore
 from memora.longterm.embeddings import LocalUSE
+from memora.shortterm.tokens import LocalTokenCounter
 from memora.storage import Database
-from memora.tokens import LocalTokenCounter
 from tests.fake_telegram import FakeTelegram
 
 

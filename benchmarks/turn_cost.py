@@ -34,7 +34,7 @@ from typing import Any
 
 from memora.app import open_engine
 from memora.config import LLMConfig, ModelPrice, PricingConfig, Settings, StorageConfig
-from memora.tokens import TOKENS_PER_MESSAGE, o200k
+from memora.shortterm.tokens import TOKENS_PER_MESSAGE, o200k
 from memora.types import ChatRef, UserRef
 from memora.usage import Call, UsageLedger, cost
 from tests.fake_openai import Answer, FakeOpenAI, FakeRequest, minimal_instance

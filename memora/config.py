@@ -144,7 +144,7 @@ class LearnerConfig(_Section):
 
 class TutorConfig(_Section):
     """Who the tutor is and how it teaches: the reply call's instructions ("" = Memora's own,
-    memora.prompts.TUTOR_INSTRUCTIONS)."""
+    memora.shortterm.instructions.TUTOR_INSTRUCTIONS)."""
 
     instructions: str = ""
 

@@ -16,8 +16,8 @@ import pytest
 from memora.engine import Engine, EngineConfig
 from memora.longterm import MemoryStore
 from memora.longterm.embeddings import LocalUSE
+from memora.shortterm.tokens import LocalTokenCounter
 from memora.storage import Database
-from memora.tokens import LocalTokenCounter
 from tests.engines import ChromaServer, Postgres
 from tests.fake_openai import FakeOpenAI
 from tests.fakes import FakeLLM

@@ -27,8 +27,8 @@ from memora.llm import (
     Usage,
     validated,
 )
+from memora.shortterm.tokens import LocalTokenCounter
 from memora.storage import Database
-from memora.tokens import LocalTokenCounter
 from memora.types import ChatRef, UserRef
 
 T = TypeVar("T", bound=BaseModel)

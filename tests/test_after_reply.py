@@ -15,8 +15,8 @@ from memora.engine import ChatRef, Engine, UserRef
 from memora.llm import ChatMessage, Parsed
 from memora.longterm import MemoryStore
 from memora.longterm.embeddings import Embedded, Kind, LocalUSE
+from memora.shortterm.tokens import LocalTokenCounter
 from memora.storage import Database
-from memora.tokens import LocalTokenCounter
 from tests.fakes import FakeLLM
 
 ALICE = UserRef(1, "Alice")

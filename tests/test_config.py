@@ -12,9 +12,9 @@ import pytest
 
 from memora.config import ConfigError, load_settings, require_llm, require_telegram
 from memora.engine import ChatRef, Engine, EngineConfig, UserRef
-from memora.prompts import TUTOR_INSTRUCTIONS
+from memora.shortterm.instructions import TUTOR_INSTRUCTIONS
+from memora.shortterm.tokens import LocalTokenCounter
 from memora.storage import Database
-from memora.tokens import LocalTokenCounter
 from tests.fakes import FakeLLM
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -20,8 +20,8 @@ from memora.llm import ChatMessage, OpenAILLM, ResponsesLLM, Usage
 from memora.longterm import Memory, MemoryStore
 from memora.modes import LESSONS, new_mode
 from memora.modes.practice import exercise
+from memora.shortterm.tokens import LocalTokenCounter, o200k
 from memora.storage import Database
-from memora.tokens import LocalTokenCounter, o200k
 from memora.types import ChatRef, UserRef
 from memora.usage import KINDS, Call, Metering, UsageLedger, cost, render_report
 from tests.fake_openai import (

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from memora.keyfacts import PINNED_HEADER
-from memora.prompts import MODE_BLOCK, SUMMARY_BLOCK, SUMMARY_INSTRUCTIONS
+from memora.shortterm.instructions import MODE_BLOCK, SUMMARY_BLOCK, SUMMARY_INSTRUCTIONS
+from memora.shortterm.keyfacts import PINNED_HEADER
 from tests.fake_openai import FakeOpenAI, FakeRequest, default_responder
 from tests.fake_telegram import FakeTelegram
 from tests.support.bot import ALICE, WAIT, BotProcess

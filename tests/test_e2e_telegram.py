@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from bot.telegram.context import NEWCOMER_SECONDS
-from memora.prompts import MEMORY_BLOCK
+from memora.shortterm.instructions import MEMORY_BLOCK
 from tests.fake_openai import FakeOpenAI
 from tests.fake_telegram import FakeTelegram
 from tests.support.bot import ADMIN, ALICE, WAIT, BotProcess, ask

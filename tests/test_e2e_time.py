@@ -11,7 +11,7 @@ import pytest
 
 from memora.clock import TEST_CLOCK_ENV
 from memora.engine.followups import FOLLOW_UP_BLOCK
-from memora.prompts import MEMORY_BLOCK
+from memora.shortterm.instructions import MEMORY_BLOCK
 from tests.fake_openai import FakeOpenAI
 from tests.fake_telegram import FakeTelegram
 from tests.support.bot import WAIT, BotProcess, ask

@@ -9,9 +9,9 @@ import pytest
 from memora.commands import CommandContext, run_command
 from memora.engine import ChatRef, Engine, EngineConfig, UserRef
 from memora.llm import ChatMessage, LLMError
-from memora.prompts import SUMMARY_BLOCK
+from memora.shortterm.instructions import SUMMARY_BLOCK
+from memora.shortterm.tokens import LocalTokenCounter
 from memora.storage import Database
-from memora.tokens import LocalTokenCounter
 from tests.fakes import CutStream, FakeLLM
 
 ALICE = UserRef(1, "Alice")

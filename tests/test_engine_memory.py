@@ -15,9 +15,9 @@ from memora.engine import ChatRef, Engine, EngineConfig, UserRef
 from memora.llm import ChatMessage, LLMError, Usage
 from memora.longterm import MemoryStore
 from memora.longterm.embeddings import Embedded, Kind, LocalUSE
-from memora.prompts import MEMORY_BLOCK, SUMMARY_BLOCK, TUTOR_INSTRUCTIONS
+from memora.shortterm.instructions import MEMORY_BLOCK, SUMMARY_BLOCK, TUTOR_INSTRUCTIONS
+from memora.shortterm.tokens import LocalTokenCounter
 from memora.storage import Database
-from memora.tokens import LocalTokenCounter
 from tests.fakes import FakeLLM, forgetme
 
 ALICE = UserRef(1, "Alice")
@@ -569,7 +569,7 @@ class O200kLLM(FakeLLM):
 async def _pre_reply_folds(db: Database, store: MemoryStore, config: EngineConfig) -> int:
     """Summary calls made before the reply, over 6 turns of ~150-token tutor replies, for a
     learner whose memories fill the memory budget."""
-    from memora.tokens import o200k
+    from memora.shortterm.tokens import o200k
 
     enc = o200k()
     text = " ".join(["Use 'for' with a length of time, 'since' with a start. 你可以先造句。"] * 20)

@@ -9,7 +9,7 @@ from pydantic import BaseModel, Field
 from memora.extraction import LearnerExtractionResult
 from memora.modes.placement import PlacementResult
 from memora.modes.practice import PracticeResult
-from memora.prompts import MODE_BLOCK
+from memora.shortterm.instructions import MODE_BLOCK
 from tests.fake_openai import FakeRequest
 from tests.fake_tutor import ESTIMATE, tutor_responder
 

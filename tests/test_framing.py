@@ -1,11 +1,11 @@
-"""Learner text quoted as data (memora.prompts.framed): it cannot close its frame, and what is
-removed from a framed block after a deletion is removed as the block quotes it."""
+"""Learner text quoted as data (memora.shortterm.instructions.framed): it cannot close its frame,
+and what is removed from a framed block after a deletion is removed as the block quotes it."""
 
 from __future__ import annotations
 
 from memora.engine.forgetting import without_erased
-from memora.prompts import MEMORY_BLOCK, framed, quoted
-from memora.shortterm import assemble
+from memora.shortterm.instructions import MEMORY_BLOCK, framed, quoted
+from memora.shortterm.window import assemble
 from memora.storage import Erased
 from memora.types import ChatMessage
 

@@ -27,10 +27,10 @@ from memora.engine import Engine
 from memora.learner import progress, review
 from memora.learner.service import ReminderFacts
 from memora.llm import ChatMessage
-from memora.prompts import MEMORY_BLOCK, PROFILE_BLOCK
 from memora.reminders import compose as compose_reminder
+from memora.shortterm.instructions import MEMORY_BLOCK, PROFILE_BLOCK
+from memora.shortterm.tokens import LocalTokenCounter
 from memora.storage import Database
-from memora.tokens import LocalTokenCounter
 from memora.types import ChatRef, UserRef
 from memora.usage import Call, Metering, UsageLedger
 from tests.fakes import Clock, FakeLLM, clocked_engine, forgetme

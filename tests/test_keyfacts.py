@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from memora.keyfacts import MAX_PINS, PINNED_HEADER, key_facts, pin_missing, pinned_quotes
+from memora.shortterm.keyfacts import MAX_PINS, PINNED_HEADER, key_facts, pin_missing, pinned_quotes
 
 
 def test_finds_levels_scores_dates_durations_and_names() -> None:

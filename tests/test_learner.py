@@ -21,9 +21,9 @@ from memora.learner.service import Learner
 from memora.learner.store import AlreadyGraded, CardGone, NotYourCard
 from memora.llm import ChatMessage
 from memora.longterm import MemoryStore
-from memora.prompts import TUTOR_INSTRUCTIONS
+from memora.shortterm.instructions import TUTOR_INSTRUCTIONS
+from memora.shortterm.tokens import LocalTokenCounter
 from memora.storage import Database
-from memora.tokens import LocalTokenCounter
 from tests.fakes import FakeLLM
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
@@ -352,7 +352,7 @@ def test_schema_lists_every_learner_table(tmp_path: Path) -> None:
 async def test_the_profile_is_in_the_reply_context_counted_and_framed_as_data(
     engine: Engine, llm: FakeLLM
 ) -> None:
-    from memora.prompts import PROFILE_BLOCK
+    from memora.shortterm.instructions import PROFILE_BLOCK
 
     chat, alice, bob = ChatRef(5, "group", "study"), UserRef(ALICE, "Alice"), UserRef(BOB, "Bob")
     await engine.learner.store.set_field(ALICE, "level", "B1", source="you", now=NOW)
@@ -384,7 +384,7 @@ async def test_the_profile_is_in_the_reply_context_counted_and_framed_as_data(
 
 
 async def test_a_tight_budget_drops_the_profile_before_refusing(db: Database, llm: FakeLLM) -> None:
-    from memora.prompts import PROFILE_BLOCK
+    from memora.shortterm.instructions import PROFILE_BLOCK
 
     floor = await LocalTokenCounter().count(TUTOR_INSTRUCTIONS, [ChatMessage("user", "hi " * 40)])
     eng = Engine(

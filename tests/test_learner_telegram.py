@@ -20,8 +20,8 @@ from memora.commands import asks
 from memora.engine import Engine, EngineConfig
 from memora.learner.commands import ALREADY, FORGED, GONE, NOT_YOURS
 from memora.learner.model import ExtractedMistake, ExtractedWord
+from memora.shortterm.tokens import LocalTokenCounter
 from memora.storage import Database
-from memora.tokens import LocalTokenCounter
 from tests.fakes import FakeLLM
 from tests.test_telegram_handlers import (
     ALICE,

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from memora.modes.placement import QUESTIONS
-from memora.prompts import MODE_BLOCK
+from memora.shortterm.instructions import MODE_BLOCK
 from tests.fake_openai import FakeOpenAI
 from tests.fake_telegram import FakeTelegram
 from tests.fake_tutor import ESTIMATE, SLIPS, tutor_responder

@@ -27,8 +27,8 @@ from memora.llm import (
     schema_sketch,
 )
 from memora.longterm import MemoryStore
+from memora.shortterm.tokens import LocalTokenCounter
 from memora.storage import Database
-from memora.tokens import LocalTokenCounter
 from tests.fake_openai import FakeOpenAI, input_tokens_of
 
 MEI = UserRef(31, "Mei")

@@ -14,8 +14,8 @@ from bot.telegram import build_application
 from bot.telegram.limits import ReplyFirstRateLimiter
 from memora.config import Settings, TelegramConfig
 from memora.engine import Engine, EngineConfig
+from memora.shortterm.tokens import LocalTokenCounter
 from memora.storage import Database
-from memora.tokens import LocalTokenCounter
 from tests.fake_telegram import FakeTelegram
 from tests.fakes import FakeLLM
 

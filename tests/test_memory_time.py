@@ -18,10 +18,10 @@ from memora.extraction.apply import learner_date
 from memora.llm import ChatMessage
 from memora.longterm import MemoryStore
 from memora.longterm.timeline import asks_about_past
-from memora.prompts import MEMORY_BLOCK
+from memora.shortterm.instructions import MEMORY_BLOCK
+from memora.shortterm.tokens import LocalTokenCounter
 from memora.storage import Database
 from memora.storage.asked import AskedOnce
-from memora.tokens import LocalTokenCounter
 from tests.fakes import Clock, FakeLLM
 
 ALICE = UserRef(1, "Alice")

@@ -13,7 +13,7 @@ from typing import Any
 from memora.commands import CommandContext, run_command
 from memora.engine import ChatRef, Engine, UserRef
 from memora.modes.placement import QUESTIONS, ladder_estimate
-from memora.prompts import MODE_BLOCK
+from memora.shortterm.instructions import MODE_BLOCK
 from memora.views import Reply
 from tests.fakes import FakeLLM, forgetme
 

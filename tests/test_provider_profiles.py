@@ -19,8 +19,8 @@ from memora.extraction import ExtractionResult
 from memora.llm import CallInfo, ChatMessage, Learned
 from memora.longterm import MemoryStore
 from memora.longterm.embeddings import OpenAIEmbedder
+from memora.shortterm.tokens import LocalTokenCounter
 from memora.storage import Database
-from memora.tokens import LocalTokenCounter
 from tests.fake_openai import VOICE_FIXTURE, FakeOpenAI, FakeRequest, extraction_answer
 
 MEI = UserRef(3101, "Mei")

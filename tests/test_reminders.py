@@ -28,8 +28,8 @@ from memora.reminders import (
     due_day,
     parse_remind,
 )
+from memora.shortterm.tokens import LocalTokenCounter
 from memora.storage import Database
-from memora.tokens import LocalTokenCounter
 from tests.fake_telegram import FakeTelegram
 from tests.fakes import Clock, FakeLLM, clocked_engine
 

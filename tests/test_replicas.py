@@ -14,8 +14,8 @@ from collections.abc import AsyncIterator
 import pytest
 
 from memora.engine import ChatRef, Engine, EngineConfig, UserRef
+from memora.shortterm.tokens import LocalTokenCounter
 from memora.storage import Database
-from memora.tokens import LocalTokenCounter
 from tests.fakes import FakeLLM
 
 CHAT = ChatRef(42)

@@ -16,8 +16,8 @@ from memora.longterm.dedupe import Relation, may_replace, relation
 from memora.longterm.embeddings import LocalUSE, OpenAIEmbedder
 from memora.longterm.policy import RetrievalPolicy, retrieve
 from memora.longterm.profile import DenseScale, profile_for
+from memora.shortterm.tokens import LocalTokenCounter
 from memora.storage import Database
-from memora.tokens import LocalTokenCounter
 from tests.fake_openai import FakeOpenAI
 from tests.fakes import FakeLLM
 

@@ -35,8 +35,8 @@ from memora.engine import EMPTY as EMPTY_TEXT
 from memora.engine import Engine, EngineConfig
 from memora.i18n import translator
 from memora.llm import ChatMessage
+from memora.shortterm.tokens import LocalTokenCounter
 from memora.storage import Database, NewTurn, TurnUsage
-from memora.tokens import LocalTokenCounter
 from memora.views import Reply
 from tests.fakes import CutStream, FakeLLM, outage
 

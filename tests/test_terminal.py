@@ -17,8 +17,8 @@ import pytest
 
 from bot.terminal import chat_loop, parse_command
 from memora.engine import Engine
+from memora.shortterm.tokens import LocalTokenCounter
 from memora.storage import Database
-from memora.tokens import LocalTokenCounter
 from memora.types import ChatRef, UserRef
 from memora.views import Reply
 from tests.fake_openai import FakeOpenAI

@@ -18,8 +18,8 @@ from memora.longterm import MemoryStore
 from memora.longterm.lexical import BM25, tokenize
 from memora.longterm.ranking import DEFAULT_MIN_SCORE
 from memora.longterm.records import NewMemory, SearchWords, indexed_text
+from memora.shortterm.tokens import LocalTokenCounter
 from memora.storage import Database
-from memora.tokens import LocalTokenCounter
 from tests.fake_openai import FakeOpenAI, needs_terms_listed, terms_writer
 
 MEI = UserRef(41, "Mei")

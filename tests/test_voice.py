@@ -21,8 +21,8 @@ from memora.commands import CommandContext, run_command
 from memora.config import Settings, TelegramConfig, VoiceConfig
 from memora.engine import ChatRef, Engine, EngineConfig, UserRef
 from memora.llm import OpenAIAudio, Transcript
+from memora.shortterm.tokens import LocalTokenCounter
 from memora.storage import Database
-from memora.tokens import LocalTokenCounter
 from memora.voice import (
     FAILED,
     HEARD,

@@ -26,7 +26,7 @@ from memora.config import (
 )
 from memora.engine import Engine
 from memora.learner.model import ExtractedWord
-from memora.prompts import MEMORY_BLOCK
+from memora.shortterm.instructions import MEMORY_BLOCK
 from memora.types import ChatRef, UserRef
 from memora.usage import Call, Metering, UsageLedger
 from tests.fakes import FakeLLM

@@ -23,9 +23,9 @@ from memora.engine import ChatRef, Engine, EngineConfig, UserRef
 from memora.learner import weekly as report
 from memora.learner.model import ExtractedMistake, ExtractedWord
 from memora.reminders import EVERY_DAY, Reminders
+from memora.shortterm.tokens import LocalTokenCounter
 from memora.storage import Database
 from memora.storage.durable import Outbox
-from memora.tokens import LocalTokenCounter
 from memora.views import Reply
 from memora.weekly import WeeklyReports, WeeklySetting, week_key
 from tests.fake_openai import FakeOpenAI

@@ -7,7 +7,7 @@ from memora.commands.registry import CommandContext, command
 from memora.engine import Engine
 from memora.i18n import _, ngettext
 from memora.llm import ChatMessage
-from memora.prompts import MEMORY_BLOCK, PROFILE_BLOCK
+from memora.shortterm.instructions import MEMORY_BLOCK, PROFILE_BLOCK
 from memora.views import Reply, render_history, render_messages
 
 

@@ -18,7 +18,8 @@ from memora.errors import LLMError
 from memora.extraction import ExtractionOutcome
 from memora.i18n import N_, _, ngettext, speaking
 from memora.longterm import Memory
-from memora.shortterm import Window, summarize
+from memora.shortterm.folding import summarize
+from memora.shortterm.window import Window
 from memora.storage import ExtractionLog, TurnUsage
 from memora.types import ChatRef, UserRef
 from memora.usage import Call

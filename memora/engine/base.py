@@ -21,10 +21,10 @@ from memora.llm import LLM, ProviderIdentity, Usage
 from memora.llm.audio import Speaker, Transcriber
 from memora.longterm import MemoryStore
 from memora.reminders import Reminders
+from memora.shortterm.tokens import TokenCounter
 from memora.storage import Database, ModeRow, SharedChatLock
 from memora.storage.asked import AskedOnce
 from memora.storage.keys import PROVIDER_IDENTIFIER
-from memora.tokens import TokenCounter
 from memora.types import ChatRef, UserRef
 from memora.usage import Call, Metering
 from memora.views import Reply

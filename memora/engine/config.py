@@ -15,7 +15,7 @@ from memora.config import (
     RetrievalConfig,
     Settings,
 )
-from memora.prompts import TUTOR_INSTRUCTIONS
+from memora.shortterm.instructions import TUTOR_INSTRUCTIONS
 
 FILES_DIR = "files"  # under [storage] data_dir: learner-<id>/ per learner (Queries.learner_files)
 _MEMORY = MemoryConfig()

@@ -13,7 +13,7 @@ from memora.clock import utcnow
 from memora.learner.service import Learner
 from memora.longterm import MemoryStore
 from memora.longterm.timeline import newest_ended
-from memora.prompts import framed
+from memora.shortterm.instructions import framed
 from memora.storage.asked import AskedOnce
 
 __all__ = ["FOLLOW_UP_BLOCK", "FollowUp", "FollowUps", "goal_key"]

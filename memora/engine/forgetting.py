@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from memora.prompts import MEMORY_BLOCK, SUMMARY_BLOCK, quoted
-from memora.shortterm import label
+from memora.shortterm.instructions import MEMORY_BLOCK, SUMMARY_BLOCK, quoted
+from memora.shortterm.window import label
 from memora.storage import Erased, StoredMessage
 from memora.types import ChatMessage
 
@@ -36,7 +36,7 @@ def without_erased(
         for seq in (m.seq, m.seq + 1)  # the reply goes with the message (one turn)
     }
     gone = {label(m, group).content for m in pending if m.seq in gone_seqs}
-    # the memory lines as the block quotes them (memora.prompts.framed)
+    # the memory lines as the block quotes them (memora.shortterm.instructions.framed)
     gone_lines = {quoted(line) for mid, line in memory_lines.items() if mid in erased.memories}
     out: list[ChatMessage] = []
     for m in context:

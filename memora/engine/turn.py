@@ -19,7 +19,7 @@ from memora.llm.audio import Transcript
 from memora.llm.sdk_errors import API_FIX, NO_RESPONSES_API
 from memora.modes import LESSONS
 from memora.secretfilter import mask_secrets
-from memora.shortterm import BuiltContext, Window, build_context
+from memora.shortterm.window import BuiltContext, Window, build_context
 from memora.storage import Erased, ForgottenMeanwhile, ModeRow, NewTurn, TurnUsage
 from memora.types import ChatMessage, ChatRef, UserRef
 from memora.views import Reply, TurnStats

@@ -19,7 +19,7 @@ from datetime import date
 from memora.longterm.records import Memory, SearchHit, SearchResult
 from memora.longterm.store import MemoryStore
 from memora.longterm.timeline import asks_about_past, ended, past_notes, pins_first
-from memora.tokens import o200k
+from memora.shortterm.tokens import o200k
 
 __all__ = [
     "MAX_BUDGETED_MEMORIES",

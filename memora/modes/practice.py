@@ -19,7 +19,7 @@ from memora.extraction import LearnerExtractionResult, ModeAsk
 from memora.i18n import _
 from memora.learner.cards import CardStore
 from memora.modes.base import Lesson, Settled, Settling
-from memora.prompts import quoted
+from memora.shortterm.instructions import quoted
 from memora.storage import ModeRow
 
 log = logging.getLogger(__name__)

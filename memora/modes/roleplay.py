@@ -17,7 +17,7 @@ from memora.extraction import LearnerExtractionResult, ModeAsk
 from memora.i18n import N_, _
 from memora.learner.service import Learner
 from memora.modes.base import Lesson, Settled, Settling
-from memora.prompts import quoted
+from memora.shortterm.instructions import quoted
 from memora.storage import ModeRow
 
 START_LEVEL = "B1"

@@ -1,34 +1,23 @@
-"""Short-term memory: summary + recent-turn window + budget, and folding turns into the summary."""
+"""The context of one reply inside the input-token budget: the summary, the recent-turn window,
+the profile, memories and lesson blocks, folding the oldest turns into the summary while over."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-from memora.errors import OverBudget as OverBudget  # re-exported
-from memora.keyfacts import pin_missing
-from memora.llm import LLM, CallInfo, ChatMessage, Usage
-from memora.prompts import (
+from memora.errors import OverBudget
+from memora.llm import LLM, ChatMessage
+from memora.shortterm.folding import Fold, summarize
+from memora.shortterm.instructions import (
     MEMORY_BLOCK,
     MODE_BLOCK,
     PROFILE_BLOCK,
     SUMMARY_BLOCK,
-    SUMMARY_INSTRUCTIONS,
     framed,
 )
+from memora.shortterm.tokens import TokenCounter
 from memora.storage import StoredMessage
-from memora.tokens import TokenCounter
-
-
-@dataclass(frozen=True)
-class Fold:
-    """A new summary covering history[0:summarized_count]."""
-
-    summary: str
-    summarized_count: int
-    tokens: int  # input + output of the summary call
-    pinned: list[str] = field(default_factory=list)
-    usage: Usage = field(default_factory=Usage)  # the summary call's, as the provider said
 
 
 def label(m: StoredMessage, group: bool) -> ChatMessage:
@@ -36,37 +25,6 @@ def label(m: StoredMessage, group: bool) -> ChatMessage:
     if m.role == "user" and group and m.user_name:
         return ChatMessage("user", f"[{m.user_name}] {m.content}")
     return ChatMessage("assistant" if m.role == "assistant" else "user", m.content)
-
-
-def transcript(messages: list[StoredMessage]) -> str:
-    lines = []
-    for m in messages:
-        who = (m.user_name or "learner") if m.role == "user" else "Memora"
-        lines.append(f"{who}: {m.content}")
-    return "\n".join(lines)
-
-
-async def summarize(
-    llm: LLM,
-    old_summary: str,
-    messages: list[StoredMessage],
-    covered_until: int,
-    learner: str | None = None,
-) -> Fold:
-    """Fold `messages` into the summary with one LLM call; pin key facts the model dropped.
-    `learner`: the provider identifier of the learner whose turn asked for it."""
-    prompt = (
-        f"Existing summary:\n{old_summary or '(empty)'}\n\nNew messages:\n{transcript(messages)}"
-    )
-    done = await llm.complete(
-        SUMMARY_INSTRUCTIONS,
-        [ChatMessage("user", prompt)],
-        call=CallInfo("summary", learner),
-    )
-    new_summary = done.text.strip()
-    sources = [m.content for m in messages if m.role == "user"]
-    pinned_summary, missing = pin_missing(new_summary, sources, old_summary)
-    return Fold(pinned_summary, covered_until, done.usage.total_tokens, missing, done.usage)
 
 
 @dataclass
