@@ -1,10 +1,10 @@
 """A responder for the fake OpenAI server that plays the tutor in lesson modes the way a capable
 model would: reply calls follow the lesson block (memora.shortterm.instructions.MODE_BLOCK) — a
-placement question at the level the block names, the estimate after the last — and extraction
-calls answer the mode's fields (placement judgement, a role-play scene's `scene_over`, a practice `grade`).
-A learner's answer counts as right when it contains RIGHT_WORD, or, for a practice exercise, the
-expected answer. Outside lessons its extraction logs the slips it knows (SLIPS) and the word a
-learner asks about ("What does 'X' mean?"), so practice has items. Anything else:
+placement question at the level the block names, the estimate after the last — and extraction calls
+answer the mode's fields (placement judgement, a role-play scene's `scene_over`, a practice
+`grade`). A learner's answer counts as right when it contains RIGHT_WORD, or, for a practice
+exercise, the expected answer. Outside lessons its extraction logs the slips it knows (SLIPS) and
+the word a learner asks about ("What does 'X' mean?"), so practice has items. Anything else:
 default_responder.
 """
 
