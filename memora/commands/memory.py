@@ -3,6 +3,7 @@ use), the last extraction, forget, undo; profile facts are listed beside them.""
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import replace
 
 from memora.commands.dated import dates_label
@@ -209,11 +210,29 @@ async def _pick(engine: Engine, ctx: CommandContext, name: str) -> Memory | Repl
     return items[n - 1]
 
 
-@command("forget", "delete one of your memories", arg="<n>", arg_required=True, needs_memory=True)
-async def _forget(engine: Engine, ctx: CommandContext) -> Reply:
-    memory = await _pick(engine, ctx, "forget")
-    if isinstance(memory, Reply):
-        return memory
+MemoryHandler = Callable[[Engine, CommandContext, Memory], Awaitable[Reply]]
+
+
+def memory_command(name: str, help: str) -> Callable[[MemoryHandler], MemoryHandler]:
+    """Register the decorated handler as `/name <n>` on the memory numbered n in /memories: the
+    handler is given that memory; a missing or wrong number is answered before it runs. `help`
+    is marked with N_ where it is written (the catalog's extraction knows `command`, not this)."""
+
+    def register(handler: MemoryHandler) -> MemoryHandler:
+        async def picked(engine: Engine, ctx: CommandContext) -> Reply:
+            memory = await _pick(engine, ctx, name)
+            if isinstance(memory, Reply):
+                return memory
+            return await handler(engine, ctx, memory)
+
+        command(name, help, arg="<n>", arg_required=True, needs_memory=True)(picked)
+        return handler
+
+    return register
+
+
+@memory_command("forget", N_("delete one of your memories"))
+async def _forget(engine: Engine, ctx: CommandContext, memory: Memory) -> Reply:
     await engine.forget_memory(ctx.user.id, memory)
     # Its words are not repeated: the answer waits in the outbox (on disk) until it is sent.
     return Reply(_("Forgotten for good: memory {n}.").format(n=int(ctx.arg.strip().lstrip("#"))))
@@ -231,17 +250,8 @@ def _undoable_here(engine: Engine, ctx: CommandContext, memory: Memory) -> bool:
     return engine.memory_origin(ctx.chat) is None or memory.history[-1].chat_id == ctx.chat.id
 
 
-@command(
-    "undo",
-    "undo the last update of one of your memories",
-    arg="<n>",
-    arg_required=True,
-    needs_memory=True,
-)
-async def _undo(engine: Engine, ctx: CommandContext) -> Reply:
-    memory = await _pick(engine, ctx, "undo")
-    if isinstance(memory, Reply):
-        return memory
+@memory_command("undo", N_("undo the last update of one of your memories"))
+async def _undo(engine: Engine, ctx: CommandContext, memory: Memory) -> Reply:
     if memory.history and not _undoable_here(engine, ctx, memory):
         return Reply(_(UNDO_ELSEWHERE), ok=False)
     restored = await engine.undo_memory(ctx.user.id, memory.id)

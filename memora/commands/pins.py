@@ -3,10 +3,11 @@ actions for any other place that names a memory by id (the web app's page)."""
 
 from __future__ import annotations
 
-from memora.commands.memory import _pick
-from memora.commands.registry import CommandContext, command
+from memora.commands.memory import memory_command
+from memora.commands.registry import CommandContext
 from memora.engine import Engine
-from memora.i18n import _, ngettext
+from memora.i18n import N_, _, ngettext
+from memora.longterm import Memory
 from memora.longterm.policy import pins_that_fit
 from memora.views import Reply
 
@@ -51,26 +52,12 @@ def _gone() -> Reply:
     return Reply(_("That memory is gone."), ok=False)
 
 
-@command(
-    "pin",
-    "always keep one of your memories in mind",
-    arg="<n>",
-    arg_required=True,
-    needs_memory=True,
-)
-async def _pin(engine: Engine, ctx: CommandContext) -> Reply:
-    memory = await _pick(engine, ctx, "pin")
-    if isinstance(memory, Reply):
-        return memory
+@memory_command("pin", N_("always keep one of your memories in mind"))
+async def _pin(engine: Engine, ctx: CommandContext, memory: Memory) -> Reply:
     origin = engine.memory_origin(ctx.chat)
     return await pin(engine, ctx.user.id, memory.id, origin_chat=origin) or _gone()
 
 
-@command(
-    "unpin", "stop pinning one of your memories", arg="<n>", arg_required=True, needs_memory=True
-)
-async def _unpin(engine: Engine, ctx: CommandContext) -> Reply:
-    memory = await _pick(engine, ctx, "unpin")
-    if isinstance(memory, Reply):
-        return memory
+@memory_command("unpin", N_("stop pinning one of your memories"))
+async def _unpin(engine: Engine, ctx: CommandContext, memory: Memory) -> Reply:
     return await unpin(engine, ctx.user.id, memory.id) or _gone()
