@@ -5,9 +5,8 @@ from __future__ import annotations
 
 from memora.commands.registry import CommandContext, command
 from memora.engine import Engine
-from memora.i18n import NAMES, _, choice, current, speaking
+from memora.i18n import N_, NAMES, _, choice, current, speaking
 from memora.learner.commands import (
-    PERSONAL,
     entries_command,
     group_profile,
     profile_command,
@@ -49,37 +48,29 @@ async def _review(engine: Engine, ctx: CommandContext) -> Reply:
     "your progress: level, streak, mistakes by week, vocabulary, goal countdown",
     bare_word=True,
     fresh=True,
+    personal=True,
 )
 async def _progress(engine: Engine, ctx: CommandContext) -> Reply:
-    if engine.memory_origin(ctx.chat) is not None:
-        return Reply(_(PERSONAL).format(name="progress"))
     return await progress_command(engine.learner, ctx.user.id, engine.clock())
 
 
-@command(
+def _entries(name: str, kind: str, help: str) -> None:
+    """Register /mistakes or /words: the learner's entries of `kind`, numbered; `delete <n>`
+    removes one. `help` is marked with N_ where it is written (the catalog's extraction knows
+    `command`, not this)."""
+
+    async def entries(engine: Engine, ctx: CommandContext) -> Reply:
+        return await entries_command(engine.learner, ctx.user.id, kind, ctx.arg)
+
+    command(name, help, arg="[delete <n>]", bare_word=True, fresh=True, personal=True)(entries)
+
+
+_entries(
     "mistakes",
-    "the mistakes I logged for you; /mistakes delete <n> removes a wrong one",
-    arg="[delete <n>]",
-    bare_word=True,
-    fresh=True,
+    "mistake",
+    N_("the mistakes I logged for you; /mistakes delete <n> removes a wrong one"),
 )
-async def _mistakes(engine: Engine, ctx: CommandContext) -> Reply:
-    if engine.memory_origin(ctx.chat) is not None:
-        return Reply(_(PERSONAL).format(name="mistakes"))
-    return await entries_command(engine.learner, ctx.user.id, "mistake", ctx.arg)
-
-
-@command(
-    "words",
-    "your vocabulary list; /words delete <n> removes one",
-    arg="[delete <n>]",
-    bare_word=True,
-    fresh=True,
-)
-async def _words(engine: Engine, ctx: CommandContext) -> Reply:
-    if engine.memory_origin(ctx.chat) is not None:
-        return Reply(_(PERSONAL).format(name="words"))
-    return await entries_command(engine.learner, ctx.user.id, "word", ctx.arg)
+_entries("words", "word", N_("your vocabulary list; /words delete <n> removes one"))
 
 
 @command(

@@ -22,6 +22,7 @@ from typing import Any
 
 from memora.engine import Engine
 from memora.i18n import N_, _, speaking, translator
+from memora.learner.commands import PERSONAL
 from memora.modes.placement import OFFER as PLACEMENT_OFFER
 from memora.types import ChatRef, UserRef
 from memora.views import Reply
@@ -63,6 +64,7 @@ class Command:
     arg_required: bool = False  # a bare `/name` answers with its usage line
     admin_only: bool = False  # only the bot's admins (telegram.admin_ids; the terminal's user)
     private_only: bool = False  # refused in groups: the answer holds other members' data
+    personal: bool = False  # in a group that keeps to its own memories: asked for in private
     needs_memory: bool = False  # answers "memory is off" on a bot without long-term memory
     bare_word: bool = False  # the terminal runs it when the word is typed alone on a line
     fresh: bool = False  # waits for the chat's after-reply work, so what it shows is current
@@ -137,6 +139,9 @@ def _refusal(engine: Engine, cmd: Command, ctx: CommandContext) -> Reply | None:
         return Reply(cmd.usage, ok=False)
     if cmd.needs_memory and not engine.has_memory:
         return Reply(_("Long-term memory is turned off on this bot."), ok=False)
+    if cmd.personal and engine.memory_origin(ctx.chat) is not None:
+        # the learner's own record spans all their chats (not an error: where to ask)
+        return Reply(_(PERSONAL).format(name=cmd.name))
     return None
 
 
