@@ -177,6 +177,13 @@ class PricingConfig(_Section):
     models: dict[str, ModelPrice] = Field(default_factory=dict)
 
 
+def _empty_or_url(value: str, schemes: tuple[str, ...], error: str) -> str:
+    """`value` when it is empty or starts with one of `schemes`; otherwise ValueError(`error`)."""
+    if value and not value.startswith(schemes):
+        raise ValueError(error)
+    return value
+
+
 class StorageConfig(_Section):
     data_dir: Path = Field(default_factory=default_data_dir)
     database_url: str = ""
@@ -190,9 +197,8 @@ class StorageConfig(_Section):
     @field_validator("database_url")
     @classmethod
     def _database_url(cls, v: str) -> str:
-        if v and not v.startswith(("postgresql://", "postgres://")):
-            raise ValueError("must be empty (SQLite in data_dir) or a postgresql:// URL")
-        return v
+        error = "must be empty (SQLite in data_dir) or a postgresql:// URL"
+        return _empty_or_url(v, ("postgresql://", "postgres://"), error)
 
     @field_validator("data_dir", mode="before")
     @classmethod
@@ -209,9 +215,8 @@ class LongtermConfig(_Section):
     @field_validator("chroma_url")
     @classmethod
     def _chroma_url(cls, v: str) -> str:
-        if v and not v.startswith(("http://", "https://")):
-            raise ValueError("must be empty (Chroma under data_dir) or an http(s):// URL")
-        return v.rstrip("/")
+        error = "must be empty (Chroma under data_dir) or an http(s):// URL"
+        return _empty_or_url(v, ("http://", "https://"), error).rstrip("/")
 
 
 class WebAppConfig(_Section):
@@ -227,9 +232,8 @@ class WebAppConfig(_Section):
     @field_validator("public_url")
     @classmethod
     def _public_url(cls, v: str) -> str:
-        if v and not v.startswith(("http://", "https://")):
-            raise ValueError("must be empty or an http(s):// URL (Telegram needs https)")
-        return v
+        error = "must be empty or an http(s):// URL (Telegram needs https)"
+        return _empty_or_url(v, ("http://", "https://"), error)
 
 
 class LoggingConfig(_Section):
