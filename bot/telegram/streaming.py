@@ -113,12 +113,14 @@ class ReplyStream:
             await asyncio.sleep(self.interval)
 
     async def _show(self, text: str) -> bool:
-        if self.drafts:
-            if await self._draft(text):
-                return True
-            if self.drafts:  # refused for a reason other than drafts themselves
-                return False
-        return await (self._send(text) if self.sent is None else self._edit(text))
+        """Show `text` as the draft, or as the first part and then its edits; False when it
+        could not be shown (the previews stop; the reply itself is never lost over one)."""
+        shown = self.drafts and await self._draft(text)
+        if not shown and not self.drafts:  # no drafts, or the server has just refused them
+            shown = await (self._send(text) if self.sent is None else self._edit(text))
+        if shown:
+            self._shown = text
+        return shown
 
     async def _draft(self, text: str) -> bool:
         """Send the text so far as the reply's draft; a server that does not take drafts turns
@@ -140,7 +142,6 @@ class ReplyStream:
         except Exception as exc:  # never lose the reply over a preview
             log.warning("streaming stopped: a draft could not be sent: %s", exc)
             return False
-        self._shown = text
         return True
 
     async def _send(self, text: str) -> bool:
@@ -151,7 +152,6 @@ class ReplyStream:
         except Exception as exc:  # never lose the reply over a preview
             log.warning("streaming stopped: the first part could not be sent: %s", exc)
             return False
-        self._shown = text
         return True
 
     async def _edit(self, text: str) -> bool:
@@ -165,7 +165,6 @@ class ReplyStream:
         except Exception as exc:
             log.warning("streaming stopped: an edit failed: %s", exc)
             return False
-        self._shown = text
         return True
 
     async def _stop(self, *, wait: bool = True) -> None:
