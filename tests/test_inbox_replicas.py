@@ -91,6 +91,14 @@ async def pair(postgres_url: str) -> AsyncIterator[list[Replica]]:
         await db.close()
 
 
+@pytest.fixture
+async def both_open(pair: list[Replica]) -> list[Replica]:
+    """The pair, both replicas open (alive and beating)."""
+    for replica in pair:
+        await replica.open()
+    return pair
+
+
 async def test_a_starting_replica_leaves_a_live_ones_updates_alone(pair: list[Replica]) -> None:
     a, b = pair
     await a.open()
@@ -101,11 +109,9 @@ async def test_a_starting_replica_leaves_a_live_ones_updates_alone(pair: list[Re
 
 
 async def test_an_update_waits_for_an_older_one_of_its_chat_at_another_replica(
-    pair: list[Replica],
+    both_open: list[Replica],
 ) -> None:
-    a, b = pair
-    await a.open()
-    await b.open()
+    a, b = both_open
     await a.queue.put(update(1, 10))
     await b.queue.put(update(2, 10))  # the same chat: must not overtake update 1
     await b.queue.put(update(3, 11))  # another chat: goes at once
@@ -114,10 +120,10 @@ async def test_an_update_waits_for_an_older_one_of_its_chat_at_another_replica(
     assert await b.handle() == 2  # let go once A handled update 1
 
 
-async def test_a_killed_replicas_updates_are_taken_over_in_order(pair: list[Replica]) -> None:
-    a, b = pair
-    await a.open()
-    await b.open()
+async def test_a_killed_replicas_updates_are_taken_over_in_order(
+    both_open: list[Replica],
+) -> None:
+    a, b = both_open
     for n in (1, 2):
         await a.queue.put(update(n, 10))
     await b.queue.put(update(3, 10))  # behind A's two
@@ -128,11 +134,9 @@ async def test_a_killed_replicas_updates_are_taken_over_in_order(pair: list[Repl
 
 
 async def test_telegram_delivering_again_an_update_left_by_a_gone_replica_gets_it_handled(
-    pair: list[Replica],
+    both_open: list[Replica],
 ) -> None:
-    a, b = pair
-    await a.open()
-    await b.open()
+    a, b = both_open
     await a.queue.put(update(1, 10))
     await b.queue.put(update(1, 10))  # A is alive: the copy is dropped, A handles it
     assert b.queued() == []
@@ -145,11 +149,9 @@ async def test_telegram_delivering_again_an_update_left_by_a_gone_replica_gets_i
 
 
 async def test_a_replica_that_stops_cleanly_is_taken_over_without_waiting_for_staleness(
-    pair: list[Replica],
+    both_open: list[Replica],
 ) -> None:
-    a, b = pair
-    await a.open()
-    await b.open()
+    a, b = both_open
     await a.queue.put(update(1, 10))
     assert await b.inbox.orphans(b.replicas.alive_after()) == []
     await a.queue.close()  # left before handling update 1, its last beat still fresh
