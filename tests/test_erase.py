@@ -67,59 +67,57 @@ def openai_server() -> Iterator[FakeOpenAI]:
         yield server
 
 
-def _remembered(p: ChatProcess) -> None:
-    p.send(f"My cat is called {MARKER} and I study English every night.")
-    p.wait_for(f"Echo: My cat is called {MARKER}")
-    p.send("memories")  # settles the after-reply extraction first
-    p.wait_for(f"cat is called {MARKER}")
-
-
-def test_forgetme_leaves_no_byte_of_the_learner_on_disk(
-    openai_server: FakeOpenAI, tmp_path: Path
-) -> None:
+@pytest.fixture
+def remembering(openai_server: FakeOpenAI, tmp_path: Path) -> Iterator[tuple[ChatProcess, Path]]:
+    """A running `memora chat` on its data dir that remembers two things of the learner: a
+    preference saved with /remember (memory 1) and the cat's name, extracted (memory 2)."""
     data = tmp_path / "data"
     p = ChatProcess(memora_env(openai_server, data))
     try:
         p.send("/remember I prefer short explanations with examples")
         p.wait_for("Saved: I prefer short explanations")
-        _remembered(p)
-        assert files_holding(data, MARKER), "the test must see the marker before deleting"
-        assert files_holding(data, INDEX_MARKER), "and the words it was indexed by"
-        p.send("/forgetme")
-        p.wait_for("Delete everything I stored about you?")
-        assert files_holding(data, MARKER), "asked first: nothing is deleted yet"
-        p.send("yes")
-        p.wait_for("Deleted everything I stored about you")
-        assert files_holding(data, MARKER) == []  # the process is still running
-        assert files_holding(data, INDEX_MARKER) == []
-        p.send("memories")
-        p.wait_for("I don't remember anything about you yet")
+        p.send(f"My cat is called {MARKER} and I study English every night.")
+        p.wait_for(f"Echo: My cat is called {MARKER}")
+        p.send("memories")  # settles the after-reply extraction first
+        p.wait_for(f"cat is called {MARKER}")
+        yield p, data
     finally:
         p.kill9()
+
+
+def test_forgetme_leaves_no_byte_of_the_learner_on_disk(
+    remembering: tuple[ChatProcess, Path],
+) -> None:
+    p, data = remembering
+    assert files_holding(data, MARKER), "the test must see the marker before deleting"
+    assert files_holding(data, INDEX_MARKER), "and the words it was indexed by"
+    p.send("/forgetme")
+    p.wait_for("Delete everything I stored about you?")
+    assert files_holding(data, MARKER), "asked first: nothing is deleted yet"
+    p.send("yes")
+    p.wait_for("Deleted everything I stored about you")
+    assert files_holding(data, MARKER) == []  # the process is still running
+    assert files_holding(data, INDEX_MARKER) == []
+    p.send("memories")
+    p.wait_for("I don't remember anything about you yet")
+    p.kill9()
     assert files_holding(data, MARKER) == []
 
 
 def test_forget_one_memory_removes_its_words_from_every_file(
-    openai_server: FakeOpenAI, tmp_path: Path
+    remembering: tuple[ChatProcess, Path],
 ) -> None:
-    data = tmp_path / "data"
-    p = ChatProcess(memora_env(openai_server, data))
-    try:
-        p.send("/remember I prefer short explanations with examples")
-        p.wait_for("Saved: I prefer short explanations")
-        _remembered(p)
-        p.send("/reset")  # the conversation that said it goes; the memory stays until /forget
-        p.wait_for("Fresh start")
-        assert files_holding(data, MARKER), "the memory (and its extraction log) hold it"
-        assert files_holding(data, INDEX_MARKER), "its terms and situations too"
-        p.send("/forget 2")
-        p.wait_for("Forgotten for good: memory 2.")
-        assert files_holding(data, MARKER) == []
-        assert files_holding(data, INDEX_MARKER) == []
-        p.send("memories")
-        p.wait_for("1. I prefer short explanations")
-    finally:
-        p.kill9()
+    p, data = remembering
+    p.send("/reset")  # the conversation that said it goes; the memory stays until /forget
+    p.wait_for("Fresh start")
+    assert files_holding(data, MARKER), "the memory (and its extraction log) hold it"
+    assert files_holding(data, INDEX_MARKER), "its terms and situations too"
+    p.send("/forget 2")
+    p.wait_for("Forgotten for good: memory 2.")
+    assert files_holding(data, MARKER) == []
+    assert files_holding(data, INDEX_MARKER) == []
+    p.send("memories")
+    p.wait_for("1. I prefer short explanations")
 
 
 async def test_a_store_that_persisted_every_write_is_switched_to_chromas_default(
