@@ -40,6 +40,19 @@ def word(term: str, meaning: str = "意思", example: str = "") -> ExtractedWord
     return ExtractedWord(term=term, meaning=meaning, example=example or f"I {term} today.")
 
 
+async def goes_there_yesterday(learner: Learner, user: int = ALICE, now: datetime = NOW) -> None:
+    """`user` said "I go there yesterday": one tense mistake and one word (commute, 通勤)
+    logged, each with its review card."""
+    await learner.apply(
+        user,
+        message="I go there yesterday",
+        profile=[],
+        mistakes=[mistake("I go there yesterday", "I went there yesterday")],
+        words=[word("commute", "通勤")],
+        now=now,
+    )
+
+
 @pytest.fixture
 def learner(db: Database) -> Learner:
     return Learner(db)
@@ -196,14 +209,7 @@ async def test_words_have_no_duplicates_per_user(learner: Learner) -> None:
 
 # -- review ---------------------------------------------------------------------------------------
 async def test_review_grades_with_fsrs_and_checks_the_owner(learner: Learner, db: Database) -> None:
-    await learner.apply(
-        ALICE,
-        message="I go there yesterday",
-        profile=[],
-        mistakes=[mistake("I go there yesterday", "I went there yesterday")],
-        words=[word("commute", "通勤")],
-        now=NOW,
-    )
+    await goes_there_yesterday(learner)
     due = await learner.store.due_cards(ALICE, NOW)
     assert [c.kind for c in due] == ["mistake", "word"]
     assert "I go there yesterday" in due[0].front and "went" in due[0].back
@@ -278,14 +284,7 @@ async def test_progress_figures_chart_and_reminder_facts(learner: Learner) -> No
     await s.set_field(ALICE, "level", "B2", source="you", now=NOW)
     for days_ago in (0, 1, 2, 5):
         await learner.note_message(ALICE, NOW - timedelta(days=days_ago))
-    await learner.apply(
-        ALICE,
-        message="I go there yesterday",
-        profile=[],
-        mistakes=[mistake("I go there yesterday", "I went there yesterday")],
-        words=[word("commute")],
-        now=NOW - timedelta(days=8),
-    )
+    await goes_there_yesterday(learner, now=NOW - timedelta(days=8))
     p = await learner.progress(ALICE, NOW)
     assert (p.days_studied, p.streak) == (4, 3)
     assert [lvl for _, lvl in p.level_history] == ["B1", "B2"]
@@ -307,14 +306,7 @@ async def test_export_and_forget_cover_every_learner_table(learner: Learner, db:
     for user in (ALICE, BOB):
         await learner.store.set_field(user, "level", "B1", source="you", now=NOW)
         await learner.note_message(user, NOW)
-        await learner.apply(
-            user,
-            message="I go there yesterday",
-            profile=[],
-            mistakes=[mistake("I go there yesterday", "I went there yesterday")],
-            words=[word("commute")],
-            now=NOW,
-        )
+        await goes_there_yesterday(learner, user)
         card = (await learner.store.due_cards(user, NOW))[0]
         await learner.store.grade(user, card.id, "good", NOW)
     data = await learner.store.export(ALICE, NOW)
@@ -502,14 +494,7 @@ async def test_the_chat_export_carries_each_participants_learner_data(engine: En
     await engine.handle_turn(ChatRef(4), UserRef(ALICE, "Alice"), "Hello there")
     await engine.drain()
     await engine.learner.store.set_field(ALICE, "level", "B2", source="you", now=NOW)
-    await engine.learner.apply(
-        ALICE,
-        message="I go there yesterday",
-        profile=[],
-        mistakes=[mistake("I go there yesterday", "I went there yesterday")],
-        words=[word("commute")],
-        now=NOW,
-    )
+    await goes_there_yesterday(engine.learner)
     data = await engine.export_chat(4)
     assert data is not None
     learner = data["participants"][str(ALICE)]["learner"]
@@ -524,14 +509,7 @@ async def test_a_wrong_mistake_or_word_can_be_deleted_with_its_card(engine: Engi
     from memora.commands import CommandContext, run_command
 
     learner = engine.learner
-    await learner.apply(
-        ALICE,
-        message="I go there yesterday",
-        profile=[],
-        mistakes=[mistake("I go there yesterday", "I went there yesterday")],
-        words=[word("commute", "通勤")],
-        now=NOW,
-    )
+    await goes_there_yesterday(learner)
     card = (await learner.store.due_cards(ALICE, NOW))[0]
     await learner.store.grade(ALICE, card.id, "good", NOW)
     alice, bob = CommandContext(ChatRef(ALICE), UserRef(ALICE), ""), UserRef(BOB)
