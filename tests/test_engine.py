@@ -11,7 +11,7 @@ from memora.engine import ChatRef, Engine, EngineConfig, UserRef
 from memora.llm import ChatMessage, LLMError
 from memora.shortterm.instructions import SUMMARY_BLOCK
 from memora.shortterm.tokens import LocalTokenCounter
-from memora.storage import Database
+from memora.storage import Database, StoredMessage
 from tests.fakes import CutStream, FakeLLM
 
 ALICE = UserRef(1, "Alice")
@@ -24,6 +24,11 @@ async def talk(engine: Engine, n: int, chat: ChatRef = CHAT, user: UserRef = ALI
         reply = await engine.handle_turn(chat, user, f"message {i}")
         assert reply.ok, reply.text
         await engine.drain()
+
+
+async def kept(db: Database) -> tuple[list[StoredMessage], list[ChatMessage]]:
+    """What the chat has kept: its stored messages and the context its last reply was given."""
+    return await db.messages(CHAT.id), (await db.chat(CHAT.id)).last_context
 
 
 async def test_reply_is_stored_as_one_pair(engine: Engine, db: Database) -> None:
@@ -82,14 +87,12 @@ async def test_llm_failure_leaves_history_exactly_as_before(
     engine: Engine, llm: FakeLLM, db: Database
 ) -> None:
     await talk(engine, 2)
-    before = await db.messages(CHAT.id)
-    ctx_before = (await db.chat(CHAT.id)).last_context
+    before = await kept(db)
     llm.replies.append(LLMError("the model service answered HTTP 503"))
     reply = await engine.handle_turn(CHAT, ALICE, "this one fails")
     assert not reply.ok and not reply.stored
     assert "Nothing was saved" in reply.text and "503" in reply.text
-    assert await db.messages(CHAT.id) == before
-    assert (await db.chat(CHAT.id)).last_context == ctx_before
+    assert await kept(db) == before
     ok = await engine.handle_turn(CHAT, ALICE, "and this one works")
     assert ok.ok
     roles = [m.role for m in await db.messages(CHAT.id)]
@@ -287,16 +290,14 @@ async def test_a_failure_mid_stream_stores_nothing(
     engine: Engine, llm: FakeLLM, db: Database
 ) -> None:
     await talk(engine, 2)
-    before = await db.messages(CHAT.id)
-    ctx_before = (await db.chat(CHAT.id)).last_context
+    before = await kept(db)
     seen = Deltas()
     llm.replies.append(CutStream("Half of an answer that never"))
     reply = await engine.handle_turn(CHAT, ALICE, "this one breaks", on_delta=seen)
     assert not reply.ok and not reply.stored and "Nothing was saved" in reply.text
     assert seen.texts and seen.texts[-1] == "Half of an answer that never"
     await engine.drain()
-    assert await db.messages(CHAT.id) == before
-    assert (await db.chat(CHAT.id)).last_context == ctx_before
+    assert await kept(db) == before
 
 
 async def test_a_failing_callback_never_breaks_the_turn(engine: Engine, db: Database) -> None:
