@@ -29,7 +29,7 @@ from memora.longterm import MemoryStore, NewMemory
 from memora.longterm.embeddings import LocalUSE
 from memora.shortterm.tokens import LocalTokenCounter
 from memora.storage import Database
-from memora.text import warm as warm_text
+from memora.textnorm import warm as warm_text
 
 
 def dir_size(path: Path) -> int:

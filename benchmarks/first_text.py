@@ -34,7 +34,7 @@ from memora.app import model_client, open_engine
 from memora.config import LLMConfig, Settings, StorageConfig
 from memora.engine import ChatRef, UserRef
 from memora.llm import REPLY, CallInfo, ChatMessage, Completion, OnDelta, Parsed, Usage
-from memora.llm.base import T
+from memora.llm.protocol import T
 from tests.fake_openai import FakeOpenAI
 from tests.provider_rules import Reasoning
 

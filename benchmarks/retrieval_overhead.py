@@ -44,7 +44,7 @@ from memora.longterm.dedupe import embedding_text, normalise_text
 from memora.longterm.embeddings import LocalUSE
 from memora.longterm.lexical import BM25
 from memora.longterm.records import Memory
-from memora.text import warm
+from memora.textnorm import warm
 
 LEVELS = ["A1", "A2", "B1", "B2", "C1", "C2"]
 NOUNS_EN = """

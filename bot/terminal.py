@@ -13,11 +13,11 @@ from types import FrameType
 from typing import Any, TextIO
 
 from bot.inputs import clean, split_command
-from memora.asks import yes_no
 from memora.commands import COMMANDS, CommandContext, press_button, run_command
 from memora.engine import Engine
 from memora.i18n import N_, _, ngettext, switch
 from memora.modes.placement import OFFER as PLACEMENT_OFFER
+from memora.privacy.confirmations import yes_no
 from memora.types import ChatRef, UserRef
 from memora.views import Reply
 
@@ -132,7 +132,8 @@ async def answer_question(
     keyboard: Keyboard,
     out: TextIO,
 ) -> str:
-    """A Yes/No question (memora.asks) answered by typing: only "yes" presses Yes."""
+    """A Yes/No question (memora.privacy.confirmations) answered by typing: only "yes" presses
+    Yes."""
 
     def ask() -> None:
         print(_("Type yes to delete, anything else keeps it: "), end="", file=out, flush=True)

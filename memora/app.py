@@ -16,12 +16,12 @@ from memora.llm import LLM, ChatMessage, Learned, OpenAIAudio, OpenAILLM
 from memora.llm.pacing import AdaptiveTimeout
 from memora.longterm import MemoryStore
 from memora.longterm.embeddings import Embedder, LocalUSE, OpenAIEmbedder
-from memora.secretfilter import mask_secrets
+from memora.privacy.secretfilter import mask_secrets
 from memora.shortterm.instructions import TUTOR_INSTRUCTIONS
 from memora.shortterm.tokens import LocalTokenCounter, ProviderTokenCounter, TokenCounter
 from memora.startup import StartupError, check_stores
 from memora.storage import Database
-from memora.text import warm_in_background
+from memora.textnorm import warm_in_background
 from memora.usage import Metering, UsageLedger
 
 log = logging.getLogger(__name__)

@@ -13,7 +13,6 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
-from memora.asks import yes_no
 from memora.commands import CommandContext, press_button, run_command
 from memora.engine import Engine, EngineConfig
 from memora.llm import (
@@ -27,6 +26,7 @@ from memora.llm import (
     Usage,
     validated,
 )
+from memora.privacy.confirmations import yes_no
 from memora.shortterm.tokens import LocalTokenCounter
 from memora.storage import Database
 from memora.types import ChatRef, UserRef

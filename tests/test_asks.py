@@ -1,5 +1,5 @@
-"""Yes/No before a deletion nothing can undo (memora.asks), answered by typing at the terminal:
-/forgetme, and forgetting in words. The Telegram buttons' checks are in
+"""Yes/No before a deletion nothing can undo (memora.privacy.confirmations), answered by typing at
+the terminal: /forgetme, and forgetting in words. The Telegram buttons' checks are in
 test_learner_telegram.py (/forgetme) and test_trust.py (forgetting in words)."""
 
 from __future__ import annotations

@@ -25,7 +25,7 @@ from memora.longterm.embeddings import LocalUSE
 from memora.longterm.matrix import Matrix
 from memora.longterm.profile import LOCAL_DEDUPE
 from memora.longterm.ranking import Scores, _top_order, follow_up_rank
-from memora.text import to_simplified
+from memora.textnorm import to_simplified
 from tests.support.index import RELATION_TEXTS, entry
 
 # -- the ranking's selection -----------------------------------------------------------------

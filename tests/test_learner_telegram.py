@@ -16,7 +16,7 @@ from telegram import Update
 
 from bot.telegram import build_application
 from bot.telegram.handlers.gate import NOT_ALLOWED_TAP
-from memora.commands import asks
+from memora.commands import answers
 from memora.engine import Engine, EngineConfig
 from memora.learner.commands import ALREADY, FORGED, GONE, NOT_YOURS
 from memora.learner.model import ExtractedMistake, ExtractedWord
@@ -305,31 +305,32 @@ async def test_forgetme_asks_first_and_only_the_asker_in_time_in_that_chat_delet
         return str(answer.params["text"])
 
     for forged in ("ask:", "ask:x", "ask::y", "ask:abc:maybe"):
-        assert alert(await bot.tap(asked, forged)) == asks.FORGED
-    assert alert(await bot.tap(asked, "ask:never-made:y")) == asks.CLOSED
-    assert alert(await bot.tap(asked, yes, user=BOB)) == asks.NOT_YOURS
+        assert alert(await bot.tap(asked, forged)) == answers.FORGED
+    assert alert(await bot.tap(asked, "ask:never-made:y")) == answers.CLOSED
+    assert alert(await bot.tap(asked, yes, user=BOB)) == answers.NOT_YOURS
     in_group = only(await bot.send("/forgetme", group=True), "sendMessage")
-    assert alert(await bot.tap(in_group, yes)) == asks.FORGED  # a private question, tapped there
+    assert alert(await bot.tap(in_group, yes)) == answers.FORGED  # a private question, tapped there
     assert await cards() == 2
 
     later = bot.engine.clock() + timedelta(minutes=31)
     bot.engine.clock = lambda: later
     calls = await bot.tap(asked, yes)
-    assert only(calls, "answerCallbackQuery").params["text"] == asks.EXPIRED
-    assert only(calls, "editMessageText").params["text"] == asks.EXPIRED
+    assert only(calls, "answerCallbackQuery").params["text"] == answers.EXPIRED
+    assert only(calls, "editMessageText").params["text"] == answers.EXPIRED
     assert await cards() == 2  # silence deletes nothing
-    assert alert(await bot.tap(asked, yes)) == asks.CLOSED
+    assert alert(await bot.tap(asked, yes)) == answers.CLOSED
 
     asked = only(await bot.send("/forgetme"), "sendMessage")
     (_, yes), (_, no) = buttons(asked)
     calls = await bot.tap(asked, no)
-    assert only(calls, "editMessageText").params["text"] == asks.KEPT
+    assert only(calls, "editMessageText").params["text"] == answers.KEPT
     assert await cards() == 2
 
     in_group = only(await bot.send("/forgetme", group=True), "sendMessage")
     (_, yes), _no = buttons(in_group)  # asked in the group: Alice answers there
-    assert alert(await bot.tap(in_group, yes, user=BOB)) == asks.NOT_YOURS
+    assert alert(await bot.tap(in_group, yes, user=BOB)) == answers.NOT_YOURS
     calls = await bot.tap(in_group, yes)
     assert "Deleted everything I stored about you" in only(calls, "editMessageText").params["text"]
     assert await cards() == 0
-    assert alert(await bot.tap(in_group, yes)) == asks.CLOSED  # a second tap deletes nothing more
+    # a second tap deletes nothing more
+    assert alert(await bot.tap(in_group, yes)) == answers.CLOSED

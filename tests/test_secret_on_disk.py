@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from memora.secretfilter import MASK
+from memora.privacy.secretfilter import MASK
 from tests.fake_openai import FakeOpenAI
 from tests.fake_telegram import FakeTelegram
 from tests.support.bot import WAIT, BotProcess, WebhookBot, ask

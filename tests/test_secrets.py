@@ -13,7 +13,7 @@ from telegram import Update
 
 from bot.telegram.privacy import masked_update
 from memora.commands import help_text
-from memora.secretfilter import MASK, looks_secret, mask_secrets
+from memora.privacy.secretfilter import MASK, looks_secret, mask_secrets
 from tests.fake_openai import FakeOpenAI
 from tests.support.disk import files_holding
 from tests.support.terminal import ROOT, memora_env

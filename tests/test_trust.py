@@ -14,11 +14,11 @@ from typing import Any
 
 import pytest
 
-from memora.asks import yes_no
-from memora.commands import CommandContext, asks, press_button, run_command
+from memora.commands import CommandContext, answers, press_button, run_command
 from memora.engine import ChatRef, Engine, UserRef
 from memora.llm import ChatMessage
 from memora.longterm import MemoryStore
+from memora.privacy.confirmations import yes_no
 from memora.views import ButtonAnswer, Reply
 from tests.fake_openai import Answer, FakeOpenAI, FakeRequest, default_responder, minimal_instance
 from tests.fake_telegram import FakeTelegram
@@ -247,7 +247,7 @@ async def test_an_unanswered_question_expires_and_deletes_nothing(
     later = mem_engine.clock() + timedelta(hours=1)
     mem_engine.clock = lambda: later
     expired = await answer(mem_engine, yes=True)
-    assert expired.alert and expired.notice == asks.EXPIRED
+    assert expired.alert and expired.notice == answers.EXPIRED
     assert [m.text for m in await store.memories(ALICE.id)] == ["Lives in Taipei."]
 
 

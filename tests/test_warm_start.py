@@ -1,4 +1,4 @@
-"""What the engine warms at start (memora.text.warm, on a thread while the store
+"""What the engine warms at start (memora.textnorm.warm, on a thread while the store
 opens) leaves nothing for the process's first search to load: simplemma's English dictionary,
 which that search used to load itself (the first search after a restart at 10,000 memories,
 benchmarks/retrieval_overhead.py)."""
@@ -13,17 +13,17 @@ import sys
 SCRIPT = """
 import sys
 import simplemma.strategies.dictionaries.dictionary_factory as factory
-from memora import text
+from memora import textnorm
 from memora.longterm import lexical
 
 if sys.argv[1] == "warm":
-    text.warm()
+    textnorm.warm()
 
 def refused(lang):
     raise RuntimeError(f"loaded the {lang} dictionary during a search")
 
 factory._load_dictionary_from_disk = refused
-print(text.stem("studies"), lexical.tokenize("The user studies English at night"))
+print(textnorm.stem("studies"), lexical.tokenize("The user studies English at night"))
 """
 
 

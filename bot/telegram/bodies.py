@@ -10,7 +10,7 @@ from typing import Any
 
 from telegram import Bot, InlineKeyboardButton, InlineKeyboardMarkup, Message, WebAppInfo
 
-from memora.secretfilter import mask_secrets
+from memora.privacy.secretfilter import mask_secrets
 from memora.views import Document, Reply
 
 

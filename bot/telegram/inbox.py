@@ -174,9 +174,9 @@ async def handled(inbox: Inbox, update: object) -> None:
 
 
 def kept_form(update: Update) -> dict[str, Any]:
-    """The update as the inbox writes it: whole, except the text of a tapped message. A
-    question may quote a memory that its Yes deletes (memora.asks), and the tap's handler
-    needs only the message's ids; the words would otherwise outlive the deletion on disk."""
+    """The update as the inbox writes it: whole, except the text of a tapped message. A question may
+    quote a memory that its Yes deletes (memora.privacy.confirmations), and the tap's handler needs
+    only the message's ids; the words would otherwise outlive the deletion on disk."""
     data = update.to_dict()
     query = data.get("callback_query")
     if isinstance(query, dict) and isinstance(query.get("message"), dict):

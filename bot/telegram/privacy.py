@@ -1,7 +1,7 @@
 """Secrets out of a Telegram update before any byte of it is written or handled.
 
 The durable inbox writes each update before it is handled, so the secret filter
-(`memora.secretfilter`) runs on the update itself: every `text` and `caption` in it (the
+(`memora.privacy.secretfilter`) runs on the update itself: every `text` and `caption` in it (the
 message, an edited message, the message it replies to, a quote) gets its secrets replaced by
 the mask, and the formatting entities that follow a mask move with it (Telegram counts their
 offsets in UTF-16 code units). The masked update is what the inbox keeps and what the handlers
@@ -15,7 +15,7 @@ from typing import Any
 
 from telegram import Update
 
-from memora.secretfilter import MASK, secret_spans
+from memora.privacy.secretfilter import MASK, secret_spans
 
 __all__ = ["masked_update"]
 

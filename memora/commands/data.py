@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import json
 
-from memora.asks import FORGETME, ask
 from memora.commands.registry import CommandContext, command
 from memora.engine import Engine
 from memora.i18n import _, ngettext
+from memora.privacy.confirmations import FORGETME, ask
 from memora.views import Document, Reply
 
 

@@ -17,7 +17,7 @@ from memora.longterm import Memory
 from memora.longterm.dedupe import normalise_text
 from memora.longterm.policy import describe as describe_policy
 from memora.longterm.policy import used_in_time
-from memora.secretfilter import looks_secret
+from memora.privacy.secretfilter import looks_secret
 from memora.views import Reply
 
 

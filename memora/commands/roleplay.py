@@ -17,7 +17,7 @@ from memora.modes.roleplay import (
     debrief,
     suggest,
 )
-from memora.secretfilter import mask_secrets
+from memora.privacy.secretfilter import mask_secrets
 from memora.types import ChatRef, UserRef
 from memora.views import Button, ButtonAnswer, Reply
 

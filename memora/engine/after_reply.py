@@ -9,7 +9,6 @@ from dataclasses import replace
 from datetime import datetime
 
 import memora.extraction as extraction
-from memora.asks import FORGET, ask
 from memora.clock import utcnow
 from memora.engine.base import Answered
 from memora.engine.lessons import Lessons
@@ -18,6 +17,7 @@ from memora.errors import LLMError
 from memora.extraction import ExtractionOutcome
 from memora.i18n import N_, _, ngettext, speaking
 from memora.longterm import Memory
+from memora.privacy.confirmations import FORGET, ask
 from memora.shortterm.folding import summarize
 from memora.shortterm.window import Window
 from memora.storage import ExtractionLog, TurnUsage
@@ -225,8 +225,8 @@ class AfterReply(Queries, Lessons):
         self, done: Answered, outcome: ExtractionOutcome, existing: list[Memory]
     ) -> list[Memory]:
         """Ask the learner to confirm the memories they asked in words to forget (Yes/No;
-        memora.asks): nothing is deleted here, nor on No, nor when nobody answers. The
-        memories asked about."""
+        memora.privacy.confirmations): nothing is deleted here, nor on No, nor when nobody
+        answers. The memories asked about."""
         if not outcome.asks_to_forget:
             return []
         if done.mode is not None and not outcome.forget:

@@ -13,7 +13,7 @@ from memora.erase import remove_folder
 from memora.i18n import _, ngettext
 from memora.longterm import MAX_MEMORY_CHARS, AddResult, Memory, SearchResult
 from memora.longterm.dedupe import normalise_text
-from memora.secretfilter import looks_secret
+from memora.privacy.secretfilter import looks_secret
 from memora.storage import ChatRow, ExtractionLog, StoredMessage
 from memora.types import ChatRef, UserRef
 from memora.usage import UsageLedger

@@ -18,7 +18,7 @@ from memora.llm import CallInfo, Completion, OnDelta
 from memora.llm.audio import Transcript
 from memora.llm.sdk_errors import API_FIX, NO_RESPONSES_API
 from memora.modes import LESSONS
-from memora.secretfilter import mask_secrets
+from memora.privacy.secretfilter import mask_secrets
 from memora.shortterm.window import BuiltContext, Window, build_context
 from memora.storage import Erased, ForgottenMeanwhile, ModeRow, NewTurn, TurnUsage
 from memora.types import ChatMessage, ChatRef, UserRef

@@ -38,7 +38,7 @@ from memora.extraction.schema import (
     Rejection,
 )
 from memora.extraction.screening import profile_first
-from memora.secretfilter import looks_secret
+from memora.privacy.secretfilter import looks_secret
 
 __all__ = [
     "COMPACT_INSTRUCTIONS",

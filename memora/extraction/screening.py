@@ -25,7 +25,7 @@ from memora.longterm.records import (
     SearchWords,
     clean_terms,
 )
-from memora.secretfilter import looks_secret
+from memora.privacy.secretfilter import looks_secret
 
 log = logging.getLogger(__name__)
 

@@ -17,7 +17,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 from memora.errors import ProfileError as ProfileError  # re-exported
 from memora.i18n import N_, _, current, ngettext, speaking, translator
 from memora.learner.model import CEFR_LEVELS, FIELD_HELP, PROFILE_FIELDS
-from memora.secretfilter import looks_secret
+from memora.privacy.secretfilter import looks_secret
 
 MAX_VALUE_CHARS = 120
 RECURRING_MIN = 3  # mistakes of one category ...

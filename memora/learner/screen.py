@@ -14,8 +14,8 @@ from dataclasses import dataclass
 import simplemma
 
 from memora.learner.model import ExtractedMistake, ExtractedWord
-from memora.secretfilter import looks_secret
-from memora.text import normalize
+from memora.privacy.secretfilter import looks_secret
+from memora.textnorm import normalize
 
 MAX_FIELD_CHARS = 300
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]")

@@ -4,7 +4,11 @@ OpenAI-compatible server understands), sharing `OpenAILLM`; `OpenAIAudio` hears 
 
 from memora.errors import LLMError
 from memora.llm.audio import OpenAIAudio, Speaker, Transcriber, Transcript
-from memora.llm.base import (
+from memora.llm.chat_completions import ChatCompletionsLLM
+from memora.llm.identity import ProviderIdentity
+from memora.llm.learned import Learned
+from memora.llm.openai_base import Api, OpenAILLM
+from memora.llm.protocol import (
     CONTEXT_EXCEEDED,
     LLM,
     REPLY,
@@ -16,10 +20,6 @@ from memora.llm.base import (
     Parsed,
     Usage,
 )
-from memora.llm.chat_completions import ChatCompletionsLLM
-from memora.llm.identity import ProviderIdentity
-from memora.llm.learned import Learned
-from memora.llm.openai_base import Api, OpenAILLM
 from memora.llm.responses import ResponsesLLM
 from memora.llm.sdk_errors import guard, translated
 from memora.llm.structured import (

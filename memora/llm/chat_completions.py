@@ -8,8 +8,8 @@ from openai import AsyncOpenAI, AsyncStream
 from openai.types.chat import ChatCompletionChunk
 
 from memora.errors import LLMError
-from memora.llm.base import CONTEXT_EXCEEDED, CallInfo, Completion, OnDelta, Parsed, T, Usage
 from memora.llm.openai_base import OpenAILLM
+from memora.llm.protocol import CONTEXT_EXCEEDED, CallInfo, Completion, OnDelta, Parsed, T, Usage
 from memora.llm.sdk_errors import mid_stream, refusable, translated
 from memora.llm.structured import StructuredMode, json_schema, response_format, validated
 from memora.types import ChatMessage

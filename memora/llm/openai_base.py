@@ -17,7 +17,9 @@ import openai
 from openai import AsyncOpenAI
 
 from memora.errors import LLMError
-from memora.llm.base import (
+from memora.llm.learned import Learned
+from memora.llm.pacing import AdaptiveTimeout
+from memora.llm.protocol import (
     REPLY,
     TIMED_OUT,
     CallInfo,
@@ -28,8 +30,6 @@ from memora.llm.base import (
     T,
     Usage,
 )
-from memora.llm.learned import Learned
-from memora.llm.pacing import AdaptiveTimeout
 from memora.llm.sdk_errors import (
     FormatRefused,
     ParamRefused,

@@ -15,8 +15,8 @@ from openai.types.responses import (
 )
 
 from memora.errors import LLMError
-from memora.llm.base import CallInfo, Completion, OnDelta, Parsed, T
 from memora.llm.openai_base import OpenAILLM
+from memora.llm.protocol import CallInfo, Completion, OnDelta, Parsed, T
 from memora.llm.sdk_errors import mid_stream, refusable, translated
 from memora.llm.structured import StructuredMode, text_format, validated
 from memora.types import ChatMessage

@@ -16,7 +16,7 @@ import openai
 from pydantic import ValidationError
 
 from memora.errors import LLMError
-from memora.llm.base import TIMED_OUT
+from memora.llm.protocol import TIMED_OUT
 
 T_ = TypeVar("T_")
 

@@ -25,7 +25,7 @@ from memora.longterm.embeddings import embedding_text
 from memora.longterm.lexical import inserted
 from memora.longterm.matrix import Matrix
 from memora.longterm.profile import LOCAL_DEDUPE, DedupeThresholds
-from memora.text import (
+from memora.textnorm import (
     CHINESE_STOP_CHARS,
     ENGLISH_STOP_WORDS,
     HAN_RUN,

@@ -1,7 +1,7 @@
 """The mixed Chinese/English tokenizer and BM25 over one user's memories.
 
-Terms: text is normalised (:func:`memora.text.normalize`) and folded to simplified characters;
-English words (and numbers such as ``6.5``) become their stem (:func:`memora.text.stem`),
+Terms: text is normalised (:func:`memora.textnorm.normalize`) and folded to simplified characters;
+English words (and numbers such as ``6.5``) become their stem (:func:`memora.textnorm.stem`),
 without stop words and single letters; runs of Han or kana characters give their characters
 (not the stop characters) and bigrams, and an exam's Chinese name also gives its English one
 (``雅思`` → ``ielts``), because learners write them either way.
@@ -22,7 +22,7 @@ from typing import Any, TypeVar, cast
 import numpy as np
 import numpy.typing as npt
 
-from memora.text import (
+from memora.textnorm import (
     CHINESE_STOP_CHARS,
     ENGLISH_STOP_WORDS,
     EXAM_ALIASES,

@@ -33,7 +33,7 @@ import numpy.typing as npt
 from memora.longterm.lexical import BM25, tokenize
 from memora.longterm.matrix import Matrix
 from memora.longterm.profile import LOCAL, DenseScale, EmbedderProfile, profile_for
-from memora.text import han_dominant
+from memora.textnorm import han_dominant
 
 __all__ = [
     "DEFAULT_DENSE_WEIGHT",

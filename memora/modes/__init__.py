@@ -1,8 +1,8 @@
 """Lesson modes, where the tutor leads: a placement test, role-play scenes, practice built from
 the learner's own items. A chat is in at most one mode (table chat_modes); each kind is a
-:class:`Lesson` (base.py) registered in :data:`LESSONS`."""
+:class:`Lesson` (lesson.py) registered in :data:`LESSONS`."""
 
-from memora.modes.base import Lesson, Settled, Settling, new_mode
+from memora.modes.lesson import Lesson, Settled, Settling, new_mode
 from memora.modes.placement import Placement
 from memora.modes.practice import Practice
 from memora.modes.roleplay import Roleplay

@@ -17,7 +17,7 @@ from pydantic import BaseModel, Field
 from memora.extraction import LearnerExtractionResult, ModeAsk
 from memora.i18n import N_, _, ngettext
 from memora.learner.model import CEFR_LEVELS
-from memora.modes.base import Lesson, Settled, Settling
+from memora.modes.lesson import Lesson, Settled, Settling
 from memora.storage import ModeRow
 
 QUESTIONS = 8

@@ -18,7 +18,7 @@ from memora.errors import AlreadyGraded, CardGone, NotYourCard
 from memora.extraction import LearnerExtractionResult, ModeAsk
 from memora.i18n import _
 from memora.learner.cards import CardStore
-from memora.modes.base import Lesson, Settled, Settling
+from memora.modes.lesson import Lesson, Settled, Settling
 from memora.shortterm.instructions import quoted
 from memora.storage import ModeRow
 

@@ -16,7 +16,7 @@ from pydantic import Field
 from memora.extraction import LearnerExtractionResult, ModeAsk
 from memora.i18n import N_, _
 from memora.learner.service import Learner
-from memora.modes.base import Lesson, Settled, Settling
+from memora.modes.lesson import Lesson, Settled, Settling
 from memora.shortterm.instructions import quoted
 from memora.storage import ModeRow
 

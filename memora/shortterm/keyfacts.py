@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from memora.text import EXAMS
+from memora.textnorm import EXAMS
 
 _NUMBER_WORDS = (
     r"one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|a few|several|half an?"

@@ -1,14 +1,14 @@
-"""A tap on Yes or No under a question asked before a deletion (memora.asks): checked against the
-question, then the deletion done or nothing. The checks: data we never made is forged; a
-question closed already (answered, expired, its learner forgotten) is gone; a tap by anyone
-but the asked learner is refused and the question stays; a tap from another chat is forged; a
+"""A tap on Yes or No under a question asked before a deletion (memora.privacy.confirmations):
+checked against the question, then the deletion done or nothing. The checks: data we never made is
+forged; a question closed already (answered, expired, its learner forgotten) is gone; a tap by
+anyone but the asked learner is refused and the question stays; a tap from another chat is forged; a
 question past its time deletes nothing."""
 
 from __future__ import annotations
 
-from memora.asks import FORGETME, read_answer
 from memora.engine import Engine
 from memora.i18n import N_, _, ngettext
+from memora.privacy.confirmations import FORGETME, read_answer
 from memora.storage.asks import PendingAsk, PendingAsks
 from memora.types import ChatRef, UserRef
 from memora.views import ButtonAnswer, Reply

@@ -1,7 +1,7 @@
 """Yes/No before a deletion that nothing can undo: /forgetme, and the memories a learner asked in
 words to forget. The question is kept (storage/asks.py) under a random token, and its two
 buttons carry `ask:<token>:y` and `ask:<token>:n`; the tap is checked and acted on in
-memora.commands.asks. Nothing is deleted on No, nor when nobody answers before ASK_TTL."""
+memora.commands.answers. Nothing is deleted on No, nor when nobody answers before ASK_TTL."""
 
 from __future__ import annotations
 
