@@ -35,8 +35,13 @@ def mem(text: str, category: str = "other", replaces: str | int | None = None) -
     return {"text": text, "category": category, "replaces": replaces}
 
 
+def found(*memories: dict[str, object]) -> dict[str, object]:
+    """The extraction's answer holding these memories (as the model writes them)."""
+    return {"memories": list(memories)}
+
+
 def facts_json(what: str) -> str:
-    return json.dumps({"memories": [mem(f"The user is {what}.", "personal")]})
+    return json.dumps(found(mem(f"The user is {what}.", "personal")))
 
 
 async def run(
@@ -56,12 +61,10 @@ async def run(
 async def test_extraction_is_structured_and_stored(store: MemoryStore) -> None:
     llm = FakeLLM()
     llm.parsed.append(
-        {
-            "memories": [
-                mem("使用者的英文程度是 B1。", "level"),
-                mem("使用者想加強旅遊英文。", "goal"),
-            ]
-        }
+        found(
+            mem("使用者的英文程度是 B1。", "level"),
+            mem("使用者想加強旅遊英文。", "goal"),
+        )
     )
     outcome, actions = await run(llm, store, 1, "我的英文程度大概是 B1，最近想加強旅遊英文。")
     assert outcome.error is None and outcome.rejected == []
@@ -85,7 +88,7 @@ async def test_extraction_is_structured_and_stored(store: MemoryStore) -> None:
 
 async def test_an_empty_result_stores_nothing(store: MemoryStore) -> None:
     llm = FakeLLM()
-    llm.parsed.append({"memories": []})
+    llm.parsed.append(found())
     outcome, actions = await run(llm, store, 1, "請給我三個機場常用單字。")
     assert outcome.error is None and outcome.memories == [] and actions == []
     assert await store.count(1) == 0
@@ -157,14 +160,12 @@ async def test_secrets_are_dropped_by_code_even_when_the_model_returns_them(
     llm = FakeLLM()
     llm.parsed.append(
         ExtractionResult.model_validate(
-            {
-                "memories": [
-                    mem("The user's password is hunter2.", "personal"),
-                    mem("使用者的信用卡號是 4111 1111 1111 1111。", "personal"),
-                    mem("The user's API key is sk-proj-AbCdEf0123456789XyZ.", "other"),
-                    mem("The user is a nurse.", "personal"),
-                ]
-            }
+            found(
+                mem("The user's password is hunter2.", "personal"),
+                mem("使用者的信用卡號是 4111 1111 1111 1111。", "personal"),
+                mem("The user's API key is sk-proj-AbCdEf0123456789XyZ.", "other"),
+                mem("The user is a nurse.", "personal"),
+            )
         )
     )
     outcome, actions = await run(
@@ -234,7 +235,7 @@ async def test_same_fact_from_three_turns_in_two_languages_is_one_memory(
 ) -> None:
     llm = FakeLLM()
     for text in ["使用者的英文程度是 B1。", "The user's English level is B1.", "My level is B1"]:
-        llm.parsed.append({"memories": [mem(text, "level")]})
+        llm.parsed.append(found(mem(text, "level")))
     _, first = await run(llm, store, 2, "我的英文程度是 B1")
     _, second = await run(llm, store, 2, "My English level is B1 by the way")
     _, third = await run(llm, store, 2, "as I said, B1")
@@ -248,12 +249,10 @@ LEVEL_B1 = "The user's English level is B1."
 async def test_replaces_supersedes_with_history_and_revert_restores(store: MemoryStore) -> None:
     llm = FakeLLM()
     llm.parsed.append(
-        {
-            "memories": [
-                mem("The user's English level is B1.", "level"),
-                mem("The user lives in Taipei.", "personal"),
-            ]
-        }
+        found(
+            mem("The user's English level is B1.", "level"),
+            mem("The user lives in Taipei.", "personal"),
+        )
     )
     await run(llm, store, 3, "I'm B1 and I live in Taipei.")
     existing = await store.similar(3, "I moved to Tainan and I'm B2 now", k=5)
@@ -261,12 +260,10 @@ async def test_replaces_supersedes_with_history_and_revert_restores(store: Memor
     taipei_no = f"m{1 + texts.index('The user lives in Taipei.')}"
     level_no = f"m{1 + texts.index(LEVEL_B1)}"
     llm.parsed.append(
-        {
-            "memories": [
-                mem("The user moved to Tainan.", "personal", replaces=taipei_no),
-                mem("The user's English level is B2.", "level", replaces=level_no),
-            ]
-        }
+        found(
+            mem("The user moved to Tainan.", "personal", replaces=taipei_no),
+            mem("The user's English level is B2.", "level", replaces=level_no),
+        )
     )
     outcome = await extract(
         llm,
@@ -298,12 +295,10 @@ async def test_a_replaces_id_out_of_range_or_of_no_list_is_an_add(store: MemoryS
     other list's number, read by a careless model): each is an add, the nurse is untouched."""
     await store.add(4, "The user is a nurse.", source="manual", category="personal")
     llm = FakeLLM()
-    llm.parsed.append(
-        {"memories": [mem("The user can only study on weekends.", "constraint", "m7")]}
-    )
-    llm.parsed.append({"memories": [mem("The user enjoys American TV series.", "other", "m0")]})
-    llm.parsed.append(json.dumps({"memories": [mem("The user has a cat.", "personal", 1)]}))
-    llm.parsed.append({"memories": [mem("The user has a dog.", "personal", "t1")]})
+    llm.parsed.append(found(mem("The user can only study on weekends.", "constraint", "m7")))
+    llm.parsed.append(found(mem("The user enjoys American TV series.", "other", "m0")))
+    llm.parsed.append(json.dumps(found(mem("The user has a cat.", "personal", 1))))
+    llm.parsed.append(found(mem("The user has a dog.", "personal", "t1")))
     _, first = await run(llm, store, 4, "I can only study on weekends")
     _, second = await run(llm, store, 4, "I love American TV series")
     _, third = await run(llm, store, 4, "I have a cat")
@@ -322,7 +317,7 @@ async def test_a_replaces_id_out_of_range_or_of_no_list_is_an_add(store: MemoryS
 async def test_replaces_only_reaches_the_callers_own_memories(store: MemoryStore) -> None:
     other = (await store.add(99, "The user lives in Taipei.", source="manual")).memory
     llm = FakeLLM()
-    llm.parsed.append({"memories": [mem("The user moved to Tainan.", "personal", replaces="m1")]})
+    llm.parsed.append(found(mem("The user moved to Tainan.", "personal", replaces="m1")))
     outcome = await extract(
         llm, user_message="I moved to Tainan", assistant_reply="", existing=[other], now=NOW
     )
@@ -335,13 +330,11 @@ async def test_replaces_only_reaches_the_callers_own_memories(store: MemoryStore
 async def test_blank_and_repeated_items_are_not_stored_twice(store: MemoryStore) -> None:
     llm = FakeLLM()
     llm.parsed.append(
-        {
-            "memories": [
-                mem("  ", "other"),
-                mem("The user is a nurse.", "personal"),
-                mem("the user is a nurse", "personal"),
-            ]
-        }
+        found(
+            mem("  ", "other"),
+            mem("The user is a nurse.", "personal"),
+            mem("the user is a nurse", "personal"),
+        )
     )
     outcome, actions = await run(llm, store, 6, "I'm a nurse. A nurse!")
     assert [m.text for m in outcome.memories] == ["The user is a nurse."]
@@ -413,7 +406,7 @@ async def test_extraction_through_a_server_that_refuses_json_schema(store: Memor
         llm = ChatCompletionsLLM(model="smollm2", api_key="x", base_url=fake.base_url)
         try:
             for text in ("The user is a nurse.", "The user lives in Taipei."):
-                fake.queue_reply({"memories": [mem(text, "personal")]})
+                fake.queue_reply(found(mem(text, "personal")))
                 outcome, actions = await run(llm, store, 22, text)
                 assert outcome.error is None and actions == ["added"]
         finally:
@@ -434,12 +427,10 @@ async def test_replaces_pointing_at_an_unrelated_memory_does_not_overwrite_it(
     existing = await store.memories(23)
     llm = FakeLLM()
     llm.parsed.append(
-        {
-            "memories": [
-                mem("The user is a nurse.", "personal", replaces="m1"),  # unrelated to "B1"
-                mem("The user moved to Tainan.", "personal", replaces="m2"),  # a real update
-            ]
-        }
+        found(
+            mem("The user is a nurse.", "personal", replaces="m1"),  # unrelated to "B1"
+            mem("The user moved to Tainan.", "personal", replaces="m2"),  # a real update
+        )
     )
     outcome = await extract(llm, user_message="I'm a nurse and I moved to Tainan",
                             assistant_reply="", existing=existing, now=NOW)  # fmt: skip
@@ -516,17 +507,15 @@ async def test_situations_ride_on_the_same_call_and_find_a_memory_the_message_ne
     """The model's situations (requests where the fact matters though they never name it) come in
     the same strict answer, are stored with the memory's terms, and a later message that shares
     only a situation's word finds the memory."""
-    answer = {
-        "memories": [
-            {
-                "text": "使用者對花生過敏",
-                "category": "personal",
-                "replaces": None,
-                "terms": ["peanut", "花生", "allergy", "過敏"],
-                "situations": ["ordering food", "點餐", "restaurant", "餐廳", " Restaurant "],
-            }
-        ]
-    }
+    answer = found(
+        {
+            "text": "使用者對花生過敏",
+            "category": "personal",
+            "replaces": None,
+            "terms": ["peanut", "花生", "allergy", "過敏"],
+            "situations": ["ordering food", "點餐", "restaurant", "餐廳", " Restaurant "],
+        }
+    )
     outcome, actions, item = await over_http(store, 33, "我對花生過敏", answer)
     assert "situations" in item["properties"] and "situations" in item["required"]
     assert outcome.error is None and actions == ["added"]
@@ -550,7 +539,7 @@ async def test_situations_as_one_string_and_secrets_among_them() -> None:
         "terms": ["night shift"],
         "situations": "sleep, 睡覺、A123456789",
     }
-    llm.parsed.append(json.dumps({"memories": [item]}))
+    llm.parsed.append(json.dumps(found(item)))
     outcome = await extract(
         llm, user_message="I work nights", assistant_reply="", existing=[], now=NOW
     )
@@ -563,7 +552,7 @@ async def test_situations_as_one_string_and_secrets_among_them() -> None:
 async def test_a_secret_among_the_terms_is_dropped_and_redacted() -> None:
     llm = FakeLLM()
     item = {**mem("The user works at a bank.", "personal"), "terms": ["bank", "A123456789"]}
-    llm.parsed.append({"memories": [item]})
+    llm.parsed.append(found(item))
     outcome = await extract(
         llm, user_message="I work at a bank", assistant_reply="", existing=[], now=NOW
     )
@@ -576,7 +565,7 @@ async def test_terms_written_as_one_string_are_read_as_meant() -> None:
     """A small model that writes "a, b、c" instead of a list still gives its terms."""
     llm = FakeLLM()
     item = {**mem("The user likes hiking.", "preference"), "terms": "hiking, 爬山、mountains"}
-    llm.parsed.append(json.dumps({"memories": [item]}))
+    llm.parsed.append(json.dumps(found(item)))
     outcome = await extract(
         llm, user_message="I like hiking", assistant_reply="", existing=[], now=NOW
     )
@@ -586,7 +575,7 @@ async def test_terms_written_as_one_string_are_read_as_meant() -> None:
 
 async def test_an_answer_without_terms_still_stores_the_memory(store: MemoryStore) -> None:
     llm = FakeLLM()
-    llm.parsed.append({"memories": [mem("The user is a nurse.", "personal")]})
+    llm.parsed.append(found(mem("The user is a nurse.", "personal")))
     _, actions = await run(llm, store, 32, "I'm a nurse")
     assert actions == ["added"]
     assert (await store.memories(32))[0].terms == ()
@@ -624,7 +613,7 @@ async def test_the_compact_form_shows_fewer_memories_and_only_those_can_be_repla
         await store.add(24, fact, source="manual", category="personal")
     existing = await store.memories(24)
     llm = FakeLLM()
-    llm.parsed.append({"memories": [mem("The user now studies in the morning.", "other", "m5")]})
+    llm.parsed.append(found(mem("The user now studies in the morning.", "other", "m5")))
     outcome = await extract(
         llm, user_message="I study in the morning now", assistant_reply="", existing=existing,
         now=NOW, form="compact", needs_terms=existing,
