@@ -8,7 +8,7 @@ Run from the repository root::
 
 The real engine (`open_engine`, real SQLite, Chroma and embeddings) talks through the real SDK
 to the fake server as OpenAI (`FakeOpenAI.like_openai`, model gpt-5-mini), whose reasoning model
-spends the reasoning tokens of tests/provider_rules.py (ASSUMED figures: minimal 0, low 200,
+spends the reasoning tokens of tests/support/provider_rules.py (ASSUMED figures: minimal 0, low 200,
 medium 700 a call) at 80 tokens a second before its first visible word. `--time-scale` shrinks
 that wait (0.1: a tenth; 1: as the figures say). One learner talks `--turns` turns; each reply is
 streamed, and the extraction and summary run after it, as in production.
@@ -35,8 +35,8 @@ from memora.config import LLMConfig, Settings, StorageConfig
 from memora.engine import ChatRef, UserRef
 from memora.llm import REPLY, CallInfo, ChatMessage, Completion, OnDelta, Parsed, Usage
 from memora.llm.protocol import T
-from tests.fake_openai import FakeOpenAI
-from tests.provider_rules import Reasoning
+from tests.support.fake_openai import FakeOpenAI
+from tests.support.provider_rules import Reasoning
 
 MESSAGES = [
     "Hi! I want to practise my English for a job interview next month.",

@@ -5,10 +5,11 @@ Run from the repository root::
     .venv/bin/python -m benchmarks.lesson_tokens [--learners 2]
 
 Each learner talks to the real `memora chat` process (the terminal chat: real engine, openai
-SDK, SQLite, Chroma) over loopback HTTP to the fake OpenAI server (tests/fake_openai.py) playing
-the tutor (tests/fake_tutor.py): once an ordinary conversation, once through each lesson mode in
-memora.modes.LESSONS that this script knows how to drive (DRIVES; others are skipped and named).
-Token figures are the fake's usage figures (its deterministic estimate, len/4 + 1 a message).
+SDK, SQLite, Chroma) over loopback HTTP to the fake OpenAI server (tests/support/fake_openai.py)
+playing the tutor (tests/support/fake_tutor.py): once an ordinary conversation, once through each
+lesson mode in memora.modes.LESSONS that this script knows how to drive (DRIVES; others are skipped
+and named). Token figures are the fake's usage figures (its deterministic estimate, len/4 + 1 a
+message).
 
 Prints per mode: the extraction call's output tokens with no mode vs in the mode (mean, and the
 added tokens), the input tokens the mode block adds to each reply request, and the reply path's
@@ -26,8 +27,15 @@ from pathlib import Path
 
 from memora.modes import LESSONS
 from memora.modes.placement import QUESTIONS
-from tests.fake_openai import Answer, FakeOpenAI, FakeRequest, _as_reply, _reply_text, approx_tokens
-from tests.fake_tutor import mode_block, tutor_responder
+from tests.support.fake_openai import (
+    Answer,
+    FakeOpenAI,
+    FakeRequest,
+    _as_reply,
+    _reply_text,
+    approx_tokens,
+)
+from tests.support.fake_tutor import mode_block, tutor_responder
 from tests.support.terminal import chat, memora_env
 
 ORDINARY = [f"Yesterday I go to the market and buy {n} apples, is it right?" for n in range(8)]

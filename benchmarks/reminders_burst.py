@@ -5,8 +5,8 @@ Run from the repository root::
     .venv/bin/python -m benchmarks.reminders_burst [--learners 1000]
 
 Prints figures, passes or fails nothing. The real Application built by
-``bot.telegram.build_application`` runs against the fake Bot API (tests/fake_telegram.py) with
-its real rate limiter (AIORateLimiter: Telegram's ~30 messages a second for one bot) and PTB's
+``bot.telegram.build_application`` runs against the fake Bot API (tests/support/fake_telegram.py)
+with its real rate limiter (AIORateLimiter: Telegram's ~30 messages a second for one bot) and PTB's
 real JobQueue. N learners are stored through the core (a real SQLite file) with the same reminder
 time; their daily jobs are then set to fire in the same second (the stored minute, moved to now —
 nothing waits for 20:00). Each job does what it does at 20:00: reads the reminder, checks it is
@@ -36,8 +36,8 @@ from memora.engine import Engine
 from memora.reminders import EVERY_DAY, Reminders
 from memora.shortterm.tokens import LocalTokenCounter
 from memora.storage import Database
-from tests.fake_telegram import FakeTelegram
-from tests.fakes import FakeLLM
+from tests.support.fake_telegram import FakeTelegram
+from tests.support.fakes import FakeLLM
 
 FIRST_USER = 100_000
 

@@ -25,15 +25,15 @@ import tempfile
 import time
 from pathlib import Path
 
-from tests.engines import (
+from tests.support.bot import WebhookBot
+from tests.support.engines import (
     engine_root,
     fresh_database,
     start_chroma,
     start_postgres,
 )
-from tests.fake_openai import FakeOpenAI
-from tests.fake_telegram import FakeTelegram
-from tests.support.bot import WebhookBot
+from tests.support.fake_openai import FakeOpenAI
+from tests.support.fake_telegram import FakeTelegram
 
 REPLICAS = [int(a) for a in __import__("os").environ.get("REPLICAS", "1,3").split(",")]
 TELEGRAM_RATE = 30.0  # messages a second per bot

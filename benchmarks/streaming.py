@@ -5,8 +5,8 @@ Run from the repository root::
     .venv/bin/python -m benchmarks.streaming [--chats 40] [--words 60] [--word-delay 0.05]
 
 The real `memora run` process streams its replies (`stream_replies = true`) to the fake Bot API
-with Telegram's flood limits on (tests/fake_telegram.py, `limits=True`: ~30 messages a second
-for the bot, one a second in a chat with a short burst; drafts are not messages and are
+with Telegram's flood limits on (tests/support/fake_telegram.py, `limits=True`: ~30 messages a
+second for the bot, one a second in a chat with a short burst; drafts are not messages and are
 assumed to allow 4 a second in a chat, since Telegram documents no limit for them). N learners
 ask at the same moment in their private chats; the model streams each answer word by word.
 The same burst runs twice in one invocation: previews as an edited message (the old way,
@@ -25,9 +25,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.fake_openai import FakeOpenAI
-from tests.fake_telegram import FakeTelegram
 from tests.support.bot import BotProcess
+from tests.support.fake_openai import FakeOpenAI
+from tests.support.fake_telegram import FakeTelegram
 
 METHODS = ("sendMessage", "editMessageText", "sendMessageDraft", "sendChatAction")
 

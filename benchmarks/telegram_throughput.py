@@ -22,7 +22,7 @@ thread. The last lines say how long the one SQLite connection's thread was busy 
 wait for fsyncs): every chat's reads and writes queue for it.
 
 Prints figures, passes or fails nothing. N private chats each send M messages at once to the fake
-Bot API server (tests/fake_telegram.py); the real python-telegram-bot Application built by
+Bot API server (tests/support/fake_telegram.py); the real python-telegram-bot Application built by
 ``bot.telegram.build_application`` long-polls it over HTTP, with its rate limiter, typing
 indicator and HTML rendering. The engine is the real one over real SQLite in a temp dir, with an
 LLM that answers after --latency seconds (no long-term store, no summaries within the run). The
@@ -63,7 +63,7 @@ from memora.longterm import MemoryStore
 from memora.longterm.embeddings import LocalUSE
 from memora.shortterm.tokens import LocalTokenCounter
 from memora.storage import Database
-from tests.fake_telegram import FakeTelegram
+from tests.support.fake_telegram import FakeTelegram
 
 
 class SlowEcho:

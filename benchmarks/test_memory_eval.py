@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from benchmarks import memory_eval
-from tests.fake_openai import FakeOpenAI, FakeRequest, input_tokens_of
+from tests.support.fake_openai import FakeOpenAI, FakeRequest, input_tokens_of
 
 # Two sessions between Ana and Ben. Each turn carries a FACT marker the fake extracts.
 SESSIONS = {

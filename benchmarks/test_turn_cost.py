@@ -7,7 +7,7 @@ from benchmarks import turn_cost
 from memora.extraction import LearnerExtractionResult
 from memora.llm.structured import json_schema
 from memora.usage import Call
-from tests.fake_openai import FakeRequest
+from tests.support.fake_openai import FakeRequest
 
 
 def extraction_request(message: str) -> FakeRequest:

@@ -7,11 +7,11 @@ Run from the repository root::
 
 One learner talks to the real engine (built by memora.app.open_engine from settings, as `memora
 run` builds it: real SQLite, Chroma, the local embedder, the openai SDK) over loopback HTTP to
-the fake OpenAI server (tests/fake_openai.py) answering as OpenAI does: tokens counted with the
-o200k tokenizer (per message, plus OpenAI's 3 tokens of framing), the strict schema billed with
+the fake OpenAI server (tests/support/fake_openai.py) answering as OpenAI does: tokens counted with
+the o200k tokenizer (per message, plus OpenAI's 3 tokens of framing), the strict schema billed with
 the prompt, a prompt cache for repeated prefixes (1,024 tokens, blocks of 128), and a reasoning
-model's reasoning tokens by effort (the fake's assumed figures, tests/provider_rules.py). The
-model's answers are scripted to a capable tutor's lengths: replies of 60-110 words, summaries of
+model's reasoning tokens by effort (the fake's assumed figures, tests/support/provider_rules.py).
+The model's answers are scripted to a capable tutor's lengths: replies of 60-110 words, summaries of
 about 100 words, extraction answers with a memory or a mistake where the learner gives one.
 
 The figures are read back from the usage ledger (memora/usage.py), per call kind, and priced at
@@ -37,8 +37,8 @@ from memora.config import LLMConfig, ModelPrice, PricingConfig, Settings, Storag
 from memora.shortterm.tokens import TOKENS_PER_MESSAGE, o200k
 from memora.types import ChatRef, UserRef
 from memora.usage import Call, UsageLedger, cost
-from tests.fake_openai import Answer, FakeOpenAI, FakeRequest, minimal_instance
-from tests.provider_rules import Reasoning
+from tests.support.fake_openai import Answer, FakeOpenAI, FakeRequest, minimal_instance
+from tests.support.provider_rules import Reasoning
 
 MODEL = "gpt-5-mini"
 PRICES = ModelPrice(input=0.25, cached_input=0.025, output=2.0)

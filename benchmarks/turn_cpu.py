@@ -6,13 +6,13 @@ Run from the repository root::
         [--profile] [--runs 1]
 
 What a user runs: `memora run` as its own process (long polling, the default SQLite + local
-Chroma + local embedder), talking over loopback HTTP to the fake Bot API (tests/fake_telegram.py,
-in this process) and the fake OpenAI server (tests/fake_openai.py, in a child process), both
-answering as the real services do. Each of N private chats sends M fact-bearing messages at
-once; every reply costs the model `--latency` seconds, every extraction call too, and each
-extraction keeps the message as one memory (embedded and written to Chroma), so a turn is the
-whole product: reply, after-reply extraction with a memory write, the learner model's updates,
-the durable inbox and outbox.
+Chroma + local embedder), talking over loopback HTTP to the fake Bot API
+(tests/support/fake_telegram.py, in this process) and the fake OpenAI server
+(tests/support/fake_openai.py, in a child process), both answering as the real services do. Each of
+N private chats sends M fact-bearing messages at once; every reply costs the model `--latency`
+seconds, every extraction call too, and each extraction keeps the message as one memory (embedded
+and written to Chroma), so a turn is the whole product: reply, after-reply extraction with a memory
+write, the learner model's updates, the durable inbox and outbox.
 
 Prints, per run: the wall time from the burst to the last reply against the floor (N × M / 30 s:
 Telegram's ~30 messages a second), and the bot process's CPU (user + system, read from /proc,
@@ -42,8 +42,8 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
-from tests.fake_openai import FakeOpenAI, FakeRequest, default_responder, minimal_instance
-from tests.fake_telegram import FakeTelegram
+from tests.support.fake_openai import FakeOpenAI, FakeRequest, default_responder, minimal_instance
+from tests.support.fake_telegram import FakeTelegram
 
 ROOT = Path(__file__).resolve().parent.parent
 TELEGRAM_RATE = 30.0  # messages a second, one bot, all chats

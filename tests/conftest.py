@@ -1,4 +1,5 @@
-"""Shared fixtures: a real SQLite database in a temp dir and an engine over a FakeLLM."""
+"""Shared fixtures: a real SQLite database in a temp dir, an engine over a FakeLLM, the fake
+OpenAI and Bot API servers, and the real shared engines (PostgreSQL, Chroma server)."""
 
 from __future__ import annotations
 
@@ -18,9 +19,10 @@ from memora.longterm import MemoryStore
 from memora.longterm.embeddings import LocalUSE
 from memora.shortterm.tokens import LocalTokenCounter
 from memora.storage import Database
-from tests.engines import ChromaServer, Postgres
-from tests.fake_openai import FakeOpenAI
-from tests.fakes import FakeLLM
+from tests.support.engines import ChromaServer, Postgres
+from tests.support.fake_openai import FakeOpenAI
+from tests.support.fake_telegram import FakeTelegram
+from tests.support.fakes import FakeLLM
 
 
 @pytest.fixture(autouse=True)
@@ -70,6 +72,21 @@ def fake(fake_openai_server: FakeOpenAI) -> FakeOpenAI:
 
 
 @pytest.fixture
+def openai_server() -> Iterator[FakeOpenAI]:
+    """A fake OpenAI server of this test's own (a real process under test talks to it)."""
+    with FakeOpenAI() as server:
+        yield server
+
+
+@pytest.fixture
+def tg() -> Iterator[FakeTelegram]:
+    """A fake Bot API server of this test's own; held calls are answered before it stops."""
+    with FakeTelegram() as server:
+        yield server
+        server.release()
+
+
+@pytest.fixture
 def counter() -> LocalTokenCounter:
     return LocalTokenCounter()
 
@@ -109,7 +126,7 @@ async def mem_engine(
 # -- real shared engines (PostgreSQL, Chroma server), started once per session ------------------
 @pytest.fixture(scope="session")
 def engines_root() -> Iterator[Path]:
-    from tests.engines import engine_root
+    from tests.support.engines import engine_root
 
     with engine_root() as root:
         yield root
@@ -118,7 +135,7 @@ def engines_root() -> Iterator[Path]:
 @pytest.fixture(scope="session")
 def postgres(engines_root: Path) -> Iterator[Postgres]:
     """A PostgreSQL 16 server from the pgserver wheel; the run fails if it cannot start."""
-    from tests.engines import start_postgres
+    from tests.support.engines import start_postgres
 
     server = start_postgres(engines_root)
     yield server
@@ -128,7 +145,7 @@ def postgres(engines_root: Path) -> Iterator[Postgres]:
 @pytest.fixture
 def postgres_url(postgres: Postgres) -> str:
     """A fresh, empty database of its own for this test."""
-    from tests.engines import fresh_database
+    from tests.support.engines import fresh_database
 
     return fresh_database(postgres)
 
@@ -136,7 +153,7 @@ def postgres_url(postgres: Postgres) -> str:
 @pytest.fixture(scope="session")
 def chroma_server(engines_root: Path) -> Iterator[ChromaServer]:
     """`chroma run` from the chromadb wheel on a free port; the run fails if it cannot start."""
-    from tests.engines import start_chroma
+    from tests.support.engines import start_chroma
 
     server = start_chroma(engines_root)
     yield server
@@ -150,9 +167,10 @@ WORKERS = 2
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist's own, which turns -n into workers
 def pytest_cmdline_main(config: pytest.Config) -> None:
     """pytest-xdist's `-n 2 --dist loadfile` unless the command line says `-n`: each worker has
-    its own engines (tests/engines.py), and a test file stays on one worker, so a module-scoped
-    bot or server starts once and its tests run in file order. `-n 0` (or --pdb) runs in one
-    process. Set here, not in addopts, so a venv without pytest-xdist still runs, in one process.
+    its own engines (tests/support/engines.py), and a test file stays on one worker, so a
+    module-scoped bot or server starts once and its tests run in file order. `-n 0` (or --pdb) runs
+    in one process. Set here, not in addopts, so a venv without pytest-xdist still runs, in one
+    process.
     """
     if hasattr(config, "workerinput"):  # a worker: it runs its tests itself
         return

@@ -17,7 +17,7 @@ from memora.longterm import MemoryStore
 from memora.longterm.embeddings import Embedded, Kind, LocalUSE
 from memora.shortterm.tokens import LocalTokenCounter
 from memora.storage import Database
-from tests.fakes import FakeLLM
+from tests.support.fakes import FakeLLM
 
 ALICE = UserRef(1, "Alice")
 

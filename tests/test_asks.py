@@ -11,8 +11,8 @@ from io import StringIO
 from bot.terminal import chat_loop
 from memora.engine import ChatRef, Engine, UserRef
 from memora.longterm import MemoryStore
-from tests.fakes import FakeLLM
-from tests.test_trust import naming
+from tests.support.extraction import naming
+from tests.support.fakes import FakeLLM
 
 TERMINAL = ChatRef(0, "private", "terminal")
 YOU = UserRef(0, "")

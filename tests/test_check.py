@@ -24,8 +24,8 @@ from memora.config import (
     Settings,
     TelegramConfig,
 )
-from tests.fake_openai import FakeOpenAI
-from tests.fake_telegram import FakeTelegram
+from tests.support.fake_openai import FakeOpenAI
+from tests.support.fake_telegram import FakeTelegram
 from tests.support.terminal import ROOT, memora_env
 
 PRICES = json.dumps({"gpt-5-mini": {"input": 0.25, "cached_input": 0.025, "output": 2.0}})
@@ -122,9 +122,9 @@ PROFILES: dict[str, tuple[Callable[[FakeOpenAI], object], dict[str, str]]] = {
 
 
 def test_memora_check_on_each_provider_profile(telegram: FakeTelegram, tmp_path: Path) -> None:
-    """The real command against the fake server in each provider profile (tests/fake_openai.py,
-    from each service's documented rules; llama.cpp's as recorded from its server), and one
-    configuration with fatal problems."""
+    """The real command against the fake server in each provider profile
+    (tests/support/fake_openai.py, from each service's documented rules; llama.cpp's as recorded
+    from its server), and one configuration with fatal problems."""
     with ExitStack() as stack:
         envs = {}
         for name, (profile, env) in PROFILES.items():

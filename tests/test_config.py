@@ -15,7 +15,7 @@ from memora.engine import ChatRef, Engine, EngineConfig, UserRef
 from memora.shortterm.instructions import TUTOR_INSTRUCTIONS
 from memora.shortterm.tokens import LocalTokenCounter
 from memora.storage import Database
-from tests.fakes import FakeLLM
+from tests.support.fakes import FakeLLM
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -24,7 +24,7 @@ from memora.shortterm.tokens import LocalTokenCounter, o200k
 from memora.storage import Database
 from memora.types import ChatRef, UserRef
 from memora.usage import KINDS, Call, Metering, UsageLedger, cost, render_report
-from tests.fake_openai import (
+from tests.support.fake_openai import (
     Answer,
     FakeOpenAI,
     FakeReply,

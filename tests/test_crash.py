@@ -5,21 +5,14 @@ from __future__ import annotations
 import random
 import sqlite3
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.fake_openai import FakeOpenAI
+from tests.support.fake_openai import FakeOpenAI
 from tests.support.terminal import ChatProcess, memora_env
 
 pytestmark = pytest.mark.slow
-
-
-@pytest.fixture
-def openai_server() -> Iterator[FakeOpenAI]:
-    with FakeOpenAI() as server:
-        yield server
 
 
 def check_invariants(db_path: Path, answered: list[str]) -> None:

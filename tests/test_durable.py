@@ -17,17 +17,16 @@ from pathlib import Path
 import pytest
 
 from bot.telegram.handlers.text import NOT_TEXT
-from tests.fake_openai import FakeOpenAI
-from tests.fake_telegram import FakeTelegram
-from tests.support.bot import ALICE, WAIT, BotProcess
+from tests.support.bot import ALICE, WAIT, BotProcess, bot_over_fakes
+from tests.support.fake_openai import FakeOpenAI
+from tests.support.fake_telegram import FakeTelegram
 
 pytestmark = pytest.mark.slow
 
 
 @pytest.fixture
 def bot(tmp_path: Path) -> Iterator[BotProcess]:
-    with FakeTelegram() as tg, FakeOpenAI() as llm:
-        process = BotProcess(tg, llm, tmp_path / "data", tmp_path / "bot.log")
+    with bot_over_fakes(tmp_path) as (_tg, _llm, process):
         process.env["MEMORA_MEMORY__MAX_RECENT_TURNS"] = "10"  # no summaries in the way
         yield process
         if process.proc is not None:

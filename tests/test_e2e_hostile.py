@@ -15,9 +15,9 @@ import pytest
 
 from memora.shortterm.instructions import MODE_BLOCK, SUMMARY_BLOCK, SUMMARY_INSTRUCTIONS
 from memora.shortterm.keyfacts import PINNED_HEADER
-from tests.fake_openai import FakeOpenAI, FakeRequest, default_responder
-from tests.fake_telegram import FakeTelegram
-from tests.support.bot import ALICE, WAIT, BotProcess
+from tests.support.bot import ALICE, WAIT, BotProcess, bot_over_fakes
+from tests.support.fake_openai import FakeOpenAI, FakeRequest, default_responder
+from tests.support.fake_telegram import FakeTelegram
 
 pytestmark = pytest.mark.slow
 
@@ -41,9 +41,8 @@ def summary_drops_the_numbers(req: FakeRequest) -> Any:
 @pytest.fixture(scope="module")
 def bot(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BotProcess]:
     tmp = tmp_path_factory.mktemp("hostile")
-    with FakeTelegram() as tg, FakeOpenAI() as llm:
+    with bot_over_fakes(tmp) as (_tg, llm, process):
         llm.responder = summary_drops_the_numbers
-        process = BotProcess(tg, llm, tmp / "data", tmp / "bot.log")
         process.env["MEMORA_TELEGRAM__ALLOWED_USER_IDS"] = json.dumps([ALICE, MALLORY])
         process.start()
         yield process

@@ -11,9 +11,8 @@ from typing import Any
 
 import pytest
 
-from tests.fake_openai import FakeOpenAI
-from tests.fake_telegram import FakeTelegram
-from tests.support.bot import ALICE, WAIT, BotProcess, ask
+from tests.support.bot import ALICE, WAIT, ask, bot_over_fakes, keyboard
+from tests.support.fake_telegram import FakeTelegram
 
 pytestmark = pytest.mark.slow
 
@@ -32,11 +31,6 @@ WIDE = {
 }
 
 
-def keyboard(message: dict[str, Any]) -> dict[str, str]:
-    rows = (message.get("reply_markup") or {}).get("inline_keyboard", [])
-    return {b["text"]: b["callback_data"] for row in rows for b in row}
-
-
 def last_to(tg: FakeTelegram, chat_id: int) -> dict[str, Any]:
     return tg.sent_messages(chat_id)[-1]
 
@@ -49,8 +43,7 @@ def edits_sent(tmp_path: Path) -> list[int]:
 
 
 def test_mistake_to_card_to_grade_survives_kill_9(tmp_path: Path) -> None:
-    with FakeTelegram() as tg, FakeOpenAI() as llm:
-        bot = BotProcess(tg, llm, tmp_path / "data", tmp_path / "bot.log")
+    with bot_over_fakes(tmp_path) as (tg, llm, bot):
         bot.start()
         try:
             llm.queue_reply(WIDE, kind="structured")

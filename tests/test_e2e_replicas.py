@@ -22,10 +22,10 @@ from typing import Any
 
 import pytest
 
-from tests.engines import ChromaServer
-from tests.fake_openai import FakeOpenAI
-from tests.fake_telegram import FakeTelegram
 from tests.support.bot import ADMIN, WebhookBot, query
+from tests.support.engines import ChromaServer
+from tests.support.fake_openai import FakeOpenAI
+from tests.support.fake_telegram import FakeTelegram
 
 pytestmark = pytest.mark.slow
 

@@ -18,9 +18,9 @@ import pytest
 
 from bot.telegram.context import NEWCOMER_SECONDS
 from memora.shortterm.instructions import MEMORY_BLOCK
-from tests.fake_openai import FakeOpenAI
-from tests.fake_telegram import FakeTelegram
-from tests.support.bot import ADMIN, ALICE, WAIT, BotProcess, ask
+from tests.support.bot import ADMIN, ALICE, WAIT, BotProcess, ask, bot_over_fakes
+from tests.support.fake_openai import FakeOpenAI
+from tests.support.fake_telegram import FakeTelegram
 
 pytestmark = pytest.mark.slow
 
@@ -218,8 +218,7 @@ def test_a_streamed_reply_is_drafts_in_private_and_edits_in_a_group(tmp_path: Pa
         "are worth practising a few at a time, out loud, until they feel natural."
     )
     group = FakeTelegram.DEFAULT_GROUP_ID
-    with FakeTelegram(limits=True) as tg, FakeOpenAI() as llm:
-        process = BotProcess(tg, llm, tmp_path / "data", tmp_path / "bot.log")
+    with bot_over_fakes(tmp_path, limits=True) as (tg, llm, process):
         process.env["MEMORA_TELEGRAM__STREAM_REPLIES"] = "true"
         process.start()
         try:

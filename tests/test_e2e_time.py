@@ -12,9 +12,8 @@ import pytest
 from memora.clock import TEST_CLOCK_ENV
 from memora.engine.followups import FOLLOW_UP_BLOCK
 from memora.shortterm.instructions import MEMORY_BLOCK
-from tests.fake_openai import FakeOpenAI
-from tests.fake_telegram import FakeTelegram
-from tests.support.bot import WAIT, BotProcess, ask
+from tests.support.bot import WAIT, ask, bot_over_fakes
+from tests.support.fake_openai import FakeOpenAI
 from tests.support.terminal import ChatProcess, memora_env
 
 pytestmark = pytest.mark.slow
@@ -69,8 +68,7 @@ def reply_to(llm: FakeOpenAI, text: str) -> list[dict[str, str]]:
 def test_memora_run_asks_about_an_ended_trip_once(tmp_path: Path) -> None:
     now = tmp_path / "now"
     now.write_text("2026-03-01T09:00:00+00:00")
-    with FakeTelegram() as tg, FakeOpenAI() as llm:
-        bot = BotProcess(tg, llm, tmp_path / "data", tmp_path / "bot.log")
+    with bot_over_fakes(tmp_path) as (tg, llm, bot):
         bot.env[TEST_CLOCK_ENV] = str(now)
         bot.start()
         try:

@@ -18,9 +18,9 @@ import pytest
 from memora.learner.service import Learner
 from memora.reminders import EVERY_DAY, Reminders
 from memora.storage import Database
-from tests.fake_openai import VOICE_FIXTURE, FakeOpenAI
-from tests.fake_telegram import FakeTelegram
-from tests.support.bot import ALICE, WAIT, BotProcess, ask
+from tests.support.bot import ALICE, WAIT, ask, bot_over_fakes
+from tests.support.fake_openai import VOICE_FIXTURE
+from tests.support.fake_telegram import FakeTelegram
 
 pytestmark = pytest.mark.slow
 
@@ -50,8 +50,7 @@ def test_voice_and_reminders_through_the_real_process(tmp_path: Path) -> None:
         pytest.skip("a restart could cross midnight UTC, when a reminder is due again")
     data = tmp_path / "data"
     asyncio.run(seed_reminder(data, ALICE, goal=True))
-    with FakeTelegram() as tg, FakeOpenAI() as llm:
-        bot = BotProcess(tg, llm, data, tmp_path / "bot.log")
+    with bot_over_fakes(tmp_path, data=data) as (tg, llm, bot):
         bot.start()
         # 1. The reminder missed while the bot was down arrives once, written from memory.
         (text,) = tg.wait_for(lambda: reminders_to(tg, ALICE), WAIT, "the reminder")
@@ -98,8 +97,7 @@ def test_a_reminder_claimed_before_a_kill_9_arrives_once_after_the_restart(tmp_p
         pytest.skip("the reminder's day could end (at midnight UTC) before the restart")
     data = tmp_path / "data"
     asyncio.run(seed_reminder(data, ALICE))
-    with FakeTelegram() as tg, FakeOpenAI() as llm:
-        bot = BotProcess(tg, llm, data, tmp_path / "bot.log")
+    with bot_over_fakes(tmp_path, data=data) as (tg, _llm, bot):
         tg.fail_next("sendMessage", 10_000, status=502)
         bot.start()
         tg.wait_for(

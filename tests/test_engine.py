@@ -12,7 +12,7 @@ from memora.llm import ChatMessage, LLMError
 from memora.shortterm.instructions import SUMMARY_BLOCK
 from memora.shortterm.tokens import LocalTokenCounter
 from memora.storage import Database, StoredMessage
-from tests.fakes import CutStream, FakeLLM
+from tests.support.fakes import CutStream, FakeLLM
 
 ALICE = UserRef(1, "Alice")
 BOB = UserRef(2, "Bob")

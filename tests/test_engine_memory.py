@@ -18,7 +18,7 @@ from memora.longterm.embeddings import Embedded, Kind, LocalUSE
 from memora.shortterm.instructions import MEMORY_BLOCK, SUMMARY_BLOCK, TUTOR_INSTRUCTIONS
 from memora.shortterm.tokens import LocalTokenCounter
 from memora.storage import Database
-from tests.fakes import FakeLLM, forgetme
+from tests.support.fakes import FakeLLM, forgetme
 
 ALICE = UserRef(1, "Alice")
 BOB = UserRef(2, "Bob")
@@ -36,7 +36,7 @@ def ctx(user: UserRef = ALICE, arg: str = "", chat: ChatRef = CHAT) -> CommandCo
 async def test_extraction_runs_after_the_reply_and_feeds_the_next_turn(
     mem_engine: Engine, llm: FakeLLM, store: MemoryStore
 ) -> None:
-    from tests.fake_openai import extraction_answer
+    from tests.support.fake_openai import extraction_answer
 
     llm.parsed.append(
         extraction_answer(
@@ -496,7 +496,7 @@ async def test_search_terms_are_exported_but_not_listed(
     mem_engine: Engine, llm: FakeLLM, store: MemoryStore
 ) -> None:
     """/memories shows what the learner said, not the index; /export carries everything."""
-    from tests.fake_openai import extraction_answer
+    from tests.support.fake_openai import extraction_answer
 
     terms = ("family", "mother", "家人", "媽媽")
     llm.parsed.append(extraction_answer(("媽媽是英文老師", "personal", terms)))

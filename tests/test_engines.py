@@ -7,7 +7,7 @@ import asyncio
 import asyncpg
 
 from memora.longterm.shared import close_http_client, http_client
-from tests.engines import ChromaServer, Postgres, fresh_database
+from tests.support.engines import ChromaServer, Postgres, fresh_database
 
 
 async def test_postgres_answers_and_each_test_has_its_own_schema(postgres: Postgres) -> None:

@@ -31,8 +31,8 @@ from memora.erase import (
     scrub_hnsw,
 )
 from memora.longterm.store import COLLECTION, MemoryStore
-from tests.fake_openai import FakeOpenAI, FakeRequest, default_responder
 from tests.support.disk import files_holding
+from tests.support.fake_openai import FakeOpenAI, FakeRequest, default_responder
 from tests.support.terminal import ChatProcess, memora_env
 
 pytestmark = pytest.mark.slow
@@ -61,18 +61,18 @@ def _extracting(req: FakeRequest) -> object:
 
 
 @pytest.fixture
-def openai_server() -> Iterator[FakeOpenAI]:
-    with FakeOpenAI() as server:
-        server.responder = _extracting  # type: ignore[assignment]
-        yield server
+def extracting(openai_server: FakeOpenAI) -> FakeOpenAI:
+    """The test's fake OpenAI server, with the extractor above."""
+    openai_server.responder = _extracting  # type: ignore[assignment]
+    return openai_server
 
 
 @pytest.fixture
-def remembering(openai_server: FakeOpenAI, tmp_path: Path) -> Iterator[tuple[ChatProcess, Path]]:
+def remembering(extracting: FakeOpenAI, tmp_path: Path) -> Iterator[tuple[ChatProcess, Path]]:
     """A running `memora chat` on its data dir that remembers two things of the learner: a
     preference saved with /remember (memory 1) and the cat's name, extracted (memory 2)."""
     data = tmp_path / "data"
-    p = ChatProcess(memora_env(openai_server, data))
+    p = ChatProcess(memora_env(extracting, data))
     try:
         p.send("/remember I prefer short explanations with examples")
         p.wait_for("Saved: I prefer short explanations")

@@ -23,10 +23,16 @@ from typing import Any
 
 import pytest
 
-from tests.fake_openai import Answer, FakeOpenAI, FakeRequest, default_responder, minimal_instance
-from tests.fake_telegram import FakeTelegram
-from tests.support.bot import ALICE, WAIT, BotProcess, ask, query
+from tests.support.bot import ALICE, WAIT, BotProcess, ask, bot_over_fakes, query
 from tests.support.disk import files_holding
+from tests.support.fake_openai import (
+    Answer,
+    FakeOpenAI,
+    FakeRequest,
+    default_responder,
+    minimal_instance,
+)
+from tests.support.fake_telegram import FakeTelegram
 
 pytestmark = pytest.mark.slow
 
@@ -139,8 +145,7 @@ def left_over(data: Path) -> list[str]:
 
 def test_deletions_win_the_race_on_sqlite(tmp_path: Path) -> None:
     data = tmp_path / "data"
-    with FakeTelegram() as tg, FakeOpenAI() as llm:
-        bot = BotProcess(tg, llm, data, tmp_path / "bot.log")
+    with bot_over_fakes(tmp_path, data=data) as (tg, llm, bot):
         bot.env["MEMORA_RETRIEVAL__MIN_SCORE"] = "0"  # every memory reaches the reply
         try:
             shown = run_races(tg, llm, bot)
@@ -153,8 +158,7 @@ def test_deletions_win_the_race_on_sqlite(tmp_path: Path) -> None:
 
 def test_deletions_win_the_race_on_postgresql(tmp_path: Path, postgres_url: str) -> None:
     data = tmp_path / "data"
-    with FakeTelegram() as tg, FakeOpenAI() as llm:
-        bot = BotProcess(tg, llm, data, tmp_path / "bot.log")
+    with bot_over_fakes(tmp_path, data=data) as (tg, llm, bot):
         bot.env["MEMORA_RETRIEVAL__MIN_SCORE"] = "0"
         bot.env["MEMORA_STORAGE__DATABASE_URL"] = postgres_url
         try:

@@ -26,7 +26,7 @@ from memora.longterm.dedupe import embedding_text, may_replace
 from memora.longterm.embeddings import LocalUSE
 from memora.longterm.ranking import DEFAULT_MIN_SCORE
 from memora.longterm.records import NewMemory, SearchWords
-from tests.fakes import FakeLLM, outage
+from tests.support.fakes import FakeLLM, outage
 
 NOW = datetime(2026, 11, 15, 9, 0, tzinfo=UTC)
 
@@ -399,7 +399,7 @@ async def test_extraction_through_a_server_that_refuses_json_schema(store: Memor
     """The llama.cpp case end to end with the real SDK: the first turn falls back to JSON mode
     (no retries of the refused form), later turns ask in JSON mode straight away."""
     from memora.llm import ChatCompletionsLLM
-    from tests.fake_openai import FakeOpenAI
+    from tests.support.fake_openai import FakeOpenAI
 
     with FakeOpenAI() as fake:
         fake.refused_formats = frozenset({"json_schema"})
@@ -470,7 +470,7 @@ async def over_http(
     """One extraction through the real SDK against the fake server, which answers `answer`;
     with the schema of one memory that the SDK sent (strict structured output)."""
     from memora.llm import ResponsesLLM
-    from tests.fake_openai import FakeOpenAI
+    from tests.support.fake_openai import FakeOpenAI
 
     with FakeOpenAI() as fake:
         llm = ResponsesLLM(model="gpt-test", api_key="x", base_url=fake.base_url)
@@ -488,7 +488,7 @@ async def over_http(
 async def test_terms_ride_on_the_extraction_call_and_are_stored(store: MemoryStore) -> None:
     """The real SDK asks the fake server for terms in the strict schema; the model's terms
     (English and the learner's language) are cleaned and stored with the memory."""
-    from tests.fake_openai import extraction_answer
+    from tests.support.fake_openai import extraction_answer
 
     terms = ["family", "mother", "家人", "媽媽", " Family ", "  mother's   cooking  ", ""]
     answer = extraction_answer(("媽媽很會做菜", "personal", terms))

@@ -6,22 +6,15 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from collections.abc import Iterator
 
 import pytest
 from telegram import Bot
 from telegram.constants import ParseMode
 from telegram.error import BadRequest, RetryAfter
 
-from tests.fake_telegram import FakeTelegram, MarkupError, parse_html
+from tests.support.fake_telegram import FakeTelegram, MarkupError, parse_html
 
 USER = FakeTelegram.DEFAULT_USER_ID
-
-
-@pytest.fixture
-def tg() -> Iterator[FakeTelegram]:
-    with FakeTelegram() as server:
-        yield server
 
 
 def bot(tg: FakeTelegram) -> Bot:
@@ -98,7 +91,7 @@ async def test_drafts_are_for_private_chats_and_live_30_seconds(
         await b.send_message(USER, "Half a reply.")
         assert tg.draft(USER) is None  # the message took its place
         await b.send_message_draft(USER, draft_id=8, text="Another")
-        monkeypatch.setattr("tests.fake_telegram.DRAFT_LIFE", 0.0)
+        monkeypatch.setattr("tests.support.fake_telegram.DRAFT_LIFE", 0.0)
         await asyncio.sleep(0.01)
         assert tg.draft(USER) is None  # expired
 

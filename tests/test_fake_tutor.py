@@ -10,8 +10,8 @@ from memora.extraction import LearnerExtractionResult
 from memora.modes.placement import PlacementResult
 from memora.modes.practice import PracticeResult
 from memora.shortterm.instructions import MODE_BLOCK
-from tests.fake_openai import FakeRequest
-from tests.fake_tutor import ESTIMATE, tutor_responder
+from tests.support.fake_openai import FakeRequest
+from tests.support.fake_tutor import ESTIMATE, tutor_responder
 
 
 class Scene(BaseModel):

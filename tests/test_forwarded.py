@@ -8,9 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.fake_openai import FakeOpenAI, FakeRequest, default_responder
-from tests.fake_telegram import FakeTelegram
-from tests.support.bot import BotProcess, ask
+from tests.support.bot import BotProcess, ask, bot_over_fakes
+from tests.support.fake_openai import FakeRequest, default_responder
 
 pytestmark = pytest.mark.slow
 
@@ -32,9 +31,8 @@ def _extracting(req: FakeRequest) -> object:
 
 @pytest.fixture
 def bot(tmp_path: Path) -> Iterator[BotProcess]:
-    with FakeTelegram() as tg, FakeOpenAI() as llm:
+    with bot_over_fakes(tmp_path) as (_tg, llm, process):
         llm.responder = _extracting  # type: ignore[assignment]
-        process = BotProcess(tg, llm, tmp_path / "data", tmp_path / "bot.log")
         process.start()
         yield process
         assert process.stop() == 0, process.output()

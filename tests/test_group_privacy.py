@@ -16,7 +16,7 @@ import pytest
 from memora.commands import CommandContext, run_command
 from memora.engine import ChatRef, Engine, UserRef
 from memora.longterm import MemoryStore, NewMemory
-from tests.fakes import FakeLLM
+from tests.support.fakes import FakeLLM
 
 MAY = UserRef(1, "May")
 PRIVATE = ChatRef(1, "private", "May")

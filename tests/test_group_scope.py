@@ -15,9 +15,14 @@ from typing import Any
 
 import pytest
 
-from tests.fake_openai import Answer, FakeOpenAI, FakeRequest, default_responder, minimal_instance
-from tests.fake_telegram import FakeTelegram
-from tests.support.bot import WAIT, BotProcess, ask
+from tests.support.bot import WAIT, ask, bot_over_fakes
+from tests.support.fake_openai import (
+    Answer,
+    FakeRequest,
+    default_responder,
+    minimal_instance,
+)
+from tests.support.fake_telegram import FakeTelegram
 
 pytestmark = pytest.mark.slow
 
@@ -74,9 +79,8 @@ def leaks(text: str) -> list[str]:
 
 
 def test_a_group_sees_only_what_the_group_was_told(tmp_path: Path) -> None:
-    with FakeTelegram() as tg, FakeOpenAI() as llm:
+    with bot_over_fakes(tmp_path) as (tg, llm, bot):
         llm.responder = extracting
-        bot = BotProcess(tg, llm, tmp_path / "data", tmp_path / "bot.log")
         bot.start()
         try:
             ask(tg, PRIVATE_SAYS)

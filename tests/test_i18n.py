@@ -33,8 +33,8 @@ from memora.shortterm.tokens import LocalTokenCounter
 from memora.storage import Database
 from memora.types import ChatRef, UserRef
 from memora.usage import Call, Metering, UsageLedger
-from tests.fakes import Clock, FakeLLM, clocked_engine, forgetme
-from tests.test_weekly import ALICE, MONDAY, a_fortnight
+from tests.support.fakes import Clock, FakeLLM, clocked_engine, forgetme
+from tests.support.fortnight import ALICE, MONDAY, a_fortnight
 
 LOCALE = i18n.LOCALE_DIR
 TRANSLATED = tuple(lang for lang in i18n.LANGUAGES if lang != i18n.DEFAULT)  # en: the source

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from bot.inputs import clean
 from memora.engine import EMPTY
-from tests.fake_openai import FakeOpenAI
+from tests.support.fake_openai import FakeOpenAI
 from tests.support.terminal import ROOT, memora_env
 
 

@@ -24,7 +24,7 @@ from memora.longterm import MemoryStore
 from memora.shortterm.instructions import TUTOR_INSTRUCTIONS
 from memora.shortterm.tokens import LocalTokenCounter
 from memora.storage import Database
-from tests.fakes import FakeLLM
+from tests.support.fakes import FakeLLM
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 ALICE, BOB = 1, 2

@@ -22,8 +22,8 @@ from memora.learner.commands import ALREADY, FORGED, GONE, NOT_YOURS
 from memora.learner.model import ExtractedMistake, ExtractedWord
 from memora.shortterm.tokens import LocalTokenCounter
 from memora.storage import Database
-from tests.fakes import FakeLLM
-from tests.test_telegram_handlers import (
+from tests.support.fakes import FakeLLM
+from tests.support.recording import (
     ALICE,
     BOB,
     BOT_USER,

@@ -1,6 +1,6 @@
 """Lessons end to end: the real `memora run` process against the fake Bot API and the fake
-model playing the tutor (tests/fake_tutor.py). A learner takes /placement in a private chat —
-one reply call per message, a kill -9 mid-test resumes at the same question — and /profile shows
+model playing the tutor (tests/support/fake_tutor.py). A learner takes /placement in a private chat
+— one reply call per message, a kill -9 mid-test resumes at the same question — and /profile shows
 the level the test found. Another practises their own logged slip and word with /practice, across
 a kill -9, and the grades reach the items' review cards."""
 
@@ -15,10 +15,10 @@ import pytest
 
 from memora.modes.placement import QUESTIONS
 from memora.shortterm.instructions import MODE_BLOCK
-from tests.fake_openai import FakeOpenAI
-from tests.fake_telegram import FakeTelegram
-from tests.fake_tutor import ESTIMATE, SLIPS, tutor_responder
-from tests.support.bot import WAIT, BotProcess, ask
+from tests.support.bot import WAIT, BotProcess, ask, bot_over_fakes
+from tests.support.fake_openai import FakeOpenAI
+from tests.support.fake_telegram import FakeTelegram
+from tests.support.fake_tutor import ESTIMATE, SLIPS, tutor_responder
 from tests.support.terminal import chat, memora_env
 
 pytestmark = pytest.mark.slow
@@ -28,9 +28,8 @@ LEARNER: dict[str, Any] = {"user_id": 3001, "first_name": "Mei"}
 
 @pytest.fixture
 def bot(tmp_path: Path) -> Iterator[BotProcess]:
-    with FakeTelegram() as tg, FakeOpenAI() as llm:
+    with bot_over_fakes(tmp_path) as (_tg, llm, process):
         llm.responder = tutor_responder
-        process = BotProcess(tg, llm, tmp_path / "data", tmp_path / "bot.log")
         process.env["MEMORA_MEMORY__MAX_RECENT_TURNS"] = "10"
         process.start()
         yield process

@@ -29,7 +29,7 @@ from memora.llm import (
 from memora.longterm import MemoryStore
 from memora.shortterm.tokens import LocalTokenCounter
 from memora.storage import Database
-from tests.fake_openai import FakeOpenAI, input_tokens_of
+from tests.support.fake_openai import FakeOpenAI, input_tokens_of
 
 MEI = UserRef(31, "Mei")
 CHAT = ChatRef(31)

@@ -1,5 +1,5 @@
 """The LLM clients (memora.llm, a class per API) and the OpenAI embedder, via the real openai SDK
-over HTTP to tests/fake_openai.py: both APIs, structured output, streaming, failures."""
+over HTTP to tests/support/fake_openai.py: both APIs, structured output, streaming, failures."""
 
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ from memora.llm import (
 )
 from memora.llm.sdk_errors import NO_RESPONSES_API
 from memora.longterm.embeddings import OpenAIEmbedder
-from tests.fake_openai import (
+from tests.support.fake_openai import (
     CutMode,
     FakeOpenAI,
     FakeReply,

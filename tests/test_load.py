@@ -16,8 +16,8 @@ from memora.config import Settings, TelegramConfig
 from memora.engine import Engine, EngineConfig
 from memora.shortterm.tokens import LocalTokenCounter
 from memora.storage import Database
-from tests.fake_telegram import FakeTelegram
-from tests.fakes import FakeLLM
+from tests.support.fake_telegram import FakeTelegram
+from tests.support.fakes import FakeLLM
 
 CHATS = 45
 

@@ -22,7 +22,7 @@ from memora.shortterm.instructions import MEMORY_BLOCK
 from memora.shortterm.tokens import LocalTokenCounter
 from memora.storage import Database
 from memora.storage.asked import AskedOnce
-from tests.fakes import Clock, FakeLLM
+from tests.support.fakes import Clock, FakeLLM
 
 ALICE = UserRef(1, "Alice")
 CHAT = ChatRef(1)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -22,16 +22,9 @@ from bot.telegram.outbox import Deliverer
 from memora.storage import Database
 from memora.storage.durable import Outbox
 from memora.views import Reply
-from tests.fake_telegram import FakeTelegram
+from tests.support.fake_telegram import FakeTelegram
 
 CHAT = 4242
-
-
-@pytest.fixture
-def tg() -> Iterator[FakeTelegram]:
-    with FakeTelegram() as server:
-        yield server
-        server.release()
 
 
 @pytest.fixture(params=["sqlite", "postgres"])

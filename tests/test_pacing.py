@@ -9,7 +9,7 @@ from memora.extraction import ExtractionResult
 from memora.llm import TIMED_OUT, OpenAILLM
 from memora.llm.pacing import AdaptiveTimeout
 from memora.types import ChatMessage
-from tests.fake_openai import FakeOpenAI
+from tests.support.fake_openai import FakeOpenAI
 
 
 def test_a_slow_local_model_gets_the_time_it_shows_within_the_cap() -> None:

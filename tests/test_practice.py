@@ -15,8 +15,8 @@ from memora.learner import review
 from memora.learner.model import ExtractedMistake, ExtractedWord
 from memora.modes.practice import code_grade
 from memora.views import Reply
-from tests.fakes import FakeLLM
-from tests.test_placement import assert_exported_then_forgotten
+from tests.support.fakes import FakeLLM
+from tests.support.lessons import assert_exported_then_forgotten
 
 ALICE = UserRef(1, "Alice")
 CHAT = ChatRef(1)

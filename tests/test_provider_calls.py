@@ -17,8 +17,8 @@ from memora.engine import ChatRef, Engine, UserRef
 from memora.llm import Api, CallInfo, ChatMessage, Learned, OpenAILLM, ProviderIdentity
 from memora.storage import Database
 from memora.storage.keys import PROVIDER_IDENTIFIER
-from tests.fake_openai import FakeOpenAI
-from tests.fakes import FakeLLM
+from tests.support.fake_openai import FakeOpenAI
+from tests.support.fakes import FakeLLM
 
 APIS: list[Api] = ["responses", "chat_completions"]
 INSTR = "You are a patient English tutor; answer in json when asked."

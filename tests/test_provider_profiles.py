@@ -1,6 +1,6 @@
 """A learner's turn and its memory extraction against each provider profile of the fake server
-(tests/fake_openai.py, from each service's documented rules), through the clients the app builds
-from `[llm]` settings and the real SDK: OpenAI on both APIs, Azure OpenAI through the SDK's
+(tests/support/fake_openai.py, from each service's documented rules), through the clients the app
+builds from `[llm]` settings and the real SDK: OpenAI on both APIs, Azure OpenAI through the SDK's
 Azure client, a DeepSeek-like server (no json_schema, no reasoning effort) and a local server
 without the Responses API. The real llama.cpp server's recording is tests/test_llama_cpp.py."""
 
@@ -21,7 +21,7 @@ from memora.longterm import MemoryStore
 from memora.longterm.embeddings import OpenAIEmbedder
 from memora.shortterm.tokens import LocalTokenCounter
 from memora.storage import Database
-from tests.fake_openai import VOICE_FIXTURE, FakeOpenAI, FakeRequest, extraction_answer
+from tests.support.fake_openai import VOICE_FIXTURE, FakeOpenAI, FakeRequest, extraction_answer
 
 MEI = UserRef(3101, "Mei")
 

@@ -1,7 +1,7 @@
 """Every schema Memora can send for structured output, against the strict subset OpenAI documents
-and Azure OpenAI's refusal of `default` (tests/provider_rules.py), as the fake server enforces
-them: the extraction call in each of its shapes and in each lesson mode, through the real SDK
-on both APIs."""
+and Azure OpenAI's refusal of `default` (tests/support/provider_rules.py), as the fake server
+enforces them: the extraction call in each of its shapes and in each lesson mode, through the real
+SDK on both APIs."""
 
 from __future__ import annotations
 
@@ -18,8 +18,8 @@ from memora.llm.structured import response_format, text_format
 from memora.modes import LESSONS
 from memora.modes.roleplay import SCENES
 from memora.storage import ModeRow
-from tests.fake_openai import FakeOpenAI
-from tests.provider_rules import strict_schema_problems
+from tests.support.fake_openai import FakeOpenAI
+from tests.support.provider_rules import strict_schema_problems
 
 NOW = datetime(2026, 5, 1, 12, 0, tzinfo=UTC)
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
 
@@ -30,8 +30,8 @@ from memora.reminders import (
 )
 from memora.shortterm.tokens import LocalTokenCounter
 from memora.storage import Database
-from tests.fake_telegram import FakeTelegram
-from tests.fakes import Clock, FakeLLM, clocked_engine
+from tests.support.fake_telegram import FakeTelegram
+from tests.support.fakes import Clock, FakeLLM, clocked_engine
 
 ALICE, BOB = 1001, 1002
 # Monday 30 November 2026, 12:05 UTC = 20:05 in Taipei.
@@ -266,12 +266,6 @@ async def test_forgetme_deletes_the_reminder(clocked_engine: Engine) -> None:
 
 
 # -- Telegram: the real JobQueue and Bot over HTTP ----------------------------------------------
-@pytest.fixture
-def tg() -> Iterator[FakeTelegram]:
-    with FakeTelegram() as server:
-        yield server
-
-
 @pytest.fixture
 async def running(tg: FakeTelegram, db: Database) -> AsyncIterator[tuple[Any, Engine, Clock]]:
     """A started Application (JobQueue running) over an engine whose clock the test sets."""

@@ -20,7 +20,7 @@ from bot.telegram.render import (
     tg_len,
 )
 from memora.views import Document, Reply
-from tests.fake_telegram import parse_html
+from tests.support.fake_telegram import parse_html
 
 
 def visible(fragment: str) -> str:

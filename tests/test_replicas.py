@@ -16,7 +16,7 @@ import pytest
 from memora.engine import ChatRef, Engine, EngineConfig, UserRef
 from memora.shortterm.tokens import LocalTokenCounter
 from memora.storage import Database
-from tests.fakes import FakeLLM
+from tests.support.fakes import FakeLLM
 
 CHAT = ChatRef(42)
 MEI = UserRef(42, "Mei")

@@ -1,7 +1,7 @@
 """Every tuned number belongs to its embedder (memora.longterm.profile): the local model reads
 its calibrated profile; an embeddings API nobody calibrated (the real openai SDK against
-tests/fake_openai.py) gets no score gate and no cosine duplicate thresholds: its memories are
-ranked and fill the budget, and only the same normalised text is a duplicate."""
+tests/support/fake_openai.py) gets no score gate and no cosine duplicate thresholds: its memories
+are ranked and fill the budget, and only the same normalised text is a duplicate."""
 
 from __future__ import annotations
 
@@ -18,8 +18,8 @@ from memora.longterm.policy import RetrievalPolicy, retrieve
 from memora.longterm.profile import DenseScale, profile_for
 from memora.shortterm.tokens import LocalTokenCounter
 from memora.storage import Database
-from tests.fake_openai import FakeOpenAI
-from tests.fakes import FakeLLM
+from tests.support.fake_openai import FakeOpenAI
+from tests.support.fakes import FakeLLM
 
 FACTS = (
     "The user works night shifts at a hospital.",

@@ -12,8 +12,8 @@ from typing import Any
 from memora.commands import CommandContext, press_button, run_command
 from memora.engine import Engine
 from memora.modes.roleplay import suggest
-from tests.fakes import FakeLLM
-from tests.test_placement import (
+from tests.support.fakes import FakeLLM
+from tests.support.lessons import (
     ALICE,
     CHAT,
     GROUP,

@@ -11,17 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.fake_openai import FakeOpenAI
-from tests.fake_telegram import FakeTelegram
-from tests.support.bot import WAIT, BotProcess, ask
-from tests.test_e2e_learner import keyboard
+from tests.support.bot import WAIT, ask, bot_over_fakes, keyboard
 
 pytestmark = pytest.mark.slow
 
 
 def test_a_scene_survives_a_kill(tmp_path: Path) -> None:
-    with FakeTelegram() as tg, FakeOpenAI() as llm:
-        bot = BotProcess(tg, llm, tmp_path / "data", tmp_path / "bot.log")
+    with bot_over_fakes(tmp_path) as (tg, llm, bot):
         bot.start()
         try:
             opened = ask(tg, "/roleplay airport")
@@ -45,8 +41,7 @@ def test_a_scene_survives_a_kill(tmp_path: Path) -> None:
 
 
 def test_a_suggested_scene_starts_with_a_tap(tmp_path: Path) -> None:
-    with FakeTelegram() as tg, FakeOpenAI() as llm:
-        bot = BotProcess(tg, llm, tmp_path / "data", tmp_path / "bot.log")
+    with bot_over_fakes(tmp_path) as (tg, llm, bot):
         bot.start()
         try:
             assert "goal" in ask(tg, "/profile set goal pass a job interview next month")

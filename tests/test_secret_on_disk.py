@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 
 from memora.privacy.secretfilter import MASK
-from tests.fake_openai import FakeOpenAI
-from tests.fake_telegram import FakeTelegram
 from tests.support.bot import WAIT, BotProcess, WebhookBot, ask
 from tests.support.disk import files_holding
+from tests.support.fake_openai import FakeOpenAI
+from tests.support.fake_telegram import FakeTelegram
 
 pytestmark = pytest.mark.slow
 

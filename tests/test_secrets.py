@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -14,8 +13,8 @@ from telegram import Update
 from bot.telegram.privacy import masked_update
 from memora.commands import help_text
 from memora.privacy.secretfilter import MASK, looks_secret, mask_secrets
-from tests.fake_openai import FakeOpenAI
 from tests.support.disk import files_holding
+from tests.support.fake_openai import FakeOpenAI
 from tests.support.terminal import ROOT, memora_env
 
 SECRET = "Hunter2Qx9"
@@ -107,12 +106,6 @@ def test_help_says_what_is_true() -> None:
     text = " ".join(help_text().split())
     assert "never stored" not in text
     assert "hidden before anything is stored or logged" in text
-
-
-@pytest.fixture
-def openai_server() -> Iterator[FakeOpenAI]:
-    with FakeOpenAI() as server:
-        yield server
 
 
 @pytest.mark.slow

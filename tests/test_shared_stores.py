@@ -19,8 +19,8 @@ from memora.config import load_settings
 from memora.engine import ChatRef, UserRef
 from memora.longterm import MemoryStore
 from memora.longterm.embeddings import LocalUSE
-from tests.engines import ChromaServer
-from tests.fakes import FakeLLM
+from tests.support.engines import ChromaServer
+from tests.support.fakes import FakeLLM
 
 
 async def test_database_url_puts_the_turns_in_postgresql_and_nothing_in_data_dir(

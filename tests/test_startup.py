@@ -8,23 +8,16 @@ import shutil
 import sqlite3
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from memora.config import ConfigError, load_settings
-from tests.fake_openai import FakeOpenAI
-from tests.fake_telegram import FakeTelegram
+from tests.support.fake_openai import FakeOpenAI
+from tests.support.fake_telegram import FakeTelegram
 from tests.support.terminal import ROOT, chat, memora_env
 
 pytestmark = pytest.mark.slow
-
-
-@pytest.fixture
-def openai_server() -> Iterator[FakeOpenAI]:
-    with FakeOpenAI() as server:
-        yield server
 
 
 def memora(env: dict[str, str], *args: str, prefix: tuple[str, ...] = ()) -> tuple[int, str]:

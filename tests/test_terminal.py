@@ -10,7 +10,6 @@ import re
 import signal
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -21,18 +20,12 @@ from memora.shortterm.tokens import LocalTokenCounter
 from memora.storage import Database
 from memora.types import ChatRef, UserRef
 from memora.views import Reply
-from tests.fake_openai import FakeOpenAI
-from tests.fakes import FakeLLM
+from tests.support.fake_openai import FakeOpenAI
+from tests.support.fakes import FakeLLM
 from tests.support.terminal import ChatProcess, chat, chat_and_log, memora_env
 
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.slow
-
-
-@pytest.fixture
-def openai_server() -> Iterator[FakeOpenAI]:
-    with FakeOpenAI() as server:
-        yield server
 
 
 

@@ -1,6 +1,7 @@
 """Search terms for memories that have none (a /remember fact, a memory older than terms), written
 by the extraction call that already runs after each reply: the real engine, the real openai SDK
-against tests/fake_openai.py, real SQLite and a real Chroma store with the real local embedder."""
+against tests/support/fake_openai.py, real SQLite and a real Chroma store with the real local
+embedder."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ from memora.longterm.ranking import DEFAULT_MIN_SCORE
 from memora.longterm.records import NewMemory, SearchWords, indexed_text
 from memora.shortterm.tokens import LocalTokenCounter
 from memora.storage import Database
-from tests.fake_openai import FakeOpenAI, needs_terms_listed, terms_writer
+from tests.support.fake_openai import FakeOpenAI, needs_terms_listed, terms_writer
 
 MEI = UserRef(41, "Mei")
 BOB = UserRef(42, "Bob")

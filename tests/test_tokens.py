@@ -17,7 +17,7 @@ from memora.shortterm.tokens import (
     ProviderTokenCounter,
     o200k,
 )
-from tests.fakes import FakeLLM
+from tests.support.fakes import FakeLLM
 
 O200K_SHA256 = "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d"
 

@@ -20,32 +20,21 @@ from memora.llm import ChatMessage
 from memora.longterm import MemoryStore
 from memora.privacy.confirmations import yes_no
 from memora.views import ButtonAnswer, Reply
-from tests.fake_openai import Answer, FakeOpenAI, FakeRequest, default_responder, minimal_instance
-from tests.fake_telegram import FakeTelegram
-from tests.fakes import FakeLLM
-from tests.support.bot import WAIT, BotProcess, ask
+from tests.support.bot import WAIT, ask, bot_over_fakes, keyboard
 from tests.support.disk import files_holding
-from tests.test_e2e_learner import keyboard
+from tests.support.extraction import learner_answer, listed, naming
+from tests.support.fake_openai import (
+    Answer,
+    FakeRequest,
+    default_responder,
+    minimal_instance,
+)
+from tests.support.fakes import FakeLLM
 
 ALICE = UserRef(1, "Alice")
 CHAT = ChatRef(1)
 GROUP = ChatRef(-100, "group", "Study group")
 LEVEL_MESSAGE = "My English level is B1 and I want to practise travel English."
-
-
-def learner_answer(
-    memories: list[tuple[str, str]],
-    profile: list[tuple[str, str]] = (),  # type: ignore[assignment]
-    forget: list[str] = (),  # type: ignore[assignment]
-) -> dict[str, Any]:
-    """The extraction call's wide answer as a model writes it."""
-    return {
-        "memories": [{"text": t, "category": c, "replaces": None} for t, c in memories],
-        "profile": [{"field": f, "value": v} for f, v in profile],
-        "mistakes": [],
-        "vocabulary": [],
-        "forget": list(forget),
-    }
 
 
 def ctx(arg: str = "", chat: ChatRef = CHAT) -> CommandContext:
@@ -153,30 +142,6 @@ async def answer(engine: Engine, yes: bool, chat: ChatRef = CHAT) -> ButtonAnswe
 async def remembered(engine: Engine, llm: FakeLLM, *facts: str) -> None:
     llm.parsed.append(learner_answer([(f, "personal") for f in facts]))
     await turn(engine, "Let me tell you about me: " + " ".join(facts))
-
-
-def listed(messages: list[Any], block: str = "existing_memories") -> dict[str, str]:
-    """A list the extraction call shows (<existing_memories> or <needs_terms>): id → text."""
-    content = messages[-1].content
-    if f"<{block}>" not in content:
-        return {}
-    shown = content.split(f"<{block}>\n", 1)[1].split(f"\n</{block}>", 1)[0]
-    lines = (line.split(". ", 1) for line in shown.splitlines())
-    return {label: text.split("] ", 1)[-1] for label, text in lines}
-
-
-def naming(llm: FakeLLM, fact: str, block: str = "existing_memories") -> None:
-    """The next extraction names the memory `fact` for `forget` by its label in `block`, as
-    the call showed it ("m2"; a careless model reads "t1" from <needs_terms>)."""
-    original = llm.parse
-
-    async def parse(instructions: str, messages: list[Any], schema: Any, **kw: Any) -> Any:
-        label = next(k for k, text in listed(messages, block).items() if fact in text)
-        llm.parsed.append(learner_answer([("Wants me to forget it.", "other")], forget=[label]))
-        llm.parse = original  # type: ignore[method-assign]
-        return await original(instructions, messages, schema)
-
-    llm.parse = parse  # type: ignore[method-assign]
 
 
 async def test_forget_in_words_asks_first_naming_the_memory_and_only_yes_deletes(
@@ -310,9 +275,8 @@ def forgetting_model(req: FakeRequest) -> Answer:
 
 @pytest.mark.slow
 def test_the_bot_forgets_in_words_and_says_so_in_the_chat(tmp_path: Path) -> None:
-    with FakeTelegram() as tg, FakeOpenAI() as llm:
+    with bot_over_fakes(tmp_path) as (tg, llm, bot):
         llm.responder = forgetting_model
-        bot = BotProcess(tg, llm, tmp_path / "data", tmp_path / "bot.log")
         bot.start()
         try:
             assert ask(tg, "I live in Taipei.") == "Echo: I live in Taipei."

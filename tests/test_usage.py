@@ -20,10 +20,8 @@ from memora.shortterm.tokens import LocalTokenCounter
 from memora.storage import Database
 from memora.types import ChatRef, UserRef
 from memora.usage import Call, Spent, UsageLedger, cost, over_limit, unpriced
-from tests.fake_openai import FakeOpenAI
-from tests.fake_telegram import FakeTelegram
-from tests.fakes import FakeLLM
-from tests.support.bot import ADMIN, ALICE, ROOT, WAIT, BotProcess, ask
+from tests.support.bot import ADMIN, ALICE, ROOT, WAIT, ask, bot_over_fakes
+from tests.support.fakes import FakeLLM
 
 NOW = datetime(2026, 12, 5, 14, 30, tzinfo=UTC)
 
@@ -158,8 +156,7 @@ async def test_a_learner_over_the_limit_is_refused_before_any_model_call(
 # -- the real bot ------------------------------------------------------------------------------
 @pytest.mark.slow
 def test_the_real_bot_refuses_a_learner_over_the_limit_and_reports_usage(tmp_path: Path) -> None:
-    with FakeTelegram() as tg, FakeOpenAI() as llm:
-        bot = BotProcess(tg, llm, tmp_path / "data", tmp_path / "bot.log")
+    with bot_over_fakes(tmp_path) as (tg, llm, bot):
         bot.env["MEMORA_LIMITS__DAILY_TOKENS"] = "1"
         prices = {"gpt-5-mini": {"input": 1, "cached_input": 0.1, "output": 4}}
         bot.env["MEMORA_PRICING__MODELS"] = json.dumps(prices)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import datetime as dt
 import tempfile
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -30,27 +30,15 @@ from memora.voice import (
     VOICE_OFF,
     VoiceLimits,
 )
-from tests.fake_openai import VOICE_FIXTURE, FakeOpenAI, FakeReply, ogg_opus_seconds
-from tests.fake_telegram import FakeTelegram
-from tests.fakes import FakeLLM, outage
+from tests.support.fake_openai import VOICE_FIXTURE, FakeOpenAI, FakeReply, ogg_opus_seconds
+from tests.support.fake_telegram import FakeTelegram
+from tests.support.fakes import FakeLLM, outage
 
 OGG = VOICE_FIXTURE.read_bytes()
 SAID = "I went to the park yesterday"
 ALICE = FakeTelegram.DEFAULT_USER_ID
 CHAT = ChatRef(ALICE, "private", "Alice")
 USER = UserRef(ALICE, "Alice")
-
-
-@pytest.fixture(scope="module")
-def openai_server() -> Iterator[FakeOpenAI]:
-    with FakeOpenAI() as server:
-        yield server
-
-
-@pytest.fixture
-def fake_openai(openai_server: FakeOpenAI) -> FakeOpenAI:
-    openai_server.reset()
-    return openai_server
 
 
 def audio_client(server: FakeOpenAI, model: str = "gpt-4o-mini-transcribe") -> OpenAIAudio:
@@ -60,9 +48,9 @@ def audio_client(server: FakeOpenAI, model: str = "gpt-4o-mini-transcribe") -> O
 
 @pytest.fixture
 async def voice_engine(
-    db: Database, llm: FakeLLM, fake_openai: FakeOpenAI
+    db: Database, llm: FakeLLM, fake: FakeOpenAI
 ) -> AsyncIterator[Engine]:
-    audio = audio_client(fake_openai)
+    audio = audio_client(fake)
     eng = Engine(
         db=db,
         llm=llm,
@@ -86,13 +74,13 @@ def test_the_fixture_is_a_real_ogg_opus_voice_note() -> None:
 
 # -- the client: multipart upload through the real SDK ------------------------------------------
 async def test_transcription_uploads_the_ogg_as_is_and_reads_token_usage(
-    fake_openai: FakeOpenAI,
+    fake: FakeOpenAI,
 ) -> None:
-    fake_openai.queue_reply(SAID, kind="transcribe")
-    audio = audio_client(fake_openai)
+    fake.queue_reply(SAID, kind="transcribe")
+    audio = audio_client(fake)
     heard = await audio.transcribe(OGG, "voice.ogg")
     await audio.aclose()
-    (req,) = fake_openai.requests_of("transcribe")
+    (req,) = fake.requests_of("transcribe")
     assert req.path == "/v1/audio/transcriptions"
     assert req.audio == OGG and req.filename == "voice.ogg"  # the bytes exactly, not re-encoded
     assert req.body["model"] == "gpt-4o-mini-transcribe"
@@ -101,28 +89,28 @@ async def test_transcription_uploads_the_ogg_as_is_and_reads_token_usage(
     assert heard.seconds == 0.0
 
 
-async def test_duration_billed_models_report_seconds(fake_openai: FakeOpenAI) -> None:
-    audio = audio_client(fake_openai, model="whisper-1")
+async def test_duration_billed_models_report_seconds(fake: FakeOpenAI) -> None:
+    audio = audio_client(fake, model="whisper-1")
     heard = await audio.transcribe(OGG, "voice.ogg")
     await audio.aclose()
     assert heard.seconds == 3.0 and heard.tokens == 0  # 2.15 s, billed per started second
     assert heard.text == "(fake transcript of 2.1 s of audio)"
 
 
-async def test_speech_comes_back_as_opus_bytes(fake_openai: FakeOpenAI) -> None:
-    audio = audio_client(fake_openai)
+async def test_speech_comes_back_as_opus_bytes(fake: FakeOpenAI) -> None:
+    audio = audio_client(fake)
     spoken = await audio.speak("Well done!")
     await audio.aclose()
     assert spoken[:4] == b"OggS"
-    (req,) = fake_openai.requests_of("speech")
+    (req,) = fake.requests_of("speech")
     assert req.body["response_format"] == "opus" and req.body["input"] == "Well done!"
 
 
 # -- the core turn ------------------------------------------------------------------------------
 async def test_a_voice_turn_runs_like_a_typed_message(
-    voice_engine: Engine, fake_openai: FakeOpenAI, llm: FakeLLM
+    voice_engine: Engine, fake: FakeOpenAI, llm: FakeLLM
 ) -> None:
-    fake_openai.queue_reply(f"  {SAID} ", kind="transcribe")
+    fake.queue_reply(f"  {SAID} ", kind="transcribe")
     llm.replies.append("Nice! Which park did you go to?")
     reply = await voice_engine.voice_turn(CHAT, USER, OGG, "voice.ogg", message_id=7)
     assert reply.ok and reply.stored
@@ -142,18 +130,18 @@ async def test_a_voice_turn_runs_like_a_typed_message(
 
 @pytest.mark.parametrize("said", ["", "   \n  "])
 async def test_an_empty_transcript_stores_nothing(
-    voice_engine: Engine, fake_openai: FakeOpenAI, llm: FakeLLM, said: str
+    voice_engine: Engine, fake: FakeOpenAI, llm: FakeLLM, said: str
 ) -> None:
-    fake_openai.queue_reply(FakeReply(text=said), kind="transcribe")
+    fake.queue_reply(FakeReply(text=said), kind="transcribe")
     reply = await voice_engine.voice_turn(CHAT, USER, OGG, "voice.ogg")
     assert reply == type(reply)(NOTHING_HEARD, ok=False)
     assert llm.calls == [] and await voice_engine.db.messages(CHAT.id) == []
 
 
 async def test_a_transcription_failure_gets_a_clear_answer_and_stores_nothing(
-    voice_engine: Engine, fake_openai: FakeOpenAI, llm: FakeLLM
+    voice_engine: Engine, fake: FakeOpenAI, llm: FakeLLM
 ) -> None:
-    fake_openai.fail_next(1, 503, kind="transcribe")
+    fake.fail_next(1, 503, kind="transcribe")
     reply = await voice_engine.voice_turn(CHAT, USER, OGG, "voice.ogg")
     assert not reply.ok
     assert reply.text == FAILED.format(why="the transcription service answered HTTP 503")
@@ -164,9 +152,9 @@ async def test_a_transcription_failure_gets_a_clear_answer_and_stores_nothing(
 
 
 async def test_a_model_failure_after_hearing_says_what_was_heard(
-    voice_engine: Engine, fake_openai: FakeOpenAI, llm: FakeLLM
+    voice_engine: Engine, fake: FakeOpenAI, llm: FakeLLM
 ) -> None:
-    fake_openai.queue_reply(SAID, kind="transcribe")
+    fake.queue_reply(SAID, kind="transcribe")
     llm.replies.append(outage())
     reply = await voice_engine.voice_turn(CHAT, USER, OGG, "voice.ogg")
     assert not reply.ok and reply.note == HEARD.format(text=SAID)
@@ -256,12 +244,6 @@ class VoiceHarness:
 
 
 @pytest.fixture
-def tg() -> Iterator[FakeTelegram]:
-    with FakeTelegram() as server:
-        yield server
-
-
-@pytest.fixture
 async def harness(
     tg: FakeTelegram, voice_engine: Engine, tmp_path: Path
 ) -> AsyncIterator[VoiceHarness]:
@@ -282,14 +264,14 @@ async def harness(
 
 
 async def test_a_voice_note_is_downloaded_heard_and_answered(
-    harness: VoiceHarness, fake_openai: FakeOpenAI, llm: FakeLLM, voice_engine: Engine
+    harness: VoiceHarness, fake: FakeOpenAI, llm: FakeLLM, voice_engine: Engine
 ) -> None:
-    fake_openai.queue_reply(SAID, kind="transcribe")
+    fake.queue_reply(SAID, kind="transcribe")
     llm.replies.append("Great — tell me more about the park.")
     texts = await harness.push(harness.voice())
     assert texts == [f"🎤 I heard: {SAID}\n\nGreat — tell me more about the park."]
     assert len(harness.tg.calls_to("getFile")) == 1
-    (req,) = fake_openai.requests_of("transcribe")
+    (req,) = fake.requests_of("transcribe")
     assert req.audio == OGG and req.filename == "voice.ogg"
     assert "typing" in [a for _, a in harness.tg.chat_actions]
     await voice_engine.drain()
@@ -298,39 +280,39 @@ async def test_a_voice_note_is_downloaded_heard_and_answered(
 
 
 async def test_an_audio_file_keeps_its_name_for_the_endpoint(
-    harness: VoiceHarness, fake_openai: FakeOpenAI
+    harness: VoiceHarness, fake: FakeOpenAI
 ) -> None:
-    fake_openai.queue_reply(SAID, kind="transcribe")
+    fake.queue_reply(SAID, kind="transcribe")
     texts = await harness.push(harness.audio(OGG, "lesson 3.oga"))
     assert texts[0].startswith(f"🎤 I heard: {SAID}")
-    assert fake_openai.requests_of("transcribe")[0].filename == "lesson 3.oga"
+    assert fake.requests_of("transcribe")[0].filename == "lesson 3.oga"
 
 
 async def test_over_the_limits_is_refused_before_downloading(
-    harness: VoiceHarness, fake_openai: FakeOpenAI, voice_engine: Engine
+    harness: VoiceHarness, fake: FakeOpenAI, voice_engine: Engine
 ) -> None:
     long_one = await harness.push(harness.voice(seconds=61))
     big_one = await harness.push(harness.voice(size=150_000))
     assert "61 s" in long_one[0] and "60 s" in long_one[0]
     assert "0.1 MB" in big_one[0]  # 150 kB against 100 kB, in MB with one decimal
     assert harness.tg.calls_to("getFile") == []  # nothing was downloaded
-    assert fake_openai.requests_of("transcribe") == []
+    assert fake.requests_of("transcribe") == []
     assert await voice_engine.db.messages(ALICE) == []
 
 
 async def test_a_failed_download_is_a_clear_answer(
-    harness: VoiceHarness, fake_openai: FakeOpenAI
+    harness: VoiceHarness, fake: FakeOpenAI
 ) -> None:
     harness.tg.fail_next("getFile", status=400)
     texts = await harness.push(harness.voice())
     assert texts == [tg_voice.DOWNLOAD_FAILED.format(why="Error 400")]
-    assert fake_openai.requests_of("transcribe") == []
+    assert fake.requests_of("transcribe") == []
 
 
 async def test_the_recording_never_reaches_the_disk(
-    harness: VoiceHarness, fake_openai: FakeOpenAI, tmp_path: Path, voice_engine: Engine
+    harness: VoiceHarness, fake: FakeOpenAI, tmp_path: Path, voice_engine: Engine
 ) -> None:
-    fake_openai.queue_reply(SAID, kind="transcribe")
+    fake.queue_reply(SAID, kind="transcribe")
     started = time.time()
     await harness.push(harness.voice())
     await voice_engine.drain()
@@ -346,10 +328,10 @@ def _recordings_written_since(started: float, data_dir: Path) -> list[Path]:
 
 
 async def test_a_spoken_answer_goes_out_as_a_voice_note(
-    harness: VoiceHarness, fake_openai: FakeOpenAI, llm: FakeLLM, voice_engine: Engine
+    harness: VoiceHarness, fake: FakeOpenAI, llm: FakeLLM, voice_engine: Engine
 ) -> None:
     voice_engine.speaker = voice_engine.transcriber  # type: ignore[assignment]
-    fake_openai.queue_reply(SAID, kind="transcribe")
+    fake.queue_reply(SAID, kind="transcribe")
     llm.replies.append("Lovely. What did you see there?")
     # Flood control beyond the rate limiter's retries: kept in the outbox, sent by its sender.
     harness.tg.fail_next("sendVoice", 5, retry_after=1)
@@ -357,7 +339,7 @@ async def test_a_spoken_answer_goes_out_as_a_voice_note(
     (voice,) = await harness.tg.await_for(lambda: harness.tg.voices(ALICE), 30, "the voice note")
     assert [s for m, _, s, _ in harness.tg.errors if m == "sendVoice"] == [429] * 5
     assert voice["content"][:4] == b"OggS"
-    (req,) = fake_openai.requests_of("speech")
+    (req,) = fake.requests_of("speech")
     assert req.body["input"] == "Lovely. What did you see there?"  # not the "I heard" line
     # "recording…" is a courtesy that the ReplyFirstRateLimiter skips when the reply just spent
     # the budget (bot/telegram/limits.py), so it may or may not reach the wire; nothing else may.
@@ -365,11 +347,11 @@ async def test_a_spoken_answer_goes_out_as_a_voice_note(
 
 
 async def test_in_a_group_only_a_voice_note_that_replies_to_me_is_heard(
-    harness: VoiceHarness, fake_openai: FakeOpenAI, voice_engine: Engine
+    harness: VoiceHarness, fake: FakeOpenAI, voice_engine: Engine
 ) -> None:
     assert await harness.push(harness.voice(group=True)) == []  # people talking to each other
-    assert fake_openai.requests_of("transcribe") == [] and harness.tg.calls_to("getFile") == []
-    fake_openai.queue_reply(SAID, kind="transcribe")
+    assert fake.requests_of("transcribe") == [] and harness.tg.calls_to("getFile") == []
+    fake.queue_reply(SAID, kind="transcribe")
     texts = await harness.push(harness.voice(group=True, to_bot=True))
     assert texts[0].startswith(f"🎤 I heard: {SAID}")
     await voice_engine.drain()

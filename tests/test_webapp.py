@@ -29,8 +29,8 @@ from memora.learner.model import ExtractedWord
 from memora.shortterm.instructions import MEMORY_BLOCK
 from memora.types import ChatRef, UserRef
 from memora.usage import Call, Metering, UsageLedger
-from tests.fakes import FakeLLM
 from tests.support.disk import files_holding
+from tests.support.fakes import FakeLLM
 
 TOKEN = "123456:TEST-token-for-the-web-app"
 ALICE, BOB, ADMIN = 1001, 2002, 9009

@@ -16,9 +16,8 @@ import httpx
 import pytest
 
 from bot.web.auth import sign
-from tests.fake_openai import FakeOpenAI
-from tests.fake_telegram import FakeTelegram
-from tests.support.bot import WAIT, BotProcess, ask
+from tests.support.bot import WAIT, BotProcess, ask, bot_over_fakes
+from tests.support.fake_telegram import FakeTelegram
 
 pytestmark = pytest.mark.slow
 
@@ -38,8 +37,7 @@ def _free_port() -> int:
 @pytest.fixture(scope="module")
 def bot(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BotProcess]:
     tmp = tmp_path_factory.mktemp("webapp")
-    with FakeTelegram() as tg, FakeOpenAI() as llm:
-        process = BotProcess(tg, llm, tmp / "data", tmp / "bot.log")
+    with bot_over_fakes(tmp) as (tg, _llm, process):
         process.env.update(
             MEMORA_WEBAPP__ENABLED="true",
             MEMORA_WEBAPP__PORT=str(_free_port()),

@@ -23,9 +23,9 @@ import pytest
 from bot.web.auth import sign
 from memora.commands import help_text
 from memora.modes.placement import OFFER as PLACEMENT_OFFER
-from tests.fake_openai import FakeOpenAI
-from tests.fake_telegram import FakeTelegram
 from tests.support.bot import ADMIN, ROOT, START_WAIT, USER, WAIT, WebhookBot, free_port
+from tests.support.fake_openai import FakeOpenAI
+from tests.support.fake_telegram import FakeTelegram
 
 pytestmark = pytest.mark.slow
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import replace
 from datetime import UTC, date, datetime, time, timedelta
 from pathlib import Path
@@ -21,36 +21,17 @@ from memora.commands import COMMANDS, CommandContext, run_command
 from memora.config import Settings, TelegramConfig
 from memora.engine import ChatRef, Engine, EngineConfig, UserRef
 from memora.learner import weekly as report
-from memora.learner.model import ExtractedMistake, ExtractedWord
 from memora.reminders import EVERY_DAY, Reminders
 from memora.shortterm.tokens import LocalTokenCounter
 from memora.storage import Database
 from memora.storage.durable import Outbox
 from memora.views import Reply
 from memora.weekly import WeeklyReports, WeeklySetting, week_key
-from tests.fake_openai import FakeOpenAI
-from tests.fake_telegram import FakeTelegram
-from tests.fakes import Clock, FakeLLM, clocked_engine
+from tests.support.fake_openai import FakeOpenAI
+from tests.support.fake_telegram import FakeTelegram
+from tests.support.fakes import Clock, FakeLLM, clocked_engine
+from tests.support.fortnight import ALICE, BOB, MONDAY, a_fortnight
 from tests.support.terminal import chat, memora_env
-
-ALICE, BOB = 1001, 1002
-# Monday 7 December 2026, 12:05 UTC = 20:05 in Taipei. "This week" is 30 Nov – 6 Dec.
-MONDAY = datetime(2026, 12, 7, 12, 5, tzinfo=UTC)
-
-
-def at(day: str, hour: int = 3) -> datetime:
-    """A UTC time on that date (03:00 UTC is 11:00 the same day in Taipei)."""
-    return datetime.fromisoformat(day).replace(hour=hour, tzinfo=UTC)
-
-
-def mistake(original: str, category: str) -> ExtractedMistake:
-    return ExtractedMistake.model_validate(
-        {"original": original, "corrected": original + "!", "category": category, "reason": "r"}
-    )
-
-
-def word(term: str) -> ExtractedWord:
-    return ExtractedWord(term=term, meaning="意思", example=f"I {term} today.")
 
 
 @pytest.fixture
@@ -63,37 +44,6 @@ async def engine(db: Database, clock: Clock) -> AsyncIterator[Engine]:
     eng = clocked_engine(db, clock)
     yield eng
     await eng.drain()
-
-
-async def a_fortnight(engine: Engine, user: int = ALICE) -> None:
-    """Two weeks of a Taipei learner: more messages and study days this week, the same number
-    of mistakes (tense falling, article new), more words, a level change and a goal."""
-    s = engine.learner.store
-    for field, value, when in (
-        ("timezone", "Asia/Taipei", at("2026-11-01")),
-        ("level", "B1", at("2026-11-01")),
-        ("level", "B2", at("2026-12-03")),
-        ("goal", "TOEIC 900", at("2026-11-01")),
-        ("goal_date", "2027-01-10", at("2026-11-01")),
-    ):
-        await s.set_field(user, field, value, source="you", now=when)
-    for day, messages, reviews in (
-        ("2026-11-25", 4, 0),  # last week
-        ("2026-12-01", 3, 0),  # this week
-        ("2026-12-02", 2, 0),
-        ("2026-12-05", 0, 1),  # a review-only day is a study day
-        ("2026-12-07", 1, 0),  # today: next week's
-    ):
-        await s.note_day(user, day, messages=messages, reviews=reviews)
-    await s.add_mistakes(
-        user, [mistake(f"I go {i}", "tense") for i in range(3)], now=at("2026-11-24")
-    )
-    await s.add_mistakes(
-        user, [mistake(f"I goed {i}", "tense") for i in range(2)], now=at("2026-12-02")
-    )
-    await s.add_mistakes(user, [mistake("a apple", "article")], now=at("2026-12-06"))
-    await s.add_words(user, [word("ubiquitous")], now=at("2026-11-26"))
-    await s.add_words(user, [word("commute"), word("deadline")], now=at("2026-12-03"))
 
 
 # -- the text -----------------------------------------------------------------------------------
@@ -264,12 +214,6 @@ async def test_export_shows_the_setting_and_the_weeks_and_forgetme_deletes_them(
 
 
 # -- Telegram: the real JobQueue and Bot over HTTP to the fake Bot API --------------------------
-@pytest.fixture
-def tg() -> Iterator[FakeTelegram]:
-    with FakeTelegram() as server:
-        yield server
-
-
 def build(tg: FakeTelegram, engine: Engine) -> Any:
     cfg = {"token": tg.token, "base_url": tg.base_url, "base_file_url": tg.base_file_url}
     return build_application(Settings(telegram=TelegramConfig(**cfg)), engine)

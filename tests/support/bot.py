@@ -14,11 +14,13 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from tests.fake_openai import FakeOpenAI
-from tests.fake_telegram import FakeTelegram
+from tests.support.fake_openai import FakeOpenAI
+from tests.support.fake_telegram import FakeTelegram
 
 ROOT = Path(__file__).resolve().parents[2]
 ADMIN = 4242
@@ -93,11 +95,27 @@ class BotProcess:
         return self.log.read_text(errors="replace")[-6000:]
 
 
+@contextmanager
+def bot_over_fakes(
+    tmp: Path, *, data: Path | None = None, limits: bool = False
+) -> Iterator[tuple[FakeTelegram, FakeOpenAI, BotProcess]]:
+    """A fake Bot API, a fake model and the bot over them, not started yet: its data in
+    tmp/data (or `data`), its log in tmp/bot.log."""
+    with FakeTelegram(limits=limits) as tg, FakeOpenAI() as llm:
+        yield tg, llm, BotProcess(tg, llm, data or tmp / "data", tmp / "bot.log")
+
+
 def ask(tg: FakeTelegram, text: str, **kw: Any) -> str:
     """Send one message as a user; return the bot's (first) answer."""
     update = tg.user_sends(text, **kw)
     (first, *_) = tg.wait_messages(count=1, after=update, timeout=WAIT)
     return str(first.get("text", first.get("caption", "")))
+
+
+def keyboard(message: dict[str, Any]) -> dict[str, str]:
+    """The inline keyboard of a message the bot sent: button text → callback data."""
+    rows = (message.get("reply_markup") or {}).get("inline_keyboard", [])
+    return {b["text"]: b["callback_data"] for row in rows for b in row}
 
 
 PATH = "/tg/hook"  # the webhook bot's path

@@ -12,7 +12,7 @@ import threading
 import time
 from pathlib import Path
 
-from tests.fake_openai import FakeOpenAI
+from tests.support.fake_openai import FakeOpenAI
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -33,7 +33,7 @@ cut part-way with ``FakeReply(cut_after=N, cut=...)`` and paced with ``stream_de
 
 By default the fake is kinder than any real service: it takes any schema and parameter, and
 answers at once with no reasoning. A provider profile makes it answer as one kind of service
-documents (tests/provider_rules.py says which rules, and where they come from):
+documents (tests/support/provider_rules.py says which rules, and where they come from):
 ``like_openai()`` (strict schemas checked, a reasoning effort refused by models that do not
 reason, reasoning tokens and optionally latency by effort), ``like_azure()`` (the Azure client's
 paths, `api-version` and `api-key`; `default` refused in strict schemas), ``like_deepseek()``
@@ -73,7 +73,7 @@ from types import TracebackType
 from typing import Any, Literal
 from urllib.parse import parse_qs
 
-from tests.provider_rules import (
+from tests.support.provider_rules import (
     Reasoning,
     effort_sent,
     invalid_schema_message,
@@ -87,7 +87,8 @@ CutMode = Literal["disconnect", "end", "error"]
 
 DEFAULT_EMBEDDING_DIM = 1536
 GENERATION_KINDS: frozenset[str] = frozenset({"reply", "structured"})
-VOICE_FIXTURE = Path(__file__).parent / "data" / "voice_hello.ogg"  # see make_voice_fixture.sh
+# tests/data/voice_hello.ogg: see make_voice_fixture.sh there
+VOICE_FIXTURE = Path(__file__).resolve().parents[1] / "data" / "voice_hello.ogg"
 AUDIO_TYPES = ("flac", "m4a", "mp3", "mp4", "mpeg", "mpga", "oga", "ogg", "opus", "wav", "webm")
 
 
@@ -1154,7 +1155,7 @@ class FakeOpenAI:
         self.json_word = False  # json_object refused unless "json" is in the messages
         self.azure_api_version: str | None = None  # Azure's paths, api-version and api-key
 
-    # -- provider profiles (the rules each service documents: tests/provider_rules.py) ----------
+    # -- provider profiles (the rules each service documents: tests/support/provider_rules.py) --
     def like_openai(self, reasoning: Reasoning | None = None) -> FakeOpenAI:
         """OpenAI's API: both APIs, strict schemas checked, reasoning effort only for reasoning
         models (which report reasoning tokens), JSON mode needs the word "json"."""
@@ -1197,7 +1198,8 @@ class FakeOpenAI:
         return self
 
     def provider_refusal(self, req: FakeRequest) -> tuple[int, Any, dict[str, str]] | None:
-        """What this profile's provider refuses in `req` (tests/provider_rules.py), or None."""
+        """What this profile's provider refuses in `req` (tests/support/provider_rules.py), or
+        None."""
         if self.apis is not None and req.api is not None and req.api not in self.apis:
             return self._error(404, f"Invalid URL ({req.method} {req.path})")
         for name in sorted(self.refused_params):

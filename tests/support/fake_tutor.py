@@ -14,7 +14,7 @@ import re
 from typing import Any
 
 from memora.shortterm.instructions import MODE_BLOCK
-from tests.fake_openai import Answer, FakeRequest, default_responder, minimal_instance
+from tests.support.fake_openai import Answer, FakeRequest, default_responder, minimal_instance
 
 RIGHT_WORD = "right"
 ESTIMATE = "B2"

@@ -1,5 +1,5 @@
-"""The rules real model providers document, as the fake server (tests/fake_openai.py) enforces
-them in its provider profiles (`FakeOpenAI.like_openai`, `like_azure`, `like_deepseek`,
+"""The rules real model providers document, as the fake server (tests/support/fake_openai.py)
+enforces them in its provider profiles (`FakeOpenAI.like_openai`, `like_azure`, `like_deepseek`,
 `like_local_server`): OpenAI's strict subset of JSON Schema (and Azure's refusal of `default`),
 which models take a reasoning effort, and how long and how many tokens reasoning takes.
 
