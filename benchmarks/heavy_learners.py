@@ -13,7 +13,7 @@ should shape the reply (``benchmarks/data/README.md``).
 Every memory goes into a real :class:`~memora.longterm.MemoryStore` (embedded Chroma in a
 temporary folder, LocalUSE) with ``add_many`` (its dedupe applies: a folded memory's label
 points at the memory that holds it). Each message is retrieved by
-:func:`memora.longterm.policy.retrieve`, the function the engine calls, with the learner's
+:func:`memora.longterm.retrieval_policy.retrieve`, the function the engine calls, with the learner's
 previous message as the follow-up context, at the default budget and without one (top_k 3 at
 the embedder profile's min_score). Printed per file and policy: the share of answerable
 messages whose relevant memory is in the context, unrelated messages with no memory block,
@@ -35,8 +35,8 @@ from typing import Any
 from memora.config import DEFAULT_MEMORY_TOKENS
 from memora.longterm import MemoryStore
 from memora.longterm.embeddings import LocalUSE
-from memora.longterm.policy import RetrievalPolicy, retrieve
-from memora.longterm.records import NewMemory
+from memora.longterm.memories import NewMemory
+from memora.longterm.retrieval_policy import RetrievalPolicy, retrieve
 from memora.shortterm.tokens import o200k
 
 DATA = Path(__file__).resolve().parent / "data"

@@ -11,8 +11,8 @@ Each learner says a few filler facts, then the case's turns; each turn's extract
 as a careful model answers it and written by :func:`memora.extraction.apply` into a
 real :class:`~memora.longterm.MemoryStore` (embedded Chroma in a temporary folder, LocalUSE),
 with the clock at the turn's date. Then the case's question, on its date, goes through
-:func:`memora.longterm.policy.context_lines`, what the engine puts in the memory block, at the
-default budget.
+:func:`memora.longterm.retrieval_policy.context_lines`, what the engine puts in the memory
+block, at the default budget.
 
 Two runs: **before**, the rule before time (no end dates in the extraction, no ``today``: no
 fact is ever over, no question about the past brings anything back) and **after** (the
@@ -39,7 +39,7 @@ from memora.config import DEFAULT_MEMORY_TOKENS
 from memora.extraction import ExtractedMemory, ExtractionOutcome, apply
 from memora.longterm import MemoryStore
 from memora.longterm.embeddings import LocalUSE
-from memora.longterm.policy import RetrievalPolicy, context_lines
+from memora.longterm.retrieval_policy import RetrievalPolicy, context_lines
 
 DATA = Path(__file__).resolve().parent / "data" / "memory_time.json"
 FILLER_DATE = "2025-12-01"

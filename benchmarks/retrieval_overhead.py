@@ -39,11 +39,11 @@ from typing import Any
 import numpy as np
 
 from memora.longterm import MemoryStore, NewMemory
-from memora.longterm.cache import Entry
 from memora.longterm.dedupe import embedding_text, normalise_text
 from memora.longterm.embeddings import LocalUSE
 from memora.longterm.lexical import BM25
-from memora.longterm.records import Memory
+from memora.longterm.memories import Memory
+from memora.longterm.snapshot import Entry
 from memora.textnorm import warm
 
 LEVELS = ["A1", "A2", "B1", "B2", "C1", "C2"]

@@ -12,8 +12,8 @@ import pytest
 
 from memora.longterm import MemoryStore, NewMemory
 from memora.longterm import search as search_module
-from memora.longterm.cache import UserData
 from memora.longterm.embeddings import LocalUSE
+from memora.longterm.snapshot import UserData
 
 USER, OTHER = 41, 42
 FACTS = [

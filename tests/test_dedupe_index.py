@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from memora.longterm import MemoryStore, NewMemory
-from memora.longterm.cache import UserData
+from memora.longterm.calibration import LOCAL_DEDUPE
 from memora.longterm.dedupe import (
     DedupeIndex,
     Relation,
@@ -23,8 +23,8 @@ from memora.longterm.dedupe import (
 )
 from memora.longterm.embeddings import LocalUSE
 from memora.longterm.matrix import Matrix
-from memora.longterm.profile import LOCAL_DEDUPE
 from memora.longterm.ranking import Scores, _top_order, follow_up_rank
+from memora.longterm.snapshot import UserData
 from memora.textnorm import to_simplified
 from tests.support.index import RELATION_TEXTS, entry
 

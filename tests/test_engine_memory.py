@@ -599,7 +599,7 @@ async def test_a_full_memory_block_leaves_the_recent_turns_their_room(
     conversation: a learner with more memories than fit (the first development heavy learner's
     120) and replies of ~150 tokens gets no fold before the reply (an extra LLM call on the
     reply path); within the seeds' 1000 alone the same turns fold before the reply."""
-    from memora.longterm.records import NewMemory
+    from memora.longterm.memories import NewMemory
 
     await store.add_many(ALICE.id, [NewMemory(text) for text in HEAVY_LEARNER["memories"]])
     assert await store.count(ALICE.id) > 100

@@ -6,7 +6,7 @@ import asyncio
 
 import asyncpg
 
-from memora.longterm.shared import close_http_client, http_client
+from memora.longterm.chroma_server import close_http_client, http_client
 from tests.support.engines import ChromaServer, Postgres, fresh_database
 
 

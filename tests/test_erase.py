@@ -19,7 +19,7 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
-import memora.longterm.backend as backend_module
+import memora.longterm.chroma as backend_module
 import memora.longterm.search as search_module
 from memora.erase import (
     CHROMA_FILE,

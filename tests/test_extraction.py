@@ -24,8 +24,8 @@ from memora.llm import LLM, LLMError
 from memora.longterm import MemoryStore
 from memora.longterm.dedupe import embedding_text, may_replace
 from memora.longterm.embeddings import LocalUSE
+from memora.longterm.memories import NewMemory, SearchWords
 from memora.longterm.ranking import DEFAULT_MIN_SCORE
-from memora.longterm.records import NewMemory, SearchWords
 from tests.support.fakes import FakeLLM, outage
 
 NOW = datetime(2026, 11, 15, 9, 0, tzinfo=UTC)
@@ -585,7 +585,7 @@ async def test_backfill_terms_in_near_shapes_are_read_as_meant() -> None:
     """A small model that answers only `terms_for`, with its terms as one string: read as meant,
     not mistaken for a bare list of memories."""
     from memora.extraction import TERMS_FOR_INSTRUCTIONS
-    from memora.longterm.records import Memory
+    from memora.longterm.memories import Memory
 
     bare = Memory("m1", 1, "The user plays the violin.", "manual", "other", "t", "t")
     llm = FakeLLM()

@@ -8,10 +8,10 @@ import random
 
 import numpy as np
 
-from memora.longterm.cache import Entry, UserData
 from memora.longterm.dedupe import Relation, normalise_text, relation, relation_floor
 from memora.longterm.lexical import BM25, tokenize
 from memora.longterm.ranking import hybrid_rank, weights_for_query
+from memora.longterm.snapshot import Entry, UserData
 from tests.support.index import RELATION_TEXTS, TEXTS, entry
 
 QUERIES = ["IELTS 雅思 準備", "level B1 english", "台北 銀行", "cooking piano airports", "zzz"]

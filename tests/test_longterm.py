@@ -14,10 +14,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memora.longterm import MemoryNotFound, MemoryStore, NewMemory, StoreError
-from memora.longterm.cache import UserLocks
+from memora.longterm.calibration import LOCAL_DEDUPE
 from memora.longterm.dedupe import Relation, embedding_text, normalise_text, relation
 from memora.longterm.embeddings import Embedded, Kind, LocalUSE
-from memora.longterm.profile import LOCAL_DEDUPE
 from memora.longterm.ranking import (
     DEFAULT_DENSE_WEIGHT,
     USE_SCALE,
@@ -25,6 +24,7 @@ from memora.longterm.ranking import (
     follow_up_rank,
 )
 from memora.longterm.search import one_blas_thread
+from memora.longterm.writes import UserLocks
 
 NOW = datetime(2026, 11, 15, 8, 30, tzinfo=UTC)
 

@@ -285,7 +285,7 @@ async def test_asked_once_is_kept_per_learner_and_erased_with_them(db: Database)
 
 
 def test_json_of_a_memory_keeps_its_dates() -> None:
-    from memora.longterm.records import Memory, from_record, to_metadata
+    from memora.longterm.memories import Memory, from_record, to_metadata
 
     m = Memory("m1", 1, "in Tokyo", "extracted", "personal", "2026-03-01T09:00:00+00:00",
                "2026-03-01T09:00:00+00:00", since="2026-03-01", until="2026-03-10",
@@ -296,7 +296,7 @@ def test_json_of_a_memory_keeps_its_dates() -> None:
 
 
 def test_a_group_asking_about_the_past_gets_only_what_was_said_there() -> None:
-    from memora.longterm.records import Memory, Revision
+    from memora.longterm.memories import Memory, Revision
     from memora.longterm.timeline import past_notes
 
     said = "2026-03-01T09:00:00+00:00"

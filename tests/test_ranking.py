@@ -6,8 +6,8 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
+from memora.longterm.calibration import uncalibrated
 from memora.longterm.lexical import BM25, tokenize
-from memora.longterm.profile import uncalibrated
 from memora.longterm.ranking import (
     DEFAULT_DENSE_WEIGHT,
     DEFAULT_MIN_SCORE,

@@ -1,19 +1,19 @@
-"""What reaches the reply's context (memora.longterm.policy), through the real store and the
-local model: every memory while they fit the budget, else the best-ranked until it is spent;
+"""What reaches the reply's context (memora.longterm.retrieval_policy), through the real store and
+the local model: every memory while they fit the budget, else the best-ranked until it is spent;
 without a budget the first top_k at or above min_score; the previous message only after what
 the message finds by itself; labelled memories stored as the extraction call stores them."""
 
 from __future__ import annotations
 
 from memora.longterm import MemoryStore, NewMemory
-from memora.longterm.policy import (
+from memora.longterm.memories import Memory, SearchHit
+from memora.longterm.retrieval_policy import (
     RetrievalPolicy,
     describe,
     retrieve,
     used_in_reply,
     within_memory_budget,
 )
-from memora.longterm.records import Memory, SearchHit
 
 FACTS = (
     "使用者對花生過敏",

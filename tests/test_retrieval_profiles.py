@@ -1,4 +1,4 @@
-"""Every tuned number belongs to its embedder (memora.longterm.profile): the local model reads
+"""Every tuned number belongs to its embedder (memora.longterm.calibration): the local model reads
 its calibrated profile; an embeddings API nobody calibrated (the real openai SDK against
 tests/support/fake_openai.py) gets no score gate and no cosine duplicate thresholds: its memories
 are ranked and fill the budget, and only the same normalised text is a duplicate."""
@@ -12,10 +12,10 @@ import pytest
 
 from memora.engine import Engine, EngineConfig
 from memora.longterm import MemoryStore, NewMemory
+from memora.longterm.calibration import DenseScale, profile_for
 from memora.longterm.dedupe import Relation, may_replace, relation
 from memora.longterm.embeddings import LocalUSE, OpenAIEmbedder
-from memora.longterm.policy import RetrievalPolicy, retrieve
-from memora.longterm.profile import DenseScale, profile_for
+from memora.longterm.retrieval_policy import RetrievalPolicy, retrieve
 from memora.shortterm.tokens import LocalTokenCounter
 from memora.storage import Database
 from tests.support.fake_openai import FakeOpenAI

@@ -17,8 +17,8 @@ from memora.extraction import MAX_ASKS, MAX_BACKFILL
 from memora.llm import ResponsesLLM
 from memora.longterm import MemoryStore
 from memora.longterm.lexical import BM25, tokenize
+from memora.longterm.memories import NewMemory, SearchWords, indexed_text
 from memora.longterm.ranking import DEFAULT_MIN_SCORE
-from memora.longterm.records import NewMemory, SearchWords, indexed_text
 from memora.shortterm.tokens import LocalTokenCounter
 from memora.storage import Database
 from tests.support.fake_openai import FakeOpenAI, needs_terms_listed, terms_writer

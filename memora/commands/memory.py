@@ -15,8 +15,8 @@ from memora.learner.model import PROFILE_FIELDS
 from memora.learner.profile import TEACHING_FIELDS
 from memora.longterm import Memory
 from memora.longterm.dedupe import normalise_text
-from memora.longterm.policy import describe as describe_policy
-from memora.longterm.policy import used_in_time
+from memora.longterm.retrieval_policy import describe as describe_policy
+from memora.longterm.retrieval_policy import used_in_time
 from memora.privacy.secretfilter import looks_secret
 from memora.views import Reply
 

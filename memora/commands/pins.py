@@ -8,7 +8,7 @@ from memora.commands.registry import CommandContext
 from memora.engine import Engine
 from memora.i18n import N_, _, ngettext
 from memora.longterm import Memory
-from memora.longterm.policy import pins_that_fit
+from memora.longterm.retrieval_policy import pins_that_fit
 from memora.views import Reply
 
 

@@ -1,6 +1,6 @@
 """The engine's side of what reaches a reply's context: its retrieval policy (the rule itself is
-memora.longterm.policy's) and the learner's previous message, ranked after what the message
-finds."""
+memora.longterm.retrieval_policy's) and the learner's previous message, ranked after what the
+message finds."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from datetime import UTC, date
 from memora.engine.base import EngineBase
 from memora.engine.followups import FollowUp
 from memora.longterm import SearchHit
-from memora.longterm import policy as memory_policy
+from memora.longterm import retrieval_policy as memory_policy
 from memora.storage import ModeRow, StoredMessage
 from memora.types import ChatRef, UserRef
 
@@ -35,7 +35,8 @@ class Retrieval(EngineBase):
 
     @property
     def retrieval_policy(self) -> memory_policy.RetrievalPolicy:
-        """What reaches a reply's context (memora.longterm.policy), from this engine's config."""
+        """What reaches a reply's context (memora.longterm.retrieval_policy), from this engine's
+        config."""
         c = self.config
         min_score = c.min_score
         if min_score is None:

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from memora.extraction.schema import EXISTING_ID, ExtractionOutcome, listed_number
-from memora.longterm.records import (
+from memora.longterm.memories import (
     MAX_SITUATIONS,
     AddResult,
     Memory,

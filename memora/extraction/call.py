@@ -40,7 +40,7 @@ from memora.llm import (
     ChatMessage,
     LLMError,
 )
-from memora.longterm.records import (
+from memora.longterm.memories import (
     Memory,
 )
 

@@ -17,7 +17,7 @@ from memora.extraction.schema import (
 from memora.learner.model import (
     LEARNER_INSTRUCTIONS,
 )
-from memora.longterm.records import (
+from memora.longterm.memories import (
     Memory,
 )
 

@@ -17,7 +17,7 @@ from memora.learner.model import (
 from memora.llm import (
     Usage,
 )
-from memora.longterm.records import (
+from memora.longterm.memories import (
     MAX_MEMORY_CHARS,
     SearchWords,
 )

@@ -19,7 +19,7 @@ from memora.extraction.schema import (
     listed_number,
 )
 from memora.longterm.dedupe import normalise_text
-from memora.longterm.records import (
+from memora.longterm.memories import (
     MAX_MEMORY_CHARS,
     MAX_SITUATIONS,
     SearchWords,

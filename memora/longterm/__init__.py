@@ -1,20 +1,26 @@
-"""Long-term memory: what the bot remembers about each user across conversations.
+"""Long-term memory: what the bot remembers about each user across conversations. It stores and
+ranks; what to remember is decided above it (:mod:`memora.extraction`).
 
-- :mod:`~memora.longterm.store`: :class:`MemoryStore`, every call scoped to one user, composed of
-  :mod:`~memora.longterm.backend` (Chroma, erasure), :mod:`~memora.longterm.users` (the
-  per-user cache), :mod:`~memora.longterm.writes` (duplicates and updates) and
-  :mod:`~memora.longterm.search` (ranked reads);
-- :mod:`~memora.longterm.policy`: what reaches the reply's context (the engine calls it);
-- :mod:`~memora.longterm.profile`: each embedder's calibrated numbers (``profiles/*.toml``);
-- :mod:`~memora.longterm.ranking`: the hybrid (dense + BM25) score;
-- :mod:`~memora.longterm.lexical`: the mixed Chinese/English tokenizer and BM25;
-- :mod:`~memora.longterm.dedupe`: duplicate / update / distinct between two memories;
-- :mod:`~memora.longterm.records`, :mod:`~memora.longterm.cache`, :mod:`~memora.longterm.matrix`:
-  a memory and its Chroma record, a user's snapshot, the vectors;
-- :mod:`~memora.longterm.embeddings`: the local multilingual model or an embeddings API.
+- the front: :mod:`~memora.longterm.store` (:class:`MemoryStore`, every call scoped to one user,
+  composed of the parts below) and :mod:`~memora.longterm.memories` (what a memory is, and its
+  Chroma record);
+- the index and its cache: :mod:`~memora.longterm.chroma` (the Chroma collection, erasure),
+  :mod:`~memora.longterm.chroma_server` (version tokens on a server shared by replicas),
+  :mod:`~memora.longterm.embeddings` (the local model or an embeddings API),
+  :mod:`~memora.longterm.snapshot` (one user's memories, vectors and derived indexes, immutable),
+  :mod:`~memora.longterm.matrix` (the vectors in shared chunks) and
+  :mod:`~memora.longterm.user_cache` (which users' snapshots are held, loaded, kept current);
+- ranking: :mod:`~memora.longterm.search` (the ranked reads),
+  :mod:`~memora.longterm.ranking` (the hybrid dense + BM25 score),
+  :mod:`~memora.longterm.lexical` (the mixed Chinese/English tokenizer and BM25),
+  :mod:`~memora.longterm.calibration` (each embedder's tuned numbers, ``profiles/*.toml``),
+  :mod:`~memora.longterm.timeline` (facts that are over, pins) and
+  :mod:`~memora.longterm.retrieval_policy` (what reaches the reply's context; the engine calls it);
+- the write policy: :mod:`~memora.longterm.writes` (duplicates, updates, the per-user write
+  lock) and :mod:`~memora.longterm.dedupe` (duplicate / update / distinct between two memories).
 """
 
-from memora.longterm.records import (
+from memora.longterm.memories import (
     MAX_MEMORY_CHARS,
     AddResult,
     Memory,

@@ -2,7 +2,7 @@
 
 A lexical guard rules first: numbers, levels and dates, and negation must be the same, and in a
 script both texts share, the new text must not swap or add a content word. Only then does a
-cosine threshold of the embedder's profile decide (:mod:`memora.longterm.profiles`). Cosine
+cosine threshold of the embedder's profile decide (:mod:`memora.longterm.calibration`). Cosine
 alone cannot tell: the same fact in English and Chinese can score lower than two different
 facts in one language (decision 0101).
 """
@@ -21,10 +21,10 @@ import numpy as np
 import numpy.ma  # np.union1d imports it on first use: 11-16 ms in a first write
 import numpy.typing as npt
 
+from memora.longterm.calibration import LOCAL_DEDUPE, DedupeThresholds
 from memora.longterm.embeddings import embedding_text
 from memora.longterm.lexical import inserted
 from memora.longterm.matrix import Matrix
-from memora.longterm.profile import LOCAL_DEDUPE, DedupeThresholds
 from memora.textnorm import (
     CHINESE_STOP_CHARS,
     ENGLISH_STOP_WORDS,

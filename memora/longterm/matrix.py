@@ -1,6 +1,6 @@
 """A user's memory vectors as an immutable matrix kept in chunks of rows that snapshots share.
 
-The cache's snapshots (memora.longterm.cache) never change once made: a search may hold one
+The cache's snapshots (memora.longterm.snapshot) never change once made: a search may hold one
 across an await while a write makes the next. A write must not copy the whole matrix (20 MB at
 10,000 memories of 512 dimensions) to change or add one row (decision 0102).
 

@@ -1,7 +1,7 @@
 """Hybrid ranking of one user's long-term memories: dense cosine fused with BM25.
 
 How the score is formed (the number ``/search`` shows and ``min_score`` is compared with); every
-number in it comes from the embedder's profile (:mod:`memora.longterm.profile`)::
+number in it comes from the embedder's profile (:mod:`memora.longterm.calibration`)::
 
     dense    = cosine(query, memory)                         (vectors are L2-normalised)
     dense01  = clip((dense - scale.floor) / (scale.ceiling - scale.floor), 0, 1)
@@ -30,9 +30,9 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from memora.longterm.calibration import LOCAL, DenseScale, EmbedderProfile, profile_for
 from memora.longterm.lexical import BM25, tokenize
 from memora.longterm.matrix import Matrix
-from memora.longterm.profile import LOCAL, DenseScale, EmbedderProfile, profile_for
 from memora.textnorm import han_dominant
 
 __all__ = [

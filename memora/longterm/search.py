@@ -18,10 +18,10 @@ from typing import Any, cast
 import numpy as np
 import numpy.typing as npt
 
-from memora.longterm.backend import ChromaBackend
-from memora.longterm.cache import UserData
+from memora.longterm.calibration import EmbedderProfile
+from memora.longterm.chroma import ChromaBackend
 from memora.longterm.embeddings import StoreEmbeddings, Vectors
-from memora.longterm.profile import EmbedderProfile
+from memora.longterm.memories import Memory, SearchHit, SearchResult
 from memora.longterm.ranking import (
     Hit,
     Scores,
@@ -31,8 +31,8 @@ from memora.longterm.ranking import (
     rank_scores,
     weights_for_query,
 )
-from memora.longterm.records import Memory, SearchHit, SearchResult
-from memora.longterm.users import CachedUsers, snapshot
+from memora.longterm.snapshot import UserData
+from memora.longterm.user_cache import CachedUsers, snapshot
 
 __all__ = ["COLD_CANDIDATES", "WAIT_FOR_LOAD", "MemorySearch", "one_blas_thread"]
 

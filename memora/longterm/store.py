@@ -1,10 +1,10 @@
 """Long-term memory: every read and write scoped to one user.
 
 :class:`MemoryStore` is the one entry point; it composes the parts, one job each: the Chroma
-backend and erasure (:mod:`~memora.longterm.backend`), the per-user cache
-(:mod:`~memora.longterm.users`), the write policy (:mod:`~memora.longterm.writes`) and the
+backend and erasure (:mod:`~memora.longterm.chroma`), the per-user cache of snapshots
+(:mod:`~memora.longterm.user_cache`), the write policy (:mod:`~memora.longterm.writes`) and the
 ranked reads (:mod:`~memora.longterm.search`), with the embedder's calibrated numbers
-(:mod:`~memora.longterm.profile`).
+(:mod:`~memora.longterm.calibration`).
 """
 
 from __future__ import annotations
@@ -15,11 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from memora.blocking import run_blocking
-from memora.longterm.backend import COLLECTION, ChromaBackend
-from memora.longterm.cache import UserCache, UserData, UserLocks
+from memora.longterm.calibration import profile_for
+from memora.longterm.chroma import COLLECTION, ChromaBackend
 from memora.longterm.embeddings import Embedder, StoreEmbeddings
-from memora.longterm.profile import profile_for
-from memora.longterm.records import (
+from memora.longterm.memories import (
     AddResult,
     Memory,
     NewMemory,
@@ -29,8 +28,9 @@ from memora.longterm.records import (
     check_user,
 )
 from memora.longterm.search import MemorySearch
-from memora.longterm.users import CachedUsers, load_user
-from memora.longterm.writes import MemoryWriter
+from memora.longterm.snapshot import UserData
+from memora.longterm.user_cache import CachedUsers, UserCache, load_user
+from memora.longterm.writes import MemoryWriter, UserLocks
 
 __all__ = ["COLLECTION", "MemoryStore"]
 
@@ -46,7 +46,8 @@ class MemoryStore:
         self, path: Path, embedder: Embedder, *, max_cached_users: int = 256, url: str = ""
     ) -> None:
         self.path = Path(path)
-        self.url = url  # a Chroma server shared by replicas (memora.longterm.shared); "" = embedded
+        # a Chroma server shared by replicas (memora.longterm.chroma_server); "" = embedded
+        self.url = url
         self.embedder = embedder
         self.profile = profile_for(embedder.name)  # its calibrated numbers, if any
         self.backend = ChromaBackend(self.path, embedder.name, embedder.dim, url)

@@ -15,7 +15,7 @@ import re
 from collections.abc import Sequence
 from datetime import date
 
-from memora.longterm.records import Memory
+from memora.longterm.memories import Memory
 
 __all__ = [
     "MAX_PAST_LINES",

@@ -7,14 +7,17 @@ same fact with other numbers ("level B1" → "level B2") supersedes the old memo
 the old text in its history (:func:`memora.longterm.dedupe.relation`). Only the memories the
 guard could let through are compared (:class:`memora.longterm.dedupe.DedupeIndex`). An
 extraction item's ``replaces`` is believed only when :func:`~memora.longterm.dedupe.may_replace`
-says the two are about the same thing.
+says the two are about the same thing. A write holds the user's lock (:class:`UserLocks`)
+and leaves the user's cache as the write left the data.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import replace
 from datetime import datetime
 
@@ -23,7 +26,7 @@ import numpy.typing as npt
 
 from memora.blocking import run_blocking
 from memora.clock import utcnow
-from memora.longterm.cache import Entry, UserData, UserLocks
+from memora.longterm.calibration import DedupeThresholds
 from memora.longterm.dedupe import (
     Relation,
     candidate_cosines,
@@ -34,8 +37,7 @@ from memora.longterm.dedupe import (
 )
 from memora.longterm.embeddings import StoreEmbeddings
 from memora.longterm.matrix import Matrix
-from memora.longterm.profile import DedupeThresholds
-from memora.longterm.records import (
+from memora.longterm.memories import (
     MAX_SITUATIONS,
     AddResult,
     Memory,
@@ -50,11 +52,40 @@ from memora.longterm.records import (
     revised,
 )
 from memora.longterm.search import one_blas_thread
-from memora.longterm.users import CachedUsers
+from memora.longterm.snapshot import Entry, UserData
+from memora.longterm.user_cache import CachedUsers
 
 log = logging.getLogger(__name__)
 
-__all__ = ["MemoryWriter"]
+__all__ = ["MemoryWriter", "UserLocks"]
+
+
+class UserLocks:
+    """One asyncio lock per user, held only while someone holds or waits for it.
+
+    A plain dict of locks grows by one lock per user ever seen; here a user's lock is dropped
+    when its last holder leaves, so the dict holds only the users being written right now.
+    """
+
+    def __init__(self) -> None:
+        self._locks: dict[int, tuple[asyncio.Lock, int]] = {}
+
+    def __len__(self) -> int:
+        return len(self._locks)
+
+    @asynccontextmanager
+    async def hold(self, user_id: int) -> AsyncIterator[None]:
+        lock, users = self._locks.get(user_id, (asyncio.Lock(), 0))
+        self._locks[user_id] = (lock, users + 1)
+        try:
+            async with lock:
+                yield
+        finally:
+            lock, users = self._locks[user_id]
+            if users <= 1:
+                del self._locks[user_id]
+            else:
+                self._locks[user_id] = (lock, users - 1)
 
 
 class _Batch:

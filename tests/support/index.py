@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from memora.longterm.cache import Entry
-from memora.longterm.records import Memory
+from memora.longterm.memories import Memory
+from memora.longterm.snapshot import Entry
 
 TEXTS = [
     "The user is preparing for IELTS in 2027-03.",

@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import date
 
-from memora.longterm.records import Memory, SearchHit, SearchResult
+from memora.longterm.memories import Memory, SearchHit, SearchResult
 from memora.longterm.store import MemoryStore
 from memora.longterm.timeline import asks_about_past, ended, past_notes, pins_first
 from memora.shortterm.tokens import o200k

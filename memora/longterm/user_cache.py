@@ -1,11 +1,13 @@
-"""The memory store's per-user cache: each user's memories loaded from Chroma, kept current.
+"""Which users' snapshots are held in process, and keeping them current with Chroma.
 
-A read finds the user in the cache (:class:`memora.longterm.cache.UserCache`) or loads it: one
-load at a time per user, which a cold search may start without waiting for. A write is
-write-through: the cache holds the user as the write left it, and any failure drops the user
-so the next read reloads it. On a Chroma server shared by replicas a user's cached memories are
-used only under the version token they were loaded under (:mod:`memora.longterm.shared`), and a
-write drops the user instead of writing through.
+:class:`UserCache` holds the most recently used users' snapshots (:mod:`memora.longterm.snapshot`)
+with a write generation per user. :class:`CachedUsers` finds a user there or loads it from
+Chroma: one load at a time per user, which a cold search may start without waiting for. A write
+is write-through: the cache holds the user as the write left it, and any failure drops the user
+so the next read reloads it; a generation counter tells a load that raced with a write that
+what it read is stale. The cache is per process: on a Chroma server shared by replicas a user's
+cached memories are used only under the version token they were loaded under
+(:mod:`memora.longterm.chroma_server`), and a write drops the user instead of writing through.
 """
 
 from __future__ import annotations
@@ -13,18 +15,19 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 
 import numpy as np
 
 from memora.blocking import run_blocking
-from memora.longterm.backend import ChromaBackend, Records
-from memora.longterm.cache import Entry, UserCache, UserData
-from memora.longterm.records import from_record
+from memora.longterm.chroma import ChromaBackend, Records
+from memora.longterm.memories import from_record
+from memora.longterm.snapshot import Entry, UserData
 
 log = logging.getLogger(__name__)
 
-__all__ = ["CachedUsers", "load_user", "snapshot"]
+__all__ = ["CachedUsers", "UserCache", "load_user", "snapshot"]
 
 
 def snapshot(records: Records, dim: int, *, room: bool = False) -> UserData:
@@ -55,6 +58,42 @@ def load_user(backend: ChromaBackend, user_id: int) -> UserData:
     data = snapshot(backend.records(user_id), backend.dim, room=True)
     data.bm25, data.keys, data.dedupe, data.weight_kinds  # noqa: B018
     return data
+
+
+class UserCache:
+    """The most recently used users' data (LRU), with a write generation per user."""
+
+    def __init__(self, max_users: int) -> None:
+        self.max_users = max_users
+        self._data: OrderedDict[int, UserData] = OrderedDict()
+        self._generation: dict[int, int] = {}
+
+    def get(self, user_id: int) -> UserData | None:
+        data = self._data.get(user_id)
+        if data is not None:
+            self._data.move_to_end(user_id)
+        return data
+
+    def generation(self, user_id: int) -> int:
+        """Changes with every write of the user: compare before and after a load."""
+        return self._generation.get(user_id, 0)
+
+    def invalidate(self, user_id: int) -> None:
+        """Drop the user and make any load in flight for it stale."""
+        self._generation[user_id] = self._generation.get(user_id, 0) + 1
+        self._data.pop(user_id, None)
+
+    def keep(self, user_id: int, data: UserData, *, generation: int | None = None) -> None:
+        """Hold the user's data, unless it was loaded before a write (`generation` is stale)."""
+        if generation is not None and generation != self.generation(user_id):
+            return
+        self._data[user_id] = data
+        self._data.move_to_end(user_id)
+        while len(self._data) > self.max_users:
+            self._data.popitem(last=False)
+
+    def clear(self) -> None:
+        self._data.clear()
 
 
 class CachedUsers:

@@ -5,7 +5,7 @@ field; every call carries ``where={"user_id": ...}`` (decision 0102). Every bloc
 the event loop through :func:`memora.blocking.run_blocking` and shares the client, except a
 deletion's, which has it alone while it reopens it so that deleted words leave the files
 (:mod:`memora.erase`). With a Chroma server (``url``) the server's settings hold, and a version
-token per user tells replicas when another one wrote (:mod:`memora.longterm.shared`).
+token per user tells replicas when another one wrote (:mod:`memora.longterm.chroma_server`).
 """
 
 from __future__ import annotations
@@ -28,9 +28,9 @@ from memora.erase import (
     scrub_hnsw,
     vacuum_chroma,
 )
-from memora.longterm.cache import Entry
-from memora.longterm.records import StoreError, to_metadata
-from memora.longterm.shared import SharedVersions, close_http_client, http_client
+from memora.longterm.chroma_server import SharedVersions, close_http_client, http_client
+from memora.longterm.memories import StoreError, to_metadata
+from memora.longterm.snapshot import Entry
 
 __all__ = ["COLLECTION", "ChromaBackend", "Records", "when_unlocked"]
 

@@ -1,19 +1,15 @@
-"""Each user's memories held in process: the per-user vector cache and the per-user locks.
+"""One user's memories in process as a snapshot: the entries, their vectors as one matrix, and
+what ranking and the write policy derive from them (the BM25 index, the duplicate keys and index,
+the dense-weight kinds, the per-chat views).
 
-A user has tens to a few thousand memories, so search ranks them exactly in numpy from this
-cache instead of asking Chroma's HNSW index with a metadata filter. The cache is write-through:
-a write for a user holds that user's lock and leaves the cache as the write left the data; a
-failed write drops the user, and the next read reloads it. A generation counter per user tells
-a load that raced with a write that what it read is stale. The cache is per process: two
-processes writing for one user would each keep their own view (the embedded default runs one).
+A user has tens to a few thousand memories, so search ranks them exactly in numpy from a
+snapshot instead of asking Chroma's HNSW index with a metadata filter. A snapshot never changes
+once made: a write makes the next one, carrying over what this one derived. Which users'
+snapshots are held, and how they are loaded and kept current: :mod:`memora.longterm.user_cache`.
 """
 
 from __future__ import annotations
 
-import asyncio
-from collections import OrderedDict
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -23,10 +19,10 @@ import numpy.typing as npt
 from memora.longterm.dedupe import DedupeIndex, normalise_text
 from memora.longterm.lexical import BM25, tokenize
 from memora.longterm.matrix import Matrix
+from memora.longterm.memories import Memory, indexed
 from memora.longterm.ranking import weight_kinds
-from memora.longterm.records import Memory, indexed
 
-__all__ = ["Entry", "UserCache", "UserData", "UserLocks", "indexed_terms", "weight_kind"]
+__all__ = ["Entry", "UserData", "indexed_terms", "weight_kind"]
 
 
 @dataclass(frozen=True)
@@ -271,67 +267,3 @@ def weight_kind(entry: Entry) -> tuple[int, int]:
 def indexed_terms(entry: Entry) -> list[str]:
     """What the lexical index holds for one memory: its text, search terms and situations."""
     return tokenize(indexed(entry.memory))
-
-
-class UserCache:
-    """The most recently used users' data (LRU), with a write generation per user."""
-
-    def __init__(self, max_users: int) -> None:
-        self.max_users = max_users
-        self._data: OrderedDict[int, UserData] = OrderedDict()
-        self._generation: dict[int, int] = {}
-
-    def get(self, user_id: int) -> UserData | None:
-        data = self._data.get(user_id)
-        if data is not None:
-            self._data.move_to_end(user_id)
-        return data
-
-    def generation(self, user_id: int) -> int:
-        """Changes with every write of the user: compare before and after a load."""
-        return self._generation.get(user_id, 0)
-
-    def invalidate(self, user_id: int) -> None:
-        """Drop the user and make any load in flight for it stale."""
-        self._generation[user_id] = self._generation.get(user_id, 0) + 1
-        self._data.pop(user_id, None)
-
-    def keep(self, user_id: int, data: UserData, *, generation: int | None = None) -> None:
-        """Hold the user's data, unless it was loaded before a write (`generation` is stale)."""
-        if generation is not None and generation != self.generation(user_id):
-            return
-        self._data[user_id] = data
-        self._data.move_to_end(user_id)
-        while len(self._data) > self.max_users:
-            self._data.popitem(last=False)
-
-    def clear(self) -> None:
-        self._data.clear()
-
-
-class UserLocks:
-    """One asyncio lock per user, held only while someone holds or waits for it.
-
-    A plain dict of locks grows by one lock per user ever seen; here a user's lock is dropped
-    when its last holder leaves, so the dict holds only the users being written right now.
-    """
-
-    def __init__(self) -> None:
-        self._locks: dict[int, tuple[asyncio.Lock, int]] = {}
-
-    def __len__(self) -> int:
-        return len(self._locks)
-
-    @asynccontextmanager
-    async def hold(self, user_id: int) -> AsyncIterator[None]:
-        lock, users = self._locks.get(user_id, (asyncio.Lock(), 0))
-        self._locks[user_id] = (lock, users + 1)
-        try:
-            async with lock:
-                yield
-        finally:
-            lock, users = self._locks[user_id]
-            if users <= 1:
-                del self._locks[user_id]
-            else:
-                self._locks[user_id] = (lock, users - 1)
