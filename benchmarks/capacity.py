@@ -58,13 +58,13 @@ async def bytes_per_turn(db: Database, turns: int) -> float:
 
 
 async def used_bytes(db: Database) -> int:
-    if db.dialect == "sqlite":
-        await db.checkpoint()
-        assert db.path is not None
-        return db.path.stat().st_size
-    async with db.db.execute("VACUUM") as _:
+    if db.connection.dialect == "sqlite":
+        await db.connection.checkpoint()
+        assert db.connection.path is not None
+        return db.connection.path.stat().st_size
+    async with db.connection.db.execute("VACUUM") as _:
         pass
-    async with db.db.execute(
+    async with db.connection.db.execute(
         "SELECT SUM(pg_total_relation_size(c.oid)) FROM pg_class c "
         "JOIN pg_namespace n ON n.oid = c.relnamespace "
         "WHERE c.relkind = 'r' AND n.nspname = current_schema()"

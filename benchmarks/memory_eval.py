@@ -296,7 +296,7 @@ async def ingest(engine: Engine, convs: list[Conversation], concurrency: int) ->
             if log is not None and log.status.startswith("failed"):
                 out.failed.append(f"{speaker} @ {ex.at:%Y-%m-%d}: {log.detail}")
         out.memories += len(await engine.memories(user.id))
-        out.tokens += (await engine.db.total_usage(chat.id)).total
+        out.tokens += (await engine.db.turns.total_usage(chat.id)).total
 
     start = time.perf_counter()
     await asyncio.gather(*(one_side(c, conv, s) for c, conv in enumerate(convs) for s in (0, 1)))

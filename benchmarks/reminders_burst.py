@@ -72,7 +72,7 @@ async def outbox_states(db: Database) -> list[tuple[str, int]]:
     fake has the last message a moment before its sender marks it sent."""
     deadline = clock.monotonic() + 10
     while True:
-        rows = await db.rows(
+        rows = await db.connection.rows(
             "SELECT state, COUNT(*) FROM outbox WHERE kind='reminder' GROUP BY state"
         )
         kept = [(str(r[0]), int(r[1])) for r in rows]

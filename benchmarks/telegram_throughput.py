@@ -137,7 +137,7 @@ async def burst(
         db = Database(folder / "memora.sqlite3")
         await db.open()
         if synchronous:  # what the commits' fsyncs cost (memora keeps FULL)
-            await db.db.execute(f"PRAGMA synchronous={synchronous}")
+            await db.connection.db.execute(f"PRAGMA synchronous={synchronous}")
         sqlite = SqliteBusy(db)
         store = None
         if facts:
@@ -249,7 +249,7 @@ class SqliteBusy:
 
     def __init__(self, db: Database) -> None:
         self.seconds = 0.0
-        conn: Any = db.db
+        conn: Any = db.connection.db
         queue = conn._tx
 
         def timed(call: Any) -> Any:

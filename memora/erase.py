@@ -3,7 +3,7 @@ DELETE alone leaves the bytes behind (in free pages, logs and unused index slots
 
 - Memora's database runs with ``PRAGMA secure_delete=ON`` (:data:`SECURE_DELETE`) and is
   checkpointed with ``wal_checkpoint(TRUNCATE)`` (:data:`CHECKPOINT`) after a deletion, so the
-  WAL, which still holds the old pages, is emptied (``Database.checkpoint``).
+  WAL, which still holds the old pages, is emptied (``Connection.checkpoint``).
 - Chroma purges its write log only up to what its vector index has persisted: a deletion
   switches the collection to ``sync_threshold = 1`` (:data:`ERASE_HNSW`, then back to
   :data:`CHROMA_HNSW`) and reopens it, so the log is replayed, persisted and purged

@@ -205,7 +205,7 @@ class Reminders:
 
     # -- the setting --------------------------------------------------------------------------
     async def get(self, user_id: int) -> Reminder | None:
-        async with self.db.db.execute(
+        async with self.db.connection.db.execute(
             "SELECT user_id, chat_id, at, days, enabled, updated_at, last_sent, off_reason "
             "FROM reminders WHERE user_id=?",
             (user_id,),
@@ -214,7 +214,7 @@ class Reminders:
         return _row(row) if row else None
 
     async def enabled(self) -> list[Reminder]:
-        async with self.db.db.execute(
+        async with self.db.connection.db.execute(
             "SELECT user_id, chat_id, at, days, enabled, updated_at, last_sent, off_reason "
             "FROM reminders WHERE enabled=1 ORDER BY user_id"
         ) as cur:
@@ -222,7 +222,7 @@ class Reminders:
 
     async def set(self, user_id: int, chat_id: int, at: time, days: tuple[int, ...]) -> Reminder:
         now = self.clock().astimezone(UTC).isoformat(timespec="seconds")
-        async with self.db.transaction() as db:
+        async with self.db.connection.transaction() as db:
             await db.execute(
                 "INSERT INTO reminders(user_id, chat_id, at, days, enabled, updated_at) "
                 "VALUES (?,?,?,?,1,?) ON CONFLICT(user_id) DO UPDATE SET chat_id=excluded.chat_id,"
@@ -233,14 +233,14 @@ class Reminders:
         return await self._changed(user_id)
 
     async def off(self, user_id: int, reason: str = "you") -> Reminder | None:
-        async with self.db.transaction() as db:
+        async with self.db.connection.transaction() as db:
             await db.execute(
                 "UPDATE reminders SET enabled=0, off_reason=? WHERE user_id=?", (reason, user_id)
             )
         return await self._changed(user_id) if await self.get(user_id) else None
 
     async def delete_user(self, user_id: int) -> int:
-        async with self.db.transaction() as db:
+        async with self.db.connection.transaction() as db:
             cur = await db.execute("DELETE FROM reminders WHERE user_id=?", (user_id,))
             n = cur.rowcount or 0
         for listener in self.listeners:
@@ -263,7 +263,7 @@ class Reminders:
 
     async def claim(self, user_id: int, day: date) -> bool:
         """Record that the day's reminder goes out; False if it already went (or is off)."""
-        async with self.db.transaction() as db:
+        async with self.db.connection.transaction() as db:
             return await _claim(db, user_id, day)
 
     async def queue(self, reminder: Reminder, day: date, text: str, zone: str) -> bool:
@@ -271,10 +271,12 @@ class Reminders:
         nothing kept) if the day was claimed already or the reminder is off. It expires when
         the learner's local day ends (`expires_at`)."""
         row = Kept(json.dumps({"text": text}), REMINDER, expires_at(day, zone).timestamp())
-        async with self.db.transaction() as db:
+        async with self.db.connection.transaction() as db:
             if not await _claim(db, reminder.user_id, day):
                 return False
-            return await keep(db, self.db.dialect, reminder.chat_id, reminder.user_id, [row])
+            return await keep(
+                db, self.db.connection.dialect, reminder.chat_id, reminder.user_id, [row]
+            )
 
     async def set_timezone(self, user_id: int, zone: str, now: datetime) -> Reminder | None:
         """Store the learner's zone in their profile (the one place it lives); their reminder,

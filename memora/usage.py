@@ -195,11 +195,11 @@ class UsageLedger:
             )
             for n, c in enumerate(counted)
         ]
-        await self.db.add_usage(user_id, as_utc(now).date().isoformat(), entries)
+        await self.db.ledger.add_usage(user_id, as_utc(now).date().isoformat(), entries)
 
     async def spent(self, user_id: int, since: datetime) -> Spent:
         """The learner's tokens and voice seconds from `since`'s UTC day on."""
-        return Spent(*await self.db.usage_spent(user_id, as_utc(since).date().isoformat()))
+        return Spent(*await self.db.ledger.usage_spent(user_id, as_utc(since).date().isoformat()))
 
     async def over_limit(self, limits: LimitsConfig, user_id: int, now: datetime) -> str | None:
         """Why the learner may not send another message now (see :func:`over_limit`)."""
@@ -219,9 +219,9 @@ class UsageLedger:
     async def report(self, since: datetime) -> list[LearnerUsage]:
         """Every learner's usage from `since`'s UTC day on, most tokens first."""
         by_user: dict[int, list[LedgerEntry]] = {}
-        for user_id, entry in await self.db.usage_since(as_utc(since).date().isoformat()):
+        for user_id, entry in await self.db.ledger.usage_since(as_utc(since).date().isoformat()):
             by_user.setdefault(user_id, []).append(entry)
-        names = await self.db.learner_names(list(by_user))
+        names = await self.db.ledger.learner_names(list(by_user))
         out = []
         for user_id, found in by_user.items():
             tokens: dict[str, int] = {}
@@ -245,17 +245,17 @@ class UsageLedger:
         """Every learner's calls added up per UTC day from `since`'s day on, oldest day first
         (the operator's chart)."""
         days: dict[str, list[Call]] = {}
-        for day, entry in await self.db.usage_per_day(as_utc(since).date().isoformat()):
+        for day, entry in await self.db.ledger.usage_per_day(as_utc(since).date().isoformat()):
             days.setdefault(day, []).append(_call(entry))
         return list(days.items())
 
     async def delete_user(self, user_id: int) -> int:
         """Forget the learner's usage (their /forgetme); how many rows went."""
-        return await self.db.delete_usage(user_id)
+        return await self.db.ledger.delete_usage(user_id)
 
     async def export(self, user_id: int) -> list[dict[str, Any]]:
         """The learner's usage rows, for /export."""
-        return await self.db.usage_rows(user_id)
+        return await self.db.ledger.usage_rows(user_id)
 
 
 class Metering:

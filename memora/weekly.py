@@ -107,21 +107,21 @@ class WeeklyReports:
 
     # -- the setting ----------------------------------------------------------------------------
     async def get(self, user_id: int) -> WeeklySetting | None:
-        async with self.db.db.execute(
+        async with self.db.connection.db.execute(
             f"SELECT {_COLUMNS} FROM weekly_reports WHERE user_id=?", (user_id,)
         ) as cur:
             row = await cur.fetchone()
         return _row(row) if row else None
 
     async def enabled(self) -> list[WeeklySetting]:
-        async with self.db.db.execute(
+        async with self.db.connection.db.execute(
             f"SELECT {_COLUMNS} FROM weekly_reports WHERE enabled=1 ORDER BY user_id"
         ) as cur:
             return [_row(r) for r in await cur.fetchall()]
 
     async def set(self, user_id: int, chat_id: int, weekday: int = 0) -> WeeklySetting:
         now = self.clock().astimezone(UTC).isoformat(timespec="seconds")
-        async with self.db.transaction() as db:
+        async with self.db.connection.transaction() as db:
             await db.execute(
                 "INSERT INTO weekly_reports(user_id, chat_id, weekday, enabled, updated_at) "
                 "VALUES (?,?,?,1,?) ON CONFLICT(user_id) DO UPDATE SET "
@@ -139,7 +139,7 @@ class WeeklyReports:
         return await self.set(user_id, chat_id)
 
     async def off(self, user_id: int, reason: str = "you") -> WeeklySetting | None:
-        async with self.db.transaction() as db:
+        async with self.db.connection.transaction() as db:
             await db.execute(
                 "UPDATE weekly_reports SET enabled=0, off_reason=? WHERE user_id=?",
                 (reason, user_id),
@@ -148,7 +148,7 @@ class WeeklyReports:
 
     async def delete_user(self, user_id: int) -> int:
         """/forgetme: the setting and every week claimed."""
-        async with self.db.transaction() as db:
+        async with self.db.connection.transaction() as db:
             cur = await db.execute("DELETE FROM weekly_reports WHERE user_id=?", (user_id,))
             n = cur.rowcount or 0
             cur = await db.execute("DELETE FROM weekly_sent WHERE user_id=?", (user_id,))
@@ -159,7 +159,7 @@ class WeeklyReports:
 
     async def weeks(self, user_id: int) -> list[tuple[str, str]]:
         """The weeks claimed for the user, oldest first: (ISO week, when claimed)."""
-        async with self.db.db.execute(
+        async with self.db.connection.db.execute(
             "SELECT week, claimed_at FROM weekly_sent WHERE user_id=? ORDER BY week",
             (user_id,),
         ) as cur:
@@ -198,7 +198,7 @@ class WeeklyReports:
         return reminder.at if reminder is not None else DEFAULT_AT
 
     async def claimed(self, user_id: int, day: date) -> bool:
-        async with self.db.db.execute(
+        async with self.db.connection.db.execute(
             "SELECT 1 FROM weekly_sent WHERE user_id=? AND week=?", (user_id, week_key(day))
         ) as cur:
             return await cur.fetchone() is not None
@@ -260,7 +260,7 @@ class WeeklyReports:
             expires_at(day, zone).timestamp(),
         )
         now = self.clock().astimezone(UTC).isoformat(timespec="seconds")
-        async with self.db.transaction() as db:
+        async with self.db.connection.transaction() as db:
             cur = await db.execute(
                 "SELECT enabled FROM weekly_reports WHERE user_id=?", (setting.user_id,)
             )
@@ -273,7 +273,9 @@ class WeeklyReports:
             )
             if not cur.rowcount:
                 return False
-            return await keep(db, self.db.dialect, setting.chat_id, setting.user_id, [row])
+            return await keep(
+                db, self.db.connection.dialect, setting.chat_id, setting.user_id, [row]
+            )
 
     # -- /remind weekly -------------------------------------------------------------------------
     async def command(self, user_id: int, chat_id: int, arg: str) -> Reply:

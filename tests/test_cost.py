@@ -222,7 +222,7 @@ async def test_a_turn_keeps_each_calls_cached_and_reasoning_tokens(
     for text in ("I'm a nurse in Taipei.", "I want TOEIC 850.", "How do I say 塞車?"):
         assert (await metered.handle_turn(ChatRef(1), alice, text)).ok
         await metered.drain()
-    turns = await db.turn_rows(1)
+    turns = await db.turns.turn_rows(1)
     assert [t["reply_reasoning"] for t in turns] == [10, 10, 10]
     assert [t["extraction_reasoning"] for t in turns] == [30, 30, 30]
     assert [t["summary_reasoning"] > 0 for t in turns] == [t["summary_tokens"] > 0 for t in turns]

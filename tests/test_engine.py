@@ -28,14 +28,14 @@ async def talk(engine: Engine, n: int, chat: ChatRef = CHAT, user: UserRef = ALI
 
 async def kept(db: Database) -> tuple[list[StoredMessage], list[ChatMessage]]:
     """What the chat has kept: its stored messages and the context its last reply was given."""
-    return await db.messages(CHAT.id), (await db.chat(CHAT.id)).last_context
+    return await db.chats.messages(CHAT.id), (await db.chats.chat(CHAT.id)).last_context
 
 
 async def test_reply_is_stored_as_one_pair(engine: Engine, db: Database) -> None:
     reply = await engine.handle_turn(CHAT, ALICE, "Hello, I want to practise English")
     assert reply.ok and reply.stored
     assert reply.text == "Echo: Hello, I want to practise English"
-    msgs = await db.messages(CHAT.id)
+    msgs = await db.chats.messages(CHAT.id)
     assert [(m.role, m.content) for m in msgs] == [
         ("user", "Hello, I want to practise English"),
         ("assistant", reply.text),
@@ -60,11 +60,11 @@ async def test_context_is_summary_plus_last_turns_plus_message(
         "Echo: message 4",
         "current",
     ]
-    row = await db.chat(CHAT.id)
+    row = await db.chats.chat(CHAT.id)
     assert row.last_context == sent
     await engine.drain()
-    assert (await db.chat(CHAT.id)).summarized_count == 6  # turns 0..2 folded
-    assert len(await db.messages(CHAT.id)) == 12  # full history is never truncated
+    assert (await db.chats.chat(CHAT.id)).summarized_count == 6  # turns 0..2 folded
+    assert len(await db.chats.messages(CHAT.id)) == 12  # full history is never truncated
 
 
 async def test_summary_happens_after_the_reply_not_before(
@@ -80,7 +80,7 @@ async def test_summary_happens_after_the_reply_not_before(
     assert llm.count("complete", summary=True) == 1
     summary_call = next(c for c in llm.calls if llm.is_summary(c.instructions))
     assert "message 0" in summary_call.messages[0].content
-    assert (await db.chat(CHAT.id)).summarized_count == 2
+    assert (await db.chats.chat(CHAT.id)).summarized_count == 2
 
 
 async def test_llm_failure_leaves_history_exactly_as_before(
@@ -95,7 +95,7 @@ async def test_llm_failure_leaves_history_exactly_as_before(
     assert await kept(db) == before
     ok = await engine.handle_turn(CHAT, ALICE, "and this one works")
     assert ok.ok
-    roles = [m.role for m in await db.messages(CHAT.id)]
+    roles = [m.role for m in await db.chats.messages(CHAT.id)]
     assert roles == ["user", "assistant"] * 3
 
 
@@ -133,7 +133,7 @@ async def test_message_that_cannot_fit_gets_clear_answer_and_nothing_stored(
     reply = await engine.handle_turn(CHAT, ALICE, "a " * 600)
     assert not reply.ok
     assert "too long to fit" in reply.text and "300" in reply.text
-    assert await db.messages(CHAT.id) == []
+    assert await db.chats.messages(CHAT.id) == []
 
 
 async def test_over_long_and_empty_messages(engine: Engine, db: Database) -> None:
@@ -141,7 +141,7 @@ async def test_over_long_and_empty_messages(engine: Engine, db: Database) -> Non
     assert not too_long.ok and "5000 characters" in too_long.text
     empty = await engine.handle_turn(CHAT, ALICE, "   ")
     assert not empty.ok
-    assert await db.messages(CHAT.id) == []
+    assert await db.chats.messages(CHAT.id) == []
 
 
 async def test_summary_keeps_numbers_the_model_dropped(
@@ -154,7 +154,7 @@ async def test_summary_keeps_numbers_the_model_dropped(
     await talk(engine, 3)
     llm.summaries.append("The learner wants to take an English exam.")  # lost every number
     await talk(engine, 1)
-    summary = (await db.chat(CHAT.id)).summary
+    summary = (await db.chats.chat(CHAT.id)).summary
     for fact in ["B1", "三個月", "850", "2026-03-01"]:
         assert fact in summary, fact
 
@@ -167,12 +167,12 @@ async def test_background_summary_failure_is_visible_and_retried(
     reply = await engine.handle_turn(CHAT, ALICE, "fourth")
     assert reply.ok  # the reply is unaffected
     await engine.drain()
-    row = await db.chat(CHAT.id)
+    row = await db.chats.chat(CHAT.id)
     assert row.summarized_count == 0 and "timed out" in row.last_summary_error
     status = await run_command(engine, "status", CommandContext(CHAT, ALICE, ""))
     assert "timed out" in status.text
     await talk(engine, 1)  # next turn retries and catches up
-    row = await db.chat(CHAT.id)
+    row = await db.chats.chat(CHAT.id)
     assert row.summarized_count == 4 and row.last_summary_error == ""
 
 
@@ -195,7 +195,7 @@ async def test_turns_of_one_chat_run_in_order_chats_run_concurrently(
     assert all(r.ok for r in replies)
     await engine.drain()
     for c in chats:
-        users = [m.content for m in await db.messages(c.id) if m.role == "user"]
+        users = [m.content for m in await db.chats.messages(c.id) if m.role == "user"]
         assert users == [f"{c.id}-{i}" for i in range(4)]
 
 
@@ -278,7 +278,7 @@ async def test_a_streamed_turn_shows_progress_and_is_stored_once(
     assert all(answer.startswith(t) for t in seen.texts)
     await engine.drain()  # the summary of the turn that left the window is not streamed
     assert [c.streamed for c in llm.calls if c.kind == "complete"] == [False] * 3 + [True, False]
-    msgs = await db.messages(CHAT.id)
+    msgs = await db.chats.messages(CHAT.id)
     assert [(m.role, m.content) for m in msgs[-2:]] == [
         ("user", "stream this"),
         ("assistant", answer),
@@ -305,7 +305,7 @@ async def test_a_failing_callback_never_breaks_the_turn(engine: Engine, db: Data
     reply = await engine.handle_turn(CHAT, ALICE, "one two three four five six", on_delta=seen)
     assert reply.ok and reply.stored
     assert len(seen.texts) == 1  # not called again after it failed
-    assert len(await db.messages(CHAT.id)) == 2
+    assert len(await db.chats.messages(CHAT.id)) == 2
 
 
 async def test_a_reply_is_the_models_markdown_with_no_ui_text_in_it(engine: Engine) -> None:
@@ -322,7 +322,7 @@ async def test_the_input_budget_learns_from_the_usage_the_server_reports(
 ) -> None:
     assert counter.calibration.factor == 1.0
     await engine.handle_turn(CHAT, ALICE, "I live in Taipei and I am preparing for IELTS.")
-    usage = await db.last_usage(CHAT.id)
+    usage = await db.turns.last_usage(CHAT.id)
     assert usage is not None and usage.actual_input > 0
     assert counter.calibration.factor == pytest.approx(
         usage.actual_input / usage.counted_input, rel=0.05

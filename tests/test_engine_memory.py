@@ -86,7 +86,7 @@ async def test_failed_extraction_never_touches_the_reply_and_is_visible(
     await mem_engine.drain()
     shown = (await run_command(mem_engine, "extraction", ctx())).text
     assert "failed" in shown and "HTTP 500" in shown
-    assert len(await db.messages(CHAT.id)) == 2
+    assert len(await db.chats.messages(CHAT.id)) == 2
 
 
 async def test_extraction_tokens_count_in_the_session_totals(
@@ -96,7 +96,7 @@ async def test_extraction_tokens_count_in_the_session_totals(
     reply = await mem_engine.handle_turn(CHAT, ALICE, "I like football")
     assert reply.stats is not None
     await mem_engine.drain()
-    usage = await db.total_usage(CHAT.id)
+    usage = await db.turns.total_usage(CHAT.id)
     assert usage.extraction_tokens > 0
     assert usage.total > reply.stats.session_total
     status = (await run_command(mem_engine, "status", ctx())).text
@@ -206,8 +206,8 @@ async def test_forgetme_deletes_everything_about_the_caller(
     text = await forgetme(mem_engine, CHAT, ALICE)
     assert "1 long-term memor" in text and "2 messages" in text
     assert await store.count(ALICE.id) == 0
-    assert await db.messages(CHAT.id) == []
-    assert await db.extraction(ALICE.id) is None
+    assert await db.chats.messages(CHAT.id) == []
+    assert await db.turns.extraction(ALICE.id) is None
     assert await store.count(BOB.id) == 1
 
 
@@ -283,16 +283,16 @@ async def test_forgetme_from_a_group_reaches_the_private_chat_and_keeps_the_grou
     await mem_engine.drain()
     text = await forgetme(mem_engine, group, ALICE)
     assert "2 messages of our private chat" in text and "3 of your messages" in text
-    assert await db.messages(CHAT.id) == []
-    left = [m.content for m in await db.messages(group.id) if m.role == "user"]
+    assert await db.chats.messages(CHAT.id) == []
+    left = [m.content for m in await db.chats.messages(group.id) if m.role == "user"]
     assert left == ["bob says 0", "bob says 1", "bob says 2"]
-    assert (await db.chat(group.id)).summary == ""  # it may have quoted Alice
+    assert (await db.chats.chat(group.id)).summary == ""  # it may have quoted Alice
     # The group goes on: new turns fold correctly across the gaps Alice left.
     for i in range(4):
         assert (await mem_engine.handle_turn(group, BOB, f"bob again {i}")).ok
         await mem_engine.drain()
-    row = await db.chat(group.id)
-    pending = await db.messages(group.id, from_seq=row.summarized_count)
+    row = await db.chats.chat(group.id)
+    pending = await db.chats.messages(group.id, from_seq=row.summarized_count)
     assert [m.content for m in pending if m.role == "user"] == [
         "bob again 1",
         "bob again 2",
@@ -312,7 +312,7 @@ async def test_forgetme_covers_work_still_running_elsewhere(
     await forgetme(mem_engine, bob_private, BOB)
     await mem_engine.drain()
     assert await store.count(BOB.id) == 0
-    assert await db.extraction(BOB.id) is None
+    assert await db.turns.extraction(BOB.id) is None
     # A turn of Bob's waiting for the model in the group is answered but not stored.
     llm.delay = 0.3
     pending = asyncio.create_task(mem_engine.handle_turn(group, BOB, "I work at TSMC"))
@@ -321,7 +321,7 @@ async def test_forgetme_covers_work_still_running_elsewhere(
     reply = await pending
     assert reply.ok and not reply.stored
     await mem_engine.drain()
-    assert [m for m in await db.messages(group.id) if m.user_id == BOB.id] == []
+    assert [m for m in await db.chats.messages(group.id) if m.user_id == BOB.id] == []
 
 
 async def test_turns_after_a_forgetme_are_neither_lost_nor_counted_as_summarized(
@@ -338,8 +338,8 @@ async def test_turns_after_a_forgetme_are_neither_lost_nor_counted_as_summarized
     await mem_engine.handle_turn(group, ALICE, "when is my exam?")
     sent = [m.content for m in llm.calls[-1].messages]
     assert "[Alice] My exam date is 2026-05-10" in sent
-    row = await db.chat(group.id)
-    assert row.summarized_count <= (await db.messages(group.id))[-1].seq + 1
+    row = await db.chats.chat(group.id)
+    assert row.summarized_count <= (await db.chats.messages(group.id))[-1].seq + 1
 
 
 async def test_context_in_a_group_hides_another_members_memories(
@@ -604,5 +604,5 @@ async def test_a_full_memory_block_leaves_the_recent_turns_their_room(
     await store.add_many(ALICE.id, [NewMemory(text) for text in HEAVY_LEARNER["memories"]])
     assert await store.count(ALICE.id) > 100
     assert await _pre_reply_folds(db, store, EngineConfig()) == 0
-    await db.reset_chat(CHAT.id)
+    await db.chats.reset_chat(CHAT.id)
     assert await _pre_reply_folds(db, store, EngineConfig(max_input_tokens=1000)) >= 3

@@ -47,8 +47,8 @@ class Replica:
 
     def __init__(self, db: Database) -> None:
         self.db = db
-        self.inbox = Inbox(db)
-        self.replicas = Replicas(db, interval=BEAT)
+        self.inbox = Inbox(db.connection)
+        self.replicas = Replicas(db.connection, interval=BEAT)
         self.queue = DurableQueue()
 
     async def open(self, *, sole: bool = False) -> int:

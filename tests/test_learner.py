@@ -226,7 +226,7 @@ async def test_review_grades_with_fsrs_and_checks_the_owner(learner: Learner, db
     assert again.due - NOW < timedelta(minutes=5)
     assert await learner.store.due_count(ALICE, NOW + timedelta(minutes=5)) == 1
     # the state is in the database file: a fresh connection sees it
-    other = Database(db.path, url=db.url)
+    other = Database(db.connection.path, url=db.connection.url)
     await other.open()
     try:
         fresh = Learner(other)
@@ -313,7 +313,7 @@ async def test_export_and_forget_cover_every_learner_table(learner: Learner, db:
     assert data["profile"]["level"]["value"] == "B1"
     assert len(data["mistakes"]) == len(data["vocabulary"]) == 1
     assert len(data["review_cards"]) == 2 and data["reviews"] and data["days"]
-    await db.forget_user(ALICE)
+    await db.erasure.forget_user(ALICE)
     gone = await learner.store.export(ALICE, NOW)
     assert not any(gone[k] for k in gone), gone
     kept = await learner.store.export(BOB, NOW)
@@ -439,7 +439,7 @@ async def test_the_extraction_call_also_fills_the_learner_model(
     mistakes = await learner.store.mistakes(ALICE)
     assert [(m["category"], m["message_id"]) for m in mistakes] == [("tense", 9)]
     assert [w["term"] for w in await learner.store.words(ALICE)] == ["night shift"]
-    log = await mem_engine.db.extraction(ALICE)
+    log = await mem_engine.db.turns.extraction(ALICE)
     assert log is not None and "4321" not in log.raw and "4321" not in log.detail
     assert "learner mistakes logged: 1" in log.detail
     assert "a quote of someone else" in log.detail
@@ -468,7 +468,7 @@ async def test_with_the_learner_model_off_the_extraction_stays_narrow(
 
 
 async def test_forgetme_leaves_no_learner_words_on_disk(learner: Learner, db: Database) -> None:
-    if db.path is None:
+    if db.connection.path is None:
         pytest.skip("the on-disk check is for the embedded SQLite file")
     secret_word = "Quorblesnatch"
     await learner.store.set_field(
@@ -483,8 +483,8 @@ async def test_forgetme_leaves_no_learner_words_on_disk(learner: Learner, db: Da
         now=NOW,
     )
     await learner.store.undo(ALICE, NOW)  # history rows too
-    await db.forget_user(ALICE)
-    files = [p for p in db.path.parent.rglob("*") if p.is_file()]
+    await db.erasure.forget_user(ALICE)
+    files = [p for p in db.connection.path.parent.rglob("*") if p.is_file()]
     assert files
     for path in files:
         assert secret_word.encode() not in path.read_bytes(), path

@@ -100,11 +100,11 @@ async def test_every_stamp_comes_from_the_one_clock(
 ) -> None:
     clock.now = datetime(2031, 5, 6, 7, 8, 9, tzinfo=UTC)
     assert memora_clock.utcnow() == "2031-05-06T07:08:09+00:00"
-    await db.ensure_chat(CHAT.id, "private", "")
+    await db.chats.ensure_chat(CHAT.id, "private", "")
     engine = Engine(db=db, llm=FakeLLM(), counter=LocalTokenCounter(), clock=clock)
     await engine.handle_turn(CHAT, ALICE, "hello")
     await engine.drain()
-    assert [m.created_at[:10] for m in await db.messages(CHAT.id)] == ["2031-05-06"] * 2
+    assert [m.created_at[:10] for m in await db.chats.messages(CHAT.id)] == ["2031-05-06"] * 2
     # The real process: a test-only file moves it, read on every call while the variable is set.
     memora_clock.use(None)
     moved = tmp_path / "now"
@@ -274,13 +274,13 @@ async def test_a_passed_goal_is_asked_about_once_on_the_next_private_turn(
 
 
 async def test_asked_once_is_kept_per_learner_and_erased_with_them(db: Database) -> None:
-    asked = AskedOnce(db)
+    asked = AskedOnce(db.connection)
     assert not await asked.asked(1, "goal:2026-03-14:IELTS 7")
     await asked.note(1, "goal:2026-03-14:IELTS 7")
     await asked.note(1, "goal:2026-03-14:IELTS 7")  # twice: still one record
     assert await asked.asked(1, "goal:2026-03-14:IELTS 7")
     assert not await asked.asked(2, "goal:2026-03-14:IELTS 7")
-    await db.forget_user(1)
+    await db.erasure.forget_user(1)
     assert not await asked.asked(1, "goal:2026-03-14:IELTS 7")
 
 

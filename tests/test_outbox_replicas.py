@@ -68,7 +68,7 @@ def answer(bot: Bot, n: int) -> Answer:
 async def test_a_chat_being_sent_by_one_replica_is_left_to_it_by_the_other(
     stores: list[Database], bot: Bot, tg: FakeTelegram
 ) -> None:
-    a, b = (Deliverer(Outbox(db), bot) for db in stores)
+    a, b = (Deliverer(Outbox(db.connection), bot) for db in stores)
     tg.hold("sendMessage")
     first = asyncio.create_task(a.answer(answer(bot, 1), update_id=1))
     await tg.await_calls("sendMessage", 1)  # replica A is sending answer 1 right now
@@ -85,13 +85,13 @@ async def test_a_chat_being_sent_by_one_replica_is_left_to_it_by_the_other(
     # A, letting go, found B's answer waiting and sent it after its own: once each, in order.
     assert tg.texts(CHAT) == ["answer 1", "answer 2"]
     assert len(tg.calls_to("sendMessage")) == 2
-    assert await Outbox(stores[0]).pending(CHAT) == []
+    assert await Outbox(stores[0].connection).pending(CHAT) == []
 
 
 async def test_answers_made_by_two_busy_replicas_go_out_once_each_in_the_order_kept(
     stores: list[Database], bot: Bot, tg: FakeTelegram
 ) -> None:
-    replicas = [Deliverer(Outbox(db), bot) for db in stores]
+    replicas = [Deliverer(Outbox(db.connection), bot) for db in stores]
     for replica in replicas:
         replica.start()  # both background senders look at the outbox too
     try:
@@ -105,7 +105,7 @@ async def test_answers_made_by_two_busy_replicas_go_out_once_each_in_the_order_k
     finally:
         for replica in replicas:
             await replica.stop()
-    async with stores[0].db.execute("SELECT update_id FROM outbox ORDER BY id") as cur:
+    async with stores[0].connection.db.execute("SELECT update_id FROM outbox ORDER BY id") as cur:
         kept = [int(r[0]) for r in await cur.fetchall()]
     assert sorted(kept) == list(range(n))
     assert tg.texts(CHAT) == [f"answer {i}" for i in kept]
@@ -114,7 +114,7 @@ async def test_answers_made_by_two_busy_replicas_go_out_once_each_in_the_order_k
 async def test_the_lease_is_one_holders_and_a_dead_holders_runs_out(
     stores: list[Database],
 ) -> None:
-    a, b = (Outbox(db) for db in stores)
+    a, b = (Outbox(db.connection) for db in stores)
     assert await a.lease(CHAT, "replica-a", 30)
     assert not await b.lease(CHAT, "replica-b", 30)
     assert await a.lease(CHAT, "replica-a", 30)  # renewed by its holder
@@ -128,6 +128,6 @@ async def test_the_lease_is_one_holders_and_a_dead_holders_runs_out(
         *(o.lease(CHAT + 1, f"r{i}{j}", 30) for i in range(8) for j, o in enumerate((a, b)))
     )
     assert sum(got) == 1
-    if stores[0].dialect == "sqlite":  # one process owns the file: leases stay in memory
-        async with stores[0].db.execute("SELECT COUNT(*) FROM outbox_leases") as cur:
+    if stores[0].connection.dialect == "sqlite":  # one process owns the file: leases stay in memory
+        async with stores[0].connection.db.execute("SELECT COUNT(*) FROM outbox_leases") as cur:
             assert (await cur.fetchone() or [None])[0] == 0

@@ -112,7 +112,7 @@ async def test_the_engine_sends_each_learners_identifier_on_the_reply_and_backgr
         await mem_engine.drain()
     assert (await mem_engine.handle_turn(ChatRef(1002), bob, "I like coffee")).ok
     await mem_engine.drain()
-    ids = ProviderIdentity(await db.server_key(PROVIDER_IDENTIFIER))
+    ids = ProviderIdentity(await db.keys.server_key(PROVIDER_IDENTIFIER))
     kinds = {(c.kind, c.info.kind, c.info.learner) for c in llm.calls if c.kind != "count"}
     assert kinds == {
         ("complete", "reply", ids.of(alice.id)),

@@ -371,7 +371,7 @@ async def missed_today(engine: Engine, clock: Clock, user: int = ALICE) -> None:
 
 async def outbox_rows(db: Database, user: int = ALICE) -> list[tuple[str, str, str]]:
     """(kind, state, last_error) of the user's outbox rows, oldest first."""
-    rows = await db.rows(
+    rows = await db.connection.rows(
         "SELECT kind, state, last_error FROM outbox WHERE user_id=? ORDER BY id", (user,)
     )
     return [(str(r[0]), str(r[1]), str(r[2])) for r in rows]
@@ -589,7 +589,7 @@ async def test_learners_sharing_one_reminder_time_are_each_reminded_once_through
     assert [await jobs.deliver(user) for user in learners] == [False] * len(learners)
     query = "SELECT state, COUNT(*) FROM outbox WHERE kind='reminder' GROUP BY state"
     deadline = asyncio.get_running_loop().time() + 10
-    while [tuple(r) for r in await db.rows(query)] != [("sent", len(learners))]:
-        assert asyncio.get_running_loop().time() < deadline, await db.rows(query)
+    while [tuple(r) for r in await db.connection.rows(query)] != [("sent", len(learners))]:
+        assert asyncio.get_running_loop().time() < deadline, await db.connection.rows(query)
         await asyncio.sleep(0.05)
     assert all(len(tg.sent_messages(user)) == 1 for user in learners)

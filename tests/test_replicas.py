@@ -50,7 +50,7 @@ async def test_one_chat_over_two_replicas_is_answered_in_order_each_turn_seeing_
         await until_asked(replicas, f"message {i}")
     replies = await asyncio.gather(*tasks)
     assert all(r.ok for r in replies)
-    history = await replicas[0][0].db.messages(CHAT.id)
+    history = await replicas[0][0].db.chats.messages(CHAT.id)
     assert [m.content for m in history if m.role == "user"] == [f"message {i}" for i in range(n)]
     # Every reply was written knowing every earlier turn, whichever replica answered it.
     for _, llm in replicas:
@@ -80,7 +80,7 @@ from memora.storage import Database
 async def main():
     db = Database(url=sys.argv[1])
     await db.open()
-    await db.lock_chat(int(sys.argv[2]))
+    await db.connection.lock_chat(int(sys.argv[2]))
     print("held", flush=True)
     await asyncio.sleep(600)
 
@@ -97,7 +97,7 @@ async def test_a_replica_killed_while_holding_a_chat_lets_the_others_in(postgres
     try:
         assert holder.stdout is not None
         assert await asyncio.wait_for(holder.stdout.readline(), 60) == b"held\n"
-        waiting = asyncio.create_task(other.lock_chat(CHAT.id))
+        waiting = asyncio.create_task(other.connection.lock_chat(CHAT.id))
         await asyncio.sleep(0.3)
         assert not waiting.done()  # the chat is held by the other process
         holder.kill()  # kill -9 mid-turn

@@ -45,7 +45,7 @@ async def test_database_url_puts_the_turns_in_postgresql_and_nothing_in_data_dir
     ]
     # A second process (a replica, a restart) on the same URL sees the same history.
     async with open_engine(settings, llm=FakeLLM()) as again:
-        first = (await again.db.messages(7))[0]
+        first = (await again.db.chats.messages(7))[0]
         assert first.content == "I passed my B1 exam!"
 
 
@@ -55,7 +55,7 @@ async def test_no_url_keeps_the_embedded_sqlite_file(
     monkeypatch.setenv("MEMORA_STORAGE__DATA_DIR", str(tmp_path / "data"))
     monkeypatch.setenv("MEMORA_LLM__API_KEY", "sk-test-not-used")
     async with open_engine(load_settings(), llm=FakeLLM()) as engine:
-        assert engine.db.dialect == "sqlite"
+        assert engine.db.connection.dialect == "sqlite"
         assert (await engine.handle_turn(ChatRef(1), UserRef(1, "A"), "hello")).ok
     assert (tmp_path / "data" / "memora.sqlite3").exists()
 

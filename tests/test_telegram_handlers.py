@@ -131,7 +131,7 @@ class Harness:
 
     async def history(self, chat_id: int) -> list[tuple[str, str]]:
         await self.engine.drain()
-        return [(m.role, m.content) for m in await self.engine.db.messages(chat_id)]
+        return [(m.role, m.content) for m in await self.engine.db.chats.messages(chat_id)]
 
 
 def replies(calls: list[Call]) -> list[str]:
@@ -439,9 +439,9 @@ async def test_llm_outage_gets_a_clear_reply_and_stores_nothing(h: Harness) -> N
 
 
 async def test_a_very_long_history_is_sent_as_a_file(h: Harness) -> None:
-    await h.engine.db.ensure_chat(ALICE)
+    await h.engine.db.chats.ensure_chat(ALICE)
     for i in range(200):
-        await h.engine.db.record_turn(
+        await h.engine.db.turns.record_turn(
             NewTurn(
                 chat_id=ALICE,
                 user_id=ALICE,
@@ -482,7 +482,7 @@ async def test_group_mention_is_stripped_and_the_speaker_labelled(h: Harness) ->
         "how do I say 早安 in English?",
         "And at night?",
     ]
-    names = [m.user_name for m in await h.engine.db.messages(GROUP) if m.role == "user"]
+    names = [m.user_name for m in await h.engine.db.chats.messages(GROUP) if m.role == "user"]
     assert names == ["Alice", "Bob"]
 
 

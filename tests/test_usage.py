@@ -117,7 +117,7 @@ async def test_every_call_of_a_turn_is_counted_as_the_turns_record_it(
         assert (await engine.handle_turn(ChatRef(1), LEARNER, text)).ok
         await engine.drain()
     (alice,) = await UsageLedger(db).report(NOW - timedelta(days=1))
-    rows = await db.rows(
+    rows = await db.connection.rows(
         "SELECT SUM(actual_input + output_tokens), SUM(summary_tokens), SUM(extraction_tokens) "
         "FROM turns WHERE user_id=?",
         (LEARNER.id,),

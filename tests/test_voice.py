@@ -118,13 +118,13 @@ async def test_a_voice_turn_runs_like_a_typed_message(
     assert reply.note == HEARD.format(text=SAID) == f"🎤 I heard: {SAID}"
     assert llm.calls[-1].messages[-1].content == SAID  # the model sees the words, no prefix
     await voice_engine.drain()
-    stored = [(m.role, m.content) for m in await voice_engine.db.messages(CHAT.id)]
+    stored = [(m.role, m.content) for m in await voice_engine.db.chats.messages(CHAT.id)]
     assert stored == [("user", SAID), ("assistant", "Nice! Which park did you go to?")]
-    usage = await voice_engine.db.last_usage(CHAT.id)
+    usage = await voice_engine.db.turns.last_usage(CHAT.id)
     assert usage.transcription_tokens > 0
     status = await run_command(voice_engine, "status", CommandContext(CHAT, USER, ""))
     assert f"{usage.transcription_tokens} tokens, 0 s" in status.text
-    total = await voice_engine.db.total_usage(CHAT.id)
+    total = await voice_engine.db.turns.total_usage(CHAT.id)
     assert total.total >= usage.transcription_tokens + usage.output_tokens
 
 
@@ -135,7 +135,7 @@ async def test_an_empty_transcript_stores_nothing(
     fake.queue_reply(FakeReply(text=said), kind="transcribe")
     reply = await voice_engine.voice_turn(CHAT, USER, OGG, "voice.ogg")
     assert reply == type(reply)(NOTHING_HEARD, ok=False)
-    assert llm.calls == [] and await voice_engine.db.messages(CHAT.id) == []
+    assert llm.calls == [] and await voice_engine.db.chats.messages(CHAT.id) == []
 
 
 async def test_a_transcription_failure_gets_a_clear_answer_and_stores_nothing(
@@ -148,7 +148,7 @@ async def test_a_transcription_failure_gets_a_clear_answer_and_stores_nothing(
     # A file that is not what its name says is refused by the server, like OpenAI does.
     broken = await voice_engine.voice_turn(CHAT, USER, b"OggS\x00fake-opus", "voice.ogg")
     assert not broken.ok and "HTTP 400" in broken.text
-    assert llm.calls == [] and await voice_engine.db.messages(CHAT.id) == []
+    assert llm.calls == [] and await voice_engine.db.chats.messages(CHAT.id) == []
 
 
 async def test_a_model_failure_after_hearing_says_what_was_heard(
@@ -159,7 +159,7 @@ async def test_a_model_failure_after_hearing_says_what_was_heard(
     reply = await voice_engine.voice_turn(CHAT, USER, OGG, "voice.ogg")
     assert not reply.ok and reply.note == HEARD.format(text=SAID)
     assert reply.plain.startswith(HEARD.format(text=SAID) + "\n\nSorry")
-    assert await voice_engine.db.messages(CHAT.id) == []
+    assert await voice_engine.db.chats.messages(CHAT.id) == []
 
 
 async def test_voice_off_answers_without_calling_anything(engine: Engine, llm: FakeLLM) -> None:
@@ -275,7 +275,7 @@ async def test_a_voice_note_is_downloaded_heard_and_answered(
     assert req.audio == OGG and req.filename == "voice.ogg"
     assert "typing" in [a for _, a in harness.tg.chat_actions]
     await voice_engine.drain()
-    stored = await voice_engine.db.messages(ALICE)
+    stored = await voice_engine.db.chats.messages(ALICE)
     assert stored[0].content == SAID
 
 
@@ -297,7 +297,7 @@ async def test_over_the_limits_is_refused_before_downloading(
     assert "0.1 MB" in big_one[0]  # 150 kB against 100 kB, in MB with one decimal
     assert harness.tg.calls_to("getFile") == []  # nothing was downloaded
     assert fake.requests_of("transcribe") == []
-    assert await voice_engine.db.messages(ALICE) == []
+    assert await voice_engine.db.chats.messages(ALICE) == []
 
 
 async def test_a_failed_download_is_a_clear_answer(
@@ -355,5 +355,5 @@ async def test_in_a_group_only_a_voice_note_that_replies_to_me_is_heard(
     texts = await harness.push(harness.voice(group=True, to_bot=True))
     assert texts[0].startswith(f"🎤 I heard: {SAID}")
     await voice_engine.drain()
-    stored = await voice_engine.db.messages(-100777)
+    stored = await voice_engine.db.chats.messages(-100777)
     assert stored[0].content == SAID and stored[0].user_id == ALICE

@@ -150,7 +150,7 @@ async def test_a_deleted_memory_is_in_no_file_and_not_in_the_next_turns_context(
 ) -> None:
     await _alice_remembers(mem_engine)
     (memory,) = [m for m in await mem_engine.memories(ALICE) if MARKER in m.text]
-    if mem_engine.db.dialect == "sqlite":  # PostgreSQL keeps its files outside data_dir
+    if mem_engine.db.connection.dialect == "sqlite":  # PostgreSQL keeps its files outside data_dir
         assert files_holding(tmp_path, MARKER), "the memory is on disk before"
     question = "What is my cat called?"
     await mem_engine.handle_turn(ChatRef(ALICE), UserRef(ALICE), question)

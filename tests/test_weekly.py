@@ -110,7 +110,7 @@ async def test_a_week_is_claimed_once_by_any_number_of_processes(
     assert await weekly.queue(setting, day, rep, "Asia/Taipei") is True
     assert await other.queue(setting, day, rep, "Asia/Taipei") is False
     assert await weekly.due(setting, MONDAY) is None and await other.due(setting, MONDAY) is None
-    (row,) = await Outbox(db).pending(ALICE)
+    (row,) = await Outbox(db.connection).pending(ALICE)
     body = json.loads(row.body)
     assert row.kind == "weekly" and row.user_id == ALICE and body["text"] == rep.text
     assert body["photo"] and row.expires == datetime(2026, 12, 7, 16, 0, tzinfo=UTC).timestamp()

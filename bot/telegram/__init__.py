@@ -106,13 +106,15 @@ async def _post_init(app: App) -> None:
         state.exit_stack = stack
     db = state.engine.db
     # This process among the replicas on the store (one, on SQLite): its id names what it holds.
-    replicas = Replicas(db, interval=state.settings.storage.replica_heartbeat)
+    replicas = Replicas(db.connection, interval=state.settings.storage.replica_heartbeat)
     if isinstance(app.update_queue, DurableQueue):
-        inbox = Inbox(db)
-        await app.update_queue.open(inbox, app.bot, replicas, sole=db.dialect == "sqlite")
+        inbox = Inbox(db.connection)
+        await app.update_queue.open(
+            inbox, app.bot, replicas, sole=db.connection.dialect == "sqlite"
+        )
         if isinstance(app.update_processor, PerChatUpdateProcessor):
             app.update_processor.on_done = lambda update: handled(inbox, update)
-    state.deliverer = Deliverer(Outbox(db), app.bot, holder=replicas.id)
+    state.deliverer = Deliverer(Outbox(db.connection), app.bot, holder=replicas.id)
     state.need_engine().notify = _notices_to(state.deliverer)
     state.reminder_jobs = ReminderJobs(app, state.need_engine().reminders, state.deliverer)
     await state.reminder_jobs.restore()
@@ -222,7 +224,9 @@ def build_application(
         state: BotState = app.bot_data
 
         async def secret() -> str:  # the configured one, else the store's (post_init opened it)
-            return cfg.webhook_secret or await state.need_engine().db.server_key(WEBHOOK_SECRET)
+            return cfg.webhook_secret or await state.need_engine().db.keys.server_key(
+                WEBHOOK_SECRET
+            )
 
         app.updater = SecretUpdater(app.bot, app.update_queue, secret)
     return app

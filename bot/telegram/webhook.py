@@ -3,7 +3,8 @@ module, not the library, checks it (in constant time).
 
 The secret is `[telegram] webhook_secret` when one is set (`check_secret` refuses a short one or
 a placeholder at start), else the one made once and kept in the store
-(`Database.server_key(WEBHOOK_SECRET)`): every replica on the store registers and checks the same.
+(`Database.keys.server_key(WEBHOOK_SECRET)`): every replica on the store registers and checks the
+same.
 
 The python-telegram-bot 22 internals this relies on (telegram.ext._updater and
 telegram.ext._utils.webhookhandler):

@@ -47,7 +47,7 @@ async def press_ask(engine: Engine, chat: ChatRef, user: UserRef, data: str) -> 
     if answer is None:
         return ButtonAnswer(_(FORGED), alert=True)
     token, yes = answer
-    asks = PendingAsks(engine.db)
+    asks = PendingAsks(engine.db.connection)
     pending = await asks.get(token)
     if pending is None:
         return ButtonAnswer(_(CLOSED), alert=True)

@@ -72,9 +72,11 @@ class AfterReply(Queries, Lessons):
         await self._fold_backlog(done.chat, done.user, done.turn_id)
 
     async def _fold_backlog(self, chat: ChatRef, user: UserRef, turn_id: int) -> None:
-        since = await self.db.erasure_mark()  # a member forgotten meanwhile: no summary written
-        row = await self.db.chat(chat.id)
-        pending = await self.db.messages(chat.id, from_seq=row.summarized_count)
+        since = (
+            await self.db.erasure.erasure_mark()
+        )  # a member forgotten meanwhile: no summary written
+        row = await self.db.chats.chat(chat.id)
+        pending = await self.db.chats.messages(chat.id, from_seq=row.summarized_count)
         backlog = Window(row.summary, row.summarized_count, pending).backlog(
             self.config.max_recent_turns
         )
@@ -87,9 +89,9 @@ class AfterReply(Queries, Lessons):
             )
         except LLMError as exc:
             log.warning("summary update failed for chat %s: %s", chat.id, exc)
-            await self.db.note_summary_error(chat.id, f"{utcnow()}: {exc}")
+            await self.db.chats.note_summary_error(chat.id, f"{utcnow()}: {exc}")
             return
-        await self.db.save_summary(
+        await self.db.chats.save_summary(
             chat.id,
             fold.summary,
             fold.summarized_count,
@@ -101,7 +103,7 @@ class AfterReply(Queries, Lessons):
             summary_cached=fold.usage.cached_tokens,
             summary_reasoning=fold.usage.reasoning_tokens,
         )
-        await self.db.add_turn_usage(turn_id, spent)
+        await self.db.turns.add_turn_usage(turn_id, spent)
         await self._meter(user, [self._model_call("summary", fold.usage)])
 
     async def _extract(self, done: Answered, now: datetime | None = None) -> None:
@@ -219,7 +221,7 @@ class AfterReply(Queries, Lessons):
         on this store)."""
         if done.since is None:
             return False
-        return (await self.db.erased_since(done.since, done.user.id, done.chat.id)).speaker
+        return (await self.db.erasure.erased_since(done.since, done.user.id, done.chat.id)).speaker
 
     async def _ask_to_forget(
         self, done: Answered, outcome: ExtractionOutcome, existing: list[Memory]
@@ -239,7 +241,7 @@ class AfterReply(Queries, Lessons):
                 await self._notify(done, _(UNCLEAR))
                 return []
             ids = [m.id for m in chosen]
-            buttons = await ask(self.db, done.chat, done.user, FORGET, self.clock(), ids)
+            buttons = await ask(self.db.connection, done.chat, done.user, FORGET, self.clock(), ids)
             question = Reply(forget_question(chosen, done.chat), buttons=buttons)
         await self._notify(done, question)
         return chosen
@@ -280,6 +282,6 @@ class AfterReply(Queries, Lessons):
     ) -> None:
         """Log the extraction; with `spent` (turn id, tokens) add them to the turn's usage in the
         same commit."""
-        await self.db.log_extraction(
+        await self.db.turns.log_extraction(
             ExtractionLog(user.id, chat.id, utcnow(), status, raw, detail, tokens), spent=spent
         )

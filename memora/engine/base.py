@@ -84,7 +84,7 @@ class EngineBase:
         # forgotten); None: nobody listens (benchmarks, imports)
         self.notify: Notify | None = None
         self.reminders = Reminders(db, learner=self.learner, clock=clock)
-        self.followups = FollowUps(self.learner, store, AskedOnce(db))
+        self.followups = FollowUps(self.learner, store, AskedOnce(db.connection))
         self.weekly = WeeklyReports(db, self.reminders, by_default=self.config.weekly_by_default)
         # Weak values: a chat's lock lives while some turn holds or awaits it, then goes away.
         self._locks: weakref.WeakValueDictionary[int, asyncio.Lock] = weakref.WeakValueDictionary()
@@ -108,7 +108,7 @@ class EngineBase:
         """The learner as the model provider is told: their keyed hash (memora.llm.identity),
         never their id."""
         if self._identity is None:
-            self._identity = ProviderIdentity(await self.db.server_key(PROVIDER_IDENTIFIER))
+            self._identity = ProviderIdentity(await self.db.keys.server_key(PROVIDER_IDENTIFIER))
         return self._identity.of(user.id)
 
     @property

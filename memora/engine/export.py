@@ -19,17 +19,19 @@ class Export(EngineBase):
     async def export_chat(self, chat_id: int) -> dict[str, Any] | None:
         """The chat's data (history, summary, usage, participants' memories and learner data) as
         a JSON-able dict; None for a chat this bot has never seen."""
-        if chat_id not in await self.db.chat_ids():
+        if chat_id not in await self.db.chats.chat_ids():
             return None
-        row = await self.db.chat(chat_id)
+        row = await self.db.chats.chat(chat_id)
         # A group's export holds that group's data: the memories its members shared there.
         origin = None if row.kind == "private" else chat_id
         participants: dict[str, Any] = {}
         if self.store is not None:
-            for uid, name in await self.db.participants(chat_id):
+            for uid, name in await self.db.chats.participants(chat_id):
                 mems = await self.store.memories(uid, origin_chat=origin)
                 participants[str(uid)] = {"name": name, "memories": [_exported(m) for m in mems]}
-        for uid, name in await self.db.participants(chat_id):  # profile, mistakes, words, cards
+        for uid, name in await self.db.chats.participants(
+            chat_id
+        ):  # profile, mistakes, words, cards
             entry = participants.setdefault(str(uid), {"name": name})
             if origin is None:  # a learner's model and reminder span their chats: not a group's
                 entry.update(await self._learner_data(uid))
@@ -38,11 +40,11 @@ class Export(EngineBase):
             "chat": {"id": chat_id, "kind": row.kind, "title": row.title},
             "summary": row.summary,
             "summarized_messages": row.summarized_count,
-            "history": [_message(m) for m in await self.db.messages(chat_id)],
+            "history": [_message(m) for m in await self.db.chats.messages(chat_id)],
             "last_context": [m.as_dict() for m in row.last_context],
             "usage": {
-                "turns": await self.db.turn_rows(chat_id),
-                "total_tokens": (await self.db.total_usage(chat_id)).total,
+                "turns": await self.db.turns.turn_rows(chat_id),
+                "total_tokens": (await self.db.turns.total_usage(chat_id)).total,
             },
             "participants": participants,
         }
@@ -63,7 +65,7 @@ class Export(EngineBase):
                     "state": m.state,
                     "started_at": m.started_at,
                 }
-                for m in await self.db.user_modes(user_id)
+                for m in await self.db.modes.user_modes(user_id)
             ],
         }
 
@@ -72,15 +74,15 @@ class Export(EngineBase):
         their long-term memories, learner model, reminder, usage, lesson modes, extraction log,
         their private chats whole and their own messages in groups."""
         memories = await self.store.memories(user_id) if self.store is not None else []
-        log = await self.db.extraction(user_id)
+        log = await self.db.turns.extraction(user_id)
         private = []
-        for chat_id in await self.db.private_chats_of(user_id):
-            row = await self.db.chat(chat_id)
+        for chat_id in await self.db.chats.private_chats_of(user_id):
+            row = await self.db.chats.chat(chat_id)
             private.append(
                 {
                     "chat_id": chat_id,
                     "summary": row.summary,
-                    "history": [_message(m) for m in await self.db.messages(chat_id)],
+                    "history": [_message(m) for m in await self.db.chats.messages(chat_id)],
                 }
             )
         return {
@@ -92,7 +94,7 @@ class Export(EngineBase):
             "private_chats": private,
             "group_messages": [
                 {"chat_id": chat_id, **_message(m)}
-                for chat_id, m in await self.db.group_messages_of(user_id)
+                for chat_id, m in await self.db.chats.group_messages_of(user_id)
             ],
         }
 

@@ -29,7 +29,7 @@ class Lanes(EngineBase):
         with `user_id`, that user's extractions)."""
         async with self.lock(chat_id):
             await self.settle(chat_id, user_id)
-            held = await self.db.lock_chat(chat_id)
+            held = await self.db.connection.lock_chat(chat_id)
             try:
                 yield
             finally:

@@ -23,21 +23,21 @@ class Lessons(Lanes):
 
     async def mode(self, chat_id: int) -> ModeRow | None:
         """The lesson mode the chat is in, if any."""
-        return await self.db.mode(chat_id)
+        return await self.db.modes.mode(chat_id)
 
     async def start_mode(
         self, chat: ChatRef, user: UserRef, kind: str, state: dict[str, Any]
     ) -> ModeRow:
         """Put the chat in a new lesson mode of this kind (leaving any other)."""
-        await self.db.ensure_chat(chat.id, chat.kind, chat.title)
+        await self.db.chats.ensure_chat(chat.id, chat.kind, chat.title)
         mode = new_mode(kind, chat.id, user.id, state, self.clock())
-        await self.db.start_mode(mode)
+        await self.db.modes.start_mode(mode)
         return mode
 
     async def leave_mode(self, chat_id: int) -> ModeRow | None:
         """Leave the chat's lesson mode; the mode left (None if it was in none)."""
-        mode = await self.db.mode(chat_id)
-        if mode is not None and await self.db.end_mode(chat_id, mode.started_at):
+        mode = await self.db.modes.mode(chat_id)
+        if mode is not None and await self.db.modes.end_mode(chat_id, mode.started_at):
             return mode
         return None
 
@@ -53,11 +53,11 @@ class Lessons(Lanes):
     async def _turn_mode(self, chat: ChatRef, user: UserRef) -> ModeRow | None:
         """The mode this learner's turn is in: the chat's, once the learner's last extraction
         has judged the previous turn (the next question is pitched from it); None if none."""
-        mode = await self.db.mode(chat.id)
+        mode = await self.db.modes.mode(chat.id)
         if mode is None or mode.user_id != user.id or mode.kind not in LESSONS:
             return None
         await self.settle(chat.id, user.id)
-        return await self.db.mode(chat.id)
+        return await self.db.modes.mode(chat.id)
 
     def _mode_lines(self, mode: ModeRow | None) -> list[str]:
         return [] if mode is None else LESSONS[mode.kind].lines(mode)
@@ -82,9 +82,9 @@ class Lessons(Lanes):
             log.exception("settling the %s turn of chat %s failed", mode.kind, done.chat.id)
             return [f"{mode.kind}: failed ({exc})"]
         if settled.mode is None:
-            await self.db.end_mode(mode.chat_id, mode.started_at)
+            await self.db.modes.end_mode(mode.chat_id, mode.started_at)
         elif settled.mode != mode:
-            await self.db.update_mode(settled.mode)
+            await self.db.modes.update_mode(settled.mode)
         if settled.notice:
             await self._notify(done, settled.notice)
         return list(settled.log)

@@ -48,7 +48,7 @@ class Queries(Lanes):
         the store and stores no trace of the user (memora.storage.erasure)."""
         await self.drain()  # summaries and extractions already under way finish first
         self._terms_unanswered.pop(user_id, None)
-        counts = await self.db.forget_user(user_id)
+        counts = await self.db.erasure.forget_user(user_id)
         self.learner.forget_app_language(user_id)
         counts["reminders"] = await self.reminders.delete_user(user_id)
         counts["weekly_reports"] = await self.weekly.delete_user(user_id)
@@ -73,34 +73,34 @@ class Queries(Lanes):
 
     async def chat_state(self, chat_id: int) -> ChatRow:
         """The chat's summary, summary offset and last request context."""
-        return await self.db.chat(chat_id)
+        return await self.db.chats.chat(chat_id)
 
     async def history(self, chat_id: int) -> list[StoredMessage]:
-        return await self.db.messages(chat_id)
+        return await self.db.chats.messages(chat_id)
 
     async def message_count(self, chat_id: int) -> int:
-        return await self.db.message_count(chat_id)
+        return await self.db.chats.message_count(chat_id)
 
     async def last_speaker(self, chat_id: int) -> tuple[int, str] | None:
         """Who sent the chat's last user message: whose memories the last context holds."""
-        return await self.db.last_speaker(chat_id)
+        return await self.db.chats.last_speaker(chat_id)
 
     async def extraction_log(self, user_id: int) -> ExtractionLog | None:
-        return await self.db.extraction(user_id)
+        return await self.db.turns.extraction(user_id)
 
     async def status(self, chat_id: int, user_id: int) -> Status:
         """The /status figures for this chat and (memories, extraction) this user."""
-        row = await self.db.chat(chat_id)
-        log = await self.db.extraction(user_id)
+        row = await self.db.chats.chat(chat_id)
+        log = await self.db.turns.extraction(user_id)
         return Status(
-            history_messages=await self.db.message_count(chat_id),
+            history_messages=await self.db.chats.message_count(chat_id),
             summarized_messages=row.summarized_count,
             # the system prompt too, as /context shows it
             last_context_messages=len(row.last_context) + 1 if row.last_context else 0,
             summary_available=bool(row.summary),
             memory_count=await self.store.count(user_id) if self.store else None,
-            last=await self.db.last_usage(chat_id),
-            session=await self.db.total_usage(chat_id),
+            last=await self.db.turns.last_usage(chat_id),
+            session=await self.db.turns.total_usage(chat_id),
             extraction_status=f"{log.status} at {log.at}" if log else _("none yet"),
             summary_error=row.last_summary_error,
             embedding_model=self.store.embedder.name if self.store else _("off"),
@@ -132,16 +132,16 @@ class Queries(Lanes):
             message_id=message_id,
             within=self.memory_origin(chat),  # a group's /remember never takes a private one
         )
-        await self.db.log_extraction_manual(user.id, chat.id, text)
+        await self.db.turns.log_extraction_manual(user.id, chat.id, text)
         return result
 
     async def forget_memory(self, user_id: int, memory: Memory) -> bool:
         """Delete the memory, and its words (and earlier versions) wherever SQLite kept them; a
         turn in flight that retrieved it leaves it out of the context it stores."""
-        await self.db.note_memory_erased(user_id, memory.id)
+        await self.db.erasure.note_memory_erased(user_id, memory.id)
         deleted = await self._memory().delete(user_id, memory.id)
         for text in {memory.text, *(r.text for r in memory.history)}:
-            await self.db.forget_memory_text(user_id, text)
+            await self.db.erasure.forget_memory_text(user_id, text)
         self._forget_recent_vectors()
         return deleted
 
@@ -156,7 +156,7 @@ class Queries(Lanes):
 
     async def reset_chat(self, chat_id: int) -> int:
         """Forget the chat's short-term memory; return how many messages went."""
-        return await self.db.reset_chat(chat_id)
+        return await self.db.chats.reset_chat(chat_id)
 
     async def memory(self, user_id: int, memory_id: str) -> Memory | None:
         """One of the user's memories by id; None if the user has no such memory."""
@@ -177,5 +177,5 @@ class Queries(Lanes):
             for m in memories
             if m.chat_id is not None and m.message_id is not None
         }
-        found = await self.db.source_messages(user_id, list(refs.values()))
+        found = await self.db.chats.source_messages(user_id, list(refs.values()))
         return {mid: found[ref] for mid, ref in refs.items() if ref in found}

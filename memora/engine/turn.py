@@ -166,13 +166,13 @@ class Turns(AfterReply, Retrieval):
             if refused is not None:
                 return Reply(refused, ok=False)
         async with self.lock(chat.id):
-            answered = None if update_id is None else await self.db.answer_to(update_id)
+            answered = None if update_id is None else await self.db.turns.answer_to(update_id)
             if answered is not None:  # delivered again after a crash: answered once, ever
                 return Reply(answered, stored=True, markdown=True)
             await self.settle(chat.id)
             # Replicas on one PostgreSQL: the chat is theirs too, so hold it in the database
             # for the turn and its after-reply work (handed to that work's task, see _schedule).
-            self._held[chat.id] = await self.db.lock_chat(chat.id)
+            self._held[chat.id] = await self.db.connection.lock_chat(chat.id)
             try:
                 mode = await self._turn_mode(chat, user)
                 turn = _Turn(chat, user, text, message_id, extract, transcript, update_id, mode)
@@ -190,7 +190,7 @@ class Turns(AfterReply, Retrieval):
 
     async def _turn(self, turn: _Turn, on_delta: OnDelta | None) -> Reply:
         """Context → reply → store; each step answers the learner itself when it fails."""
-        prepared = await self._prepare(turn, await self.db.erasure_mark())
+        prepared = await self._prepare(turn, await self.db.erasure.erasure_mark())
         if isinstance(prepared, Reply):
             return prepared
         answer = await self._answer(turn.chat, turn.user, prepared.built, on_delta)
@@ -205,9 +205,9 @@ class Turns(AfterReply, Retrieval):
         """Retrieve memories and build the context inside the budget (folding if needed);
         `since` is the erasure mark the turn began at, taken before anything was read."""
         chat, user = turn.chat, turn.user
-        await self.db.ensure_chat(chat.id, chat.kind, chat.title)
-        row = await self.db.chat(chat.id)
-        pending = await self.db.messages(chat.id, from_seq=row.summarized_count)
+        await self.db.chats.ensure_chat(chat.id, chat.kind, chat.title)
+        row = await self.db.chats.chat(chat.id)
+        pending = await self.db.chats.messages(chat.id, from_seq=row.summarized_count)
         window = Window(row.summary, row.summarized_count, pending)
         memory_lines, embed_tokens = await self._retrieve(chat, user, turn.text, pending)
         # In a group under the default scope only what pitches the English: the rest of the
@@ -303,7 +303,7 @@ class Turns(AfterReply, Retrieval):
                 memory_lines=prepared.memory_lines,
             )
 
-        turn_id = await self.db.record_turn(
+        turn_id = await self.db.turns.record_turn(
             NewTurn(
                 chat_id=chat.id,
                 user_id=turn.user.id,
@@ -328,7 +328,7 @@ class Turns(AfterReply, Retrieval):
             usage=usage,
             newly_summarized=folded,
             context_messages=1 + len(built.messages),  # the system prompt, then the messages
-            session_total=(await self.db.total_usage(chat.id)).total,
+            session_total=(await self.db.turns.total_usage(chat.id)).total,
             fold_pending=max(0, unsummarized - 2 * self.config.max_recent_turns),
         )
         calls = [
@@ -363,8 +363,8 @@ class Turns(AfterReply, Retrieval):
         in it resolve against that). No reply is generated and nothing is folded into the running
         summary here: the chat's next live turn folds whatever is due."""
         async with self.exclusive(chat.id):
-            await self.db.ensure_chat(chat.id, chat.kind, chat.title)
-            turn_id = await self.db.record_turn(
+            await self.db.chats.ensure_chat(chat.id, chat.kind, chat.title)
+            turn_id = await self.db.turns.record_turn(
                 NewTurn(chat.id, user.id, user.name, text, reply, [], TurnUsage())
             )
             if self.store is not None and self.config.extraction_enabled:
@@ -376,7 +376,7 @@ class Turns(AfterReply, Retrieval):
         tokens = sum(f.tokens for f in built.folds)
         if built.folds:
             last = built.folds[-1]
-            await self.db.save_summary(
+            await self.db.chats.save_summary(
                 chat_id,
                 last.summary,
                 last.summarized_count,

@@ -36,7 +36,7 @@ class EntryStore(LearnerTables):
             )
             if dup:
                 continue
-            async with self.database.transaction() as db:
+            async with self.database.connection.transaction() as db:
                 cur = await db.execute(
                     "INSERT INTO learner_mistakes(user_id, chat_id, message_id, original, "
                     "corrected, category, reason, at) VALUES (?,?,?,?,?,?,?,?)",
@@ -68,7 +68,7 @@ class EntryStore(LearnerTables):
         as it was."""
         added = 0
         for w in words:
-            async with self.database.transaction() as db:
+            async with self.database.connection.transaction() as db:
                 cur = await db.execute(
                     "INSERT OR IGNORE INTO learner_words(user_id, key, term, meaning, example, "
                     "chat_id, message_id, at) VALUES (?,?,?,?,?,?,?,?)",
@@ -108,7 +108,7 @@ class EntryStore(LearnerTables):
         """Delete one of the user's mistakes ("mistake") or words ("word") with its review card
         and that card's reviews, in one transaction; False if the user has no such entry."""
         table = {"mistake": "learner_mistakes", "word": "learner_words"}[kind]
-        async with self.database.transaction() as db:
+        async with self.database.connection.transaction() as db:
             cur = await db.execute(
                 f"DELETE FROM {table} WHERE id=? AND user_id=?", (ref_id, user_id)
             )
@@ -123,7 +123,9 @@ class EntryStore(LearnerTables):
                 "DELETE FROM learner_cards WHERE kind=? AND ref_id=? AND user_id=?",
                 (kind, ref_id, user_id),
             )
-        await self.database.checkpoint()  # deleted means gone from the files (memora/erase.py)
+        await (
+            self.database.connection.checkpoint()
+        )  # deleted means gone from the files (memora/erase.py)
         return True
 
     # -- activity --------------------------------------------------------------------------------
@@ -131,7 +133,7 @@ class EntryStore(LearnerTables):
         self, user_id: int, day: str, *, messages: int = 0, reviews: int = 0
     ) -> None:
         """Count a message or a review on the learner's local calendar day."""
-        await self.database._write(
+        await self.database.connection.write(
             "INSERT INTO learner_days(user_id, day, messages, reviews) VALUES (?,?,?,?) "
             "ON CONFLICT(user_id, day) DO UPDATE SET "
             "messages=learner_days.messages+excluded.messages, "

@@ -25,12 +25,12 @@ class LearnerTables:
         self.database = db
 
     async def _rows(self, sql: str, params: tuple[Any, ...]) -> list[Any]:
-        return await self.database.rows(sql, params)
+        return await self.database.connection.rows(sql, params)
 
     async def _one(self, sql: str, params: tuple[Any, ...]) -> Any:
-        return await self.database.row(sql, params)
+        return await self.database.connection.row(sql, params)
 
     async def _tx(self, statements: Sequence[Statement]) -> None:
-        async with self.database.transaction() as db:
+        async with self.database.connection.transaction() as db:
             for sql, params in statements:
                 await db.execute(sql, params)

@@ -69,7 +69,7 @@ class Connection:
         found = await self.rows(sql, params)
         return found[0] if found else None
 
-    async def _write(self, sql: str, params: tuple[Any, ...]) -> int:
+    async def write(self, sql: str, params: tuple[Any, ...]) -> int:
         """One autocommitted write, never inside another chat's open transaction."""
         if self._pg is not None:  # a pooled connection of its own
             return (await self.db.execute(sql, params)).rowcount or 0

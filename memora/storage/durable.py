@@ -37,7 +37,7 @@ from typing import Any
 
 from memora.clock import now as clock_now
 from memora.clock import utcnow
-from memora.storage.database import Database
+from memora.storage.connection import Connection
 from memora.storage.postgres import OUTBOX_LOCK_CLASS, chat_lock_key
 
 
@@ -56,7 +56,9 @@ class Replicas:
     `turns`) and the outbox's one-answer-per-update still keep a message from being answered
     twice; only a command could run twice then."""
 
-    def __init__(self, db: Database, interval: float = 2.0, replica_id: str | None = None) -> None:
+    def __init__(
+        self, db: Connection, interval: float = 2.0, replica_id: str | None = None
+    ) -> None:
         self.db = db
         self.id = replica_id or uuid.uuid4().hex[:16]  # short: logs hide 24+ char tokens
         self.interval = interval
@@ -127,7 +129,7 @@ class Outgoing:
 class Inbox:
     """Updates from arrival until handled."""
 
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Connection) -> None:
         self.db = db
 
     async def add(
@@ -227,7 +229,7 @@ class Inbox:
 class Outbox:
     """Answers from creation until the platform has them."""
 
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Connection) -> None:
         self.db = db
 
     async def put(
@@ -359,10 +361,10 @@ class _Leases:
             del self.held[chat_id]
 
 
-_LEASES: weakref.WeakKeyDictionary[Database, _Leases] = weakref.WeakKeyDictionary()
+_LEASES: weakref.WeakKeyDictionary[Connection, _Leases] = weakref.WeakKeyDictionary()
 
 
-def _in_process(db: Database) -> _Leases:
+def _in_process(db: Connection) -> _Leases:
     leases = _LEASES.get(db)
     if leases is None:
         leases = _LEASES[db] = _Leases()

@@ -53,12 +53,15 @@ async def _note_erasure(
         )
 
 
-class UserErasure(Connection):
+class UserErasure:
     """Deletions that follow a user across chats and tables."""
+
+    def __init__(self, connection: Connection) -> None:
+        self.connection = connection
 
     async def forget_user(self, user_id: int) -> dict[str, int]:
         """Delete the user's private chats, their turns in groups, and their extraction log."""
-        chats = await self.rows(
+        chats = await self.connection.rows(
             "SELECT DISTINCT m.chat_id, c.kind FROM messages m JOIN chats c "
             "ON c.chat_id = m.chat_id WHERE m.user_id=?",
             (user_id,),
@@ -68,7 +71,7 @@ class UserErasure(Connection):
         marks = ",".join("?" * len(private)) or "NULL"
         in_private = int(
             (
-                await self.row(
+                await self.connection.row(
                     f"SELECT COUNT(*) FROM messages WHERE chat_id IN ({marks})", tuple(private)
                 )
                 or [0]
@@ -76,7 +79,7 @@ class UserErasure(Connection):
         )
         in_groups = int(
             (
-                await self.row(
+                await self.connection.row(
                     "SELECT COUNT(*) FROM messages m JOIN chats c ON c.chat_id = m.chat_id "
                     "WHERE m.user_id=? AND c.kind != 'private'",
                     (user_id,),
@@ -88,9 +91,11 @@ class UserErasure(Connection):
         # history stays user/assistant pairs. The summary and last request context of those
         # groups may quote the user, so both are cleared; the older turns are not folded
         # again (the offset stays), the group simply goes on without that summary.
-        async with self.transaction() as db:
+        async with self.connection.transaction() as db:
             await _note_erasure(
-                db, self.dialect, [(user_id, None, None), *((user_id, g, None) for g in groups)]
+                db,
+                self.connection.dialect,
+                [(user_id, None, None), *((user_id, g, None) for g in groups)],
             )
             for sql in (
                 f"DELETE FROM chats WHERE chat_id IN ({marks})",
@@ -114,37 +119,39 @@ class UserErasure(Connection):
                 await db.execute(f"DELETE FROM {table} WHERE user_id=?", (user_id,))
             for table in USER_TABLES:  # the learner model (learner_schema.py)
                 await db.execute(f"DELETE FROM {table} WHERE user_id=?", (user_id,))
-        await self.checkpoint()
+        await self.connection.checkpoint()
         return {"private_messages": in_private, "group_messages": in_groups}
 
     async def note_memory_erased(self, user_id: int, memory_id: str) -> None:
         """A forgotten memory's id, for the turns in flight that may have retrieved it."""
-        async with self.transaction() as db:
-            await _note_erasure(db, self.dialect, [(user_id, None, memory_id)])
+        async with self.connection.transaction() as db:
+            await _note_erasure(db, self.connection.dialect, [(user_id, None, memory_id)])
 
     async def erasure_mark(self) -> int:
         """The last erasure so far (see the module's docstring)."""
-        row = await self.row("SELECT COALESCE(MAX(id), 0) FROM erasures")
+        row = await self.connection.row("SELECT COALESCE(MAX(id), 0) FROM erasures")
         return int(row[0]) if row else 0
 
     async def erased_since(self, mark: int, user_id: int, chat_id: int) -> Erased:
         """What was deleted after `mark` that a turn of this user in this chat must not store."""
-        return await erased_since(self.db, mark, user_id, chat_id)  # outside a transaction
+        return await erased_since(
+            self.connection.db, mark, user_id, chat_id
+        )  # outside a transaction
 
     async def forget_memory_text(self, user_id: int, text: str) -> None:
         """A forgotten memory's text leaves the user's extraction log too (it may quote it), and
         the last request context of any chat whose memory block listed it."""
         for form in {text, json.dumps(text)[1:-1], json.dumps(text, ensure_ascii=False)[1:-1]}:
-            await self._write(
+            await self.connection.write(
                 "DELETE FROM extraction_log WHERE user_id=? "
                 "AND (instr(raw, ?) > 0 OR instr(detail, ?) > 0)",
                 (user_id, form, form),
             )
         line = "\n- " + text  # its line in a context's memory block (memora.engine.retrieval)
         for form in {json.dumps(line)[1:-1], json.dumps(line, ensure_ascii=False)[1:-1]}:
-            await self._write(
+            await self.connection.write(
                 "UPDATE chats SET last_context = REPLACE(last_context, ?, '') "
                 "WHERE instr(last_context, ?) > 0",
                 (form, form),
             )
-        await self.checkpoint()
+        await self.connection.checkpoint()

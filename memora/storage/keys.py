@@ -19,14 +19,19 @@ WEBHOOK_SECRET = "webhook_secret"
 PROVIDER_IDENTIFIER = "provider_identifier"
 
 
-class KeyQueries(Connection):
+class KeyQueries:
+    """The deployment's keys, by name (table server_keys)."""
+
+    def __init__(self, connection: Connection) -> None:
+        self.connection = connection
+
     async def server_key(self, name: str) -> str:
         """The key named `name`: 256 random bits, URL-safe (letters, digits, '-' and '_', which
         Telegram's secret_token accepts), made and stored on first use."""
-        await self._write(
+        await self.connection.write(
             "INSERT INTO server_keys(name, value, created_at) VALUES (?,?,?) "
             "ON CONFLICT(name) DO NOTHING",
             (name, secrets.token_urlsafe(32), utcnow()),
         )
-        row = await self.row("SELECT value FROM server_keys WHERE name = ?", (name,))
+        row = await self.connection.row("SELECT value FROM server_keys WHERE name = ?", (name,))
         return str(row[0])

@@ -61,12 +61,15 @@ def _entry(row: Sequence[Any]) -> LedgerEntry:
     )
 
 
-class LedgerQueries(Connection):
+class LedgerQueries:
     """Writes and reads of the `usage` table."""
+
+    def __init__(self, connection: Connection) -> None:
+        self.connection = connection
 
     async def add_usage(self, user_id: int, day: str, entries: Sequence[LedgerEntry]) -> None:
         """Add each entry as one call to its row of the learner's `day`, in one commit."""
-        async with self.transaction() as db:
+        async with self.connection.transaction() as db:
             for e in entries:
                 await db.execute(
                     _ADD,
@@ -86,7 +89,7 @@ class LedgerQueries(Connection):
 
     async def usage_spent(self, user_id: int, since_day: str) -> tuple[int, float]:
         """The learner's tokens (input + output) and audio seconds from `since_day` on."""
-        rows = await self.rows(
+        rows = await self.connection.rows(
             "SELECT COALESCE(SUM(input_tokens + output_tokens), 0), "
             "COALESCE(SUM(audio_seconds), 0) FROM usage WHERE user_id=? AND day >= ?",
             (user_id, since_day),
@@ -106,7 +109,7 @@ class LedgerQueries(Connection):
         """The usage from `since_day` on, summed per (`key`, kind, model), ordered by `key`
         (a column name of ours: user_id or day)."""
         sums = ", ".join(f"SUM({c})" for c in LEDGER_COLS[1:])
-        rows = await self.rows(
+        rows = await self.connection.rows(
             f"SELECT {key}, kind, model, {sums} FROM usage WHERE day >= ? "
             f"GROUP BY {key}, kind, model ORDER BY {key}",
             (since_day,),
@@ -118,7 +121,7 @@ class LedgerQueries(Connection):
         if not user_ids:
             return {}
         marks = ",".join("?" * len(user_ids))
-        rows = await self.rows(
+        rows = await self.connection.rows(
             f"SELECT user_id, MAX(user_name) FROM messages WHERE user_id IN ({marks}) "
             "GROUP BY user_id",
             list(user_ids),
@@ -127,15 +130,15 @@ class LedgerQueries(Connection):
 
     async def delete_usage(self, user_id: int) -> int:
         """Forget the learner's usage; how many rows went."""
-        rows = await self.rows("SELECT COUNT(*) FROM usage WHERE user_id=?", (user_id,))
-        async with self.transaction() as db:
+        rows = await self.connection.rows("SELECT COUNT(*) FROM usage WHERE user_id=?", (user_id,))
+        async with self.connection.transaction() as db:
             await db.execute("DELETE FROM usage WHERE user_id=?", (user_id,))
         return int(rows[0][0]) if rows else 0
 
     async def usage_rows(self, user_id: int) -> list[dict[str, Any]]:
         """The learner's usage rows, day by day, for /export."""
         keys = ("day", "kind", "model", *LEDGER_COLS)
-        rows = await self.rows(
+        rows = await self.connection.rows(
             f"SELECT {', '.join(keys)} FROM usage WHERE user_id=? ORDER BY day, kind, model",
             (user_id,),
         )

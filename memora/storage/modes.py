@@ -40,30 +40,35 @@ async def write_mode(db: aiosqlite.Connection, mode: ModeRow) -> None:
     )
 
 
-class ModeQueries(Connection):
+class ModeQueries:
     """Reads and writes of chat_modes."""
+
+    def __init__(self, connection: Connection) -> None:
+        self.connection = connection
 
     async def mode(self, chat_id: int) -> ModeRow | None:
         """The mode the chat is in, if any."""
-        row = await self.row(f"SELECT {_COLUMNS} FROM chat_modes WHERE chat_id=?", (chat_id,))
+        row = await self.connection.row(
+            f"SELECT {_COLUMNS} FROM chat_modes WHERE chat_id=?", (chat_id,)
+        )
         return None if row is None else _mode(row)
 
     async def user_modes(self, user_id: int) -> list[ModeRow]:
         """The modes this user has running, in any chat (for /export)."""
-        rows = await self.rows(
+        rows = await self.connection.rows(
             f"SELECT {_COLUMNS} FROM chat_modes WHERE user_id=? ORDER BY chat_id", (user_id,)
         )
         return [_mode(r) for r in rows]
 
     async def start_mode(self, mode: ModeRow) -> None:
         """Put the chat in `mode`, leaving whatever mode it was in."""
-        async with self.transaction() as db:
+        async with self.connection.transaction() as db:
             await write_mode(db, mode)
 
     async def update_mode(self, mode: ModeRow) -> bool:
         """Change the chat's mode, only if it is still the same run of it (same kind, same
         start); False when the chat left it or started another meanwhile."""
-        return 0 < await self._write(
+        return 0 < await self.connection.write(
             "UPDATE chat_modes SET step=?, state=?, updated_at=? "
             "WHERE chat_id=? AND kind=? AND started_at=?",
             (
@@ -79,7 +84,9 @@ class ModeQueries(Connection):
     async def end_mode(self, chat_id: int, started_at: str | None = None) -> bool:
         """Leave the chat's mode (with `started_at`, only that run of it); False if none."""
         if started_at is None:
-            return 0 < await self._write("DELETE FROM chat_modes WHERE chat_id=?", (chat_id,))
-        return 0 < await self._write(
+            return 0 < await self.connection.write(
+                "DELETE FROM chat_modes WHERE chat_id=?", (chat_id,)
+            )
+        return 0 < await self.connection.write(
             "DELETE FROM chat_modes WHERE chat_id=? AND started_at=?", (chat_id, started_at)
         )

@@ -24,8 +24,11 @@ from memora.storage.records import (
 )
 
 
-class TurnQueries(Connection):
+class TurnQueries:
     """Writes and reads of turns, their usage and the extraction log."""
+
+    def __init__(self, connection: Connection) -> None:
+        self.connection = connection
 
     async def record_turn(
         self, turn: NewTurn, *, since: int | None = None, scrub: Scrub | None = None
@@ -35,7 +38,7 @@ class TurnQueries(Connection):
         With `since` (the erasure mark the turn began at), what was deleted meanwhile is read in
         this transaction: a speaker forgotten meanwhile raises ForgottenMeanwhile (nothing is
         written); otherwise `scrub` gives the context to store without what was deleted."""
-        async with self.transaction() as db:
+        async with self.connection.transaction() as db:
             context = turn.context
             if since is not None and turn.user_id is not None:
                 erased = await erased_since(db, since, turn.user_id, turn.chat_id)
@@ -81,7 +84,7 @@ class TurnQueries(Connection):
 
     async def answer_to(self, update_id: int) -> str | None:
         """The stored reply of the turn that answered this update, if one did."""
-        row = await self.row(
+        row = await self.connection.row(
             "SELECT m.content FROM turns t JOIN messages m ON m.turn_id = t.id "
             "WHERE t.update_id=? AND m.role='assistant'",
             (update_id,),
@@ -102,10 +105,10 @@ class TurnQueries(Connection):
 
     async def add_turn_usage(self, turn_id: int, usage: TurnUsage) -> None:
         """Add tokens spent after the reply (summary, extraction, embedding) to the turn's row."""
-        await self._write(ADD_USAGE, (*usage_values(usage), turn_id))
+        await self.connection.write(ADD_USAGE, (*usage_values(usage), turn_id))
 
     async def last_usage(self, chat_id: int) -> TurnUsage:
-        row = await self.row(
+        row = await self.connection.row(
             f"SELECT {', '.join(USAGE_COLS)} FROM turns WHERE chat_id=? ORDER BY id DESC LIMIT 1",
             (chat_id,),
         )
@@ -113,13 +116,15 @@ class TurnQueries(Connection):
 
     async def total_usage(self, chat_id: int) -> TurnUsage:
         sums = ", ".join(f"COALESCE(SUM({c}), 0)" for c in USAGE_COLS)
-        row = await self.row(f"SELECT {sums} FROM turns WHERE chat_id=?", (chat_id,))
+        row = await self.connection.row(f"SELECT {sums} FROM turns WHERE chat_id=?", (chat_id,))
         return TurnUsage(*row) if row else TurnUsage()
 
     async def turn_rows(self, chat_id: int) -> list[dict[str, Any]]:
         return [
             dict(r)
-            for r in await self.rows("SELECT * FROM turns WHERE chat_id=? ORDER BY id", (chat_id,))
+            for r in await self.connection.rows(
+                "SELECT * FROM turns WHERE chat_id=? ORDER BY id", (chat_id,)
+            )
         ]
 
     async def log_extraction(
@@ -127,7 +132,7 @@ class TurnQueries(Connection):
     ) -> None:
         """Keep the user's last extraction; with `spent` (turn id, tokens) also add what it cost
         to that turn, in the same transaction (one commit, one fsync, instead of two)."""
-        async with self.transaction() as db:
+        async with self.connection.transaction() as db:
             await db.execute(
                 "INSERT INTO extraction_log(user_id, chat_id, at, status, raw, detail, tokens) "
                 "VALUES (?,?,?,?,?,?,?) ON CONFLICT(user_id) DO UPDATE SET "
@@ -153,7 +158,7 @@ class TurnQueries(Connection):
         )
 
     async def extraction(self, user_id: int) -> ExtractionLog | None:
-        row = await self.row(
+        row = await self.connection.row(
             "SELECT user_id, chat_id, at, status, raw, detail, tokens FROM extraction_log "
             "WHERE user_id=?",
             (user_id,),

@@ -27,7 +27,7 @@ async def assert_exported_then_forgotten(engine: Engine, kind: str) -> None:
     assert data is not None
     assert data["participants"]["1"]["lesson_modes"][0]["kind"] == kind
     await forgetme(engine, CHAT, ALICE)
-    assert await engine.db.user_modes(ALICE.id) == []
+    assert await engine.db.modes.user_modes(ALICE.id) == []
 
 
 def mode_block(llm: FakeLLM) -> str:
