@@ -3,8 +3,6 @@ them once, in the turn that carries them, and never again."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -15,7 +13,7 @@ from memora.commands import help_text
 from memora.privacy.secretfilter import MASK, looks_secret, mask_secrets
 from tests.support.disk import files_holding
 from tests.support.fake_openai import FakeOpenAI
-from tests.support.terminal import ROOT, memora_env
+from tests.support.terminal import chat_and_log, memora_env
 
 SECRET = "Hunter2Qx9"
 
@@ -122,21 +120,12 @@ def test_a_password_is_sent_once_then_masked_everywhere(
         "history",
         "exit",
     ]
-    proc = subprocess.run(
-        [sys.executable, "-m", "bot.cli", "chat", "--quiet"],
-        input="\n".join(lines) + "\n",
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=180,
-    )
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    assert "DEBUG" in proc.stderr  # the debug log was on
-    assert SECRET not in proc.stderr
+    out, log = chat_and_log(env, lines, "--quiet", timeout=180)
+    assert "DEBUG" in log  # the debug log was on
+    assert SECRET not in log
     seen = [r for r in openai_server.requests if SECRET in str(r.body)]
     assert [r.kind for r in seen] == ["reply"]  # once: the turn that carried it
     later = openai_server.requests_of("reply")[-1]
     assert MASK in str(later.body) and "B1" in str(later.body)
-    assert f"My password is {MASK}" in proc.stdout  # /history shows the mask
+    assert f"My password is {MASK}" in out  # /history shows the mask
     assert files_holding(data, SECRET) == []

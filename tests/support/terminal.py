@@ -35,7 +35,9 @@ def chat(env: dict[str, str], lines: list[str], *args: str) -> str:
     return chat_and_log(env, lines, *args)[0]
 
 
-def chat_and_log(env: dict[str, str], lines: list[str], *args: str) -> tuple[str, str]:
+def chat_and_log(
+    env: dict[str, str], lines: list[str], *args: str, timeout: float = 120
+) -> tuple[str, str]:
     """The chat's output and its log (stderr)."""
     proc = subprocess.run(
         [sys.executable, "-m", "bot.cli", "chat", *args],
@@ -44,9 +46,9 @@ def chat_and_log(env: dict[str, str], lines: list[str], *args: str) -> tuple[str
         env=env,
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=timeout,
     )
-    assert proc.returncode == 0, proc.stderr
+    assert proc.returncode == 0, proc.stderr[-2000:]
     assert "Traceback" not in proc.stderr, proc.stderr
     return proc.stdout, proc.stderr
 
