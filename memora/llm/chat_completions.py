@@ -8,10 +8,10 @@ from openai import AsyncOpenAI, AsyncStream
 from openai.types.chat import ChatCompletionChunk
 
 from memora.errors import LLMError
-from memora.llm.openai_base import OpenAILLM
+from memora.llm.openai_base import OpenAILLM, StructuredAsk
 from memora.llm.protocol import CONTEXT_EXCEEDED, CallInfo, Completion, OnDelta, Parsed, T, Usage
 from memora.llm.sdk_errors import mid_stream, refusable, translated
-from memora.llm.structured import StructuredMode, json_schema, response_format, validated
+from memora.llm.structured import json_schema, response_format, validated
 from memora.types import ChatMessage
 
 
@@ -102,29 +102,19 @@ class ChatCompletionsLLM(OpenAILLM):
             raise LLMError("the answer stream ended before the answer was complete")
         return Completion(text=text, usage=self._usage(usage))
 
-    async def _parse(
-        self,
-        client: AsyncOpenAI,
-        mode: StructuredMode,
-        instructions: str,
-        messages: list[ChatMessage],
-        schema: type[T],
-        call: CallInfo,
-    ) -> Parsed[T]:
-        extra = self._optional(call)
-        if mode == "json_schema":
-            extra["response_format"] = response_format(schema)
-        elif mode == "json_object":  # llama.cpp's server constrains the output to `schema`
+    async def _parse(self, client: AsyncOpenAI, ask: StructuredAsk[T]) -> Parsed[T]:
+        extra = self._optional(ask.call)
+        if ask.mode == "json_schema":
+            extra["response_format"] = response_format(ask.schema)
+        elif ask.mode == "json_object":  # llama.cpp's server constrains the output to `schema`
             extra["response_format"] = {
                 "type": "json_object",
-                "schema": json_schema(schema),
+                "schema": json_schema(ask.schema),
             }
         resp = await self._sent(
             client.chat.completions.create,
             model=self.model,
-            messages=self._messages(
-                self._format_instructions(mode, instructions, schema), messages
-            ),
+            messages=self._messages(ask.instructions, ask.messages),
             **extra,
         )
         if not resp.choices:
@@ -135,7 +125,7 @@ class ChatCompletionsLLM(OpenAILLM):
         if msg.refusal:
             return Parsed(text=msg.refusal, usage=usage, problem="the model refused")
         text = msg.content or ""
-        parsed, problem = validated(schema, text)
+        parsed, problem = validated(ask.schema, text)
         if parsed is None and choice.finish_reason == "length" and self._cut_by_context(usage):
             # llama.cpp answers a prompt that fits and stops the answer where its context ends
             # (it lowers max_tokens to the room left): asking again, longer, cannot fit more.

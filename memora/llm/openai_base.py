@@ -11,7 +11,8 @@ import logging
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, ClassVar, Literal, TypeVar
+from dataclasses import dataclass
+from typing import Any, ClassVar, Generic, Literal, TypeVar
 
 import openai
 from openai import AsyncOpenAI
@@ -54,6 +55,19 @@ Api = Literal["responses", "chat_completions"]
 
 
 R = TypeVar("R")
+
+
+@dataclass(frozen=True)
+class StructuredAsk(Generic[T]):
+    """One request for structured output, as each API sends it: the form it is asked in, the
+    instructions written for that form (the schema spelled out unless the server enforces it),
+    the messages, the schema the answer is read as, and the call."""
+
+    mode: StructuredMode
+    instructions: str
+    messages: list[ChatMessage]
+    schema: type[T]
+    call: CallInfo
 
 
 class OpenAILLM(ABC):
@@ -225,6 +239,8 @@ class OpenAILLM(ABC):
         """
         while True:
             mode = self.structured_mode_for(schema)
+            formatted = self._format_instructions(mode, instructions, schema)
+            ask = StructuredAsk(mode, formatted, messages, schema, call)
             client = self._client
             if not self.learned.confirmed(self.model):
                 client = client.with_options(max_retries=0)
@@ -233,16 +249,7 @@ class OpenAILLM(ABC):
                     try:
                         answer = await self._learning(
                             functools.partial(
-                                self._paced,
-                                functools.partial(
-                                    self._parse,
-                                    mode=mode,
-                                    instructions=instructions,
-                                    messages=messages,
-                                    schema=schema,
-                                    call=call,
-                                ),
-                                client,
+                                self._paced, functools.partial(self._parse, ask=ask), client
                             )
                         )
                     except openai.APIStatusError as exc:
@@ -323,13 +330,5 @@ class OpenAILLM(ABC):
         """The answer, `on_delta` awaited as it grows; raises StreamRefused on an HTTP 400."""
 
     @abstractmethod
-    async def _parse(
-        self,
-        client: AsyncOpenAI,
-        mode: StructuredMode,
-        instructions: str,
-        messages: list[ChatMessage],
-        schema: type[T],
-        call: CallInfo,
-    ) -> Parsed[T]:
-        """The answer asked for in `mode` and read as `schema` (see `Parsed` for None)."""
+    async def _parse(self, client: AsyncOpenAI, ask: StructuredAsk[T]) -> Parsed[T]:
+        """The answer asked in `ask.mode`, read as `ask.schema` (see `Parsed` for None)."""

@@ -15,10 +15,10 @@ from openai.types.responses import (
 )
 
 from memora.errors import LLMError
-from memora.llm.openai_base import OpenAILLM
+from memora.llm.openai_base import OpenAILLM, StructuredAsk
 from memora.llm.protocol import CallInfo, Completion, OnDelta, Parsed, T
 from memora.llm.sdk_errors import mid_stream, refusable, translated
-from memora.llm.structured import StructuredMode, text_format, validated
+from memora.llm.structured import text_format, validated
 from memora.types import ChatMessage
 
 
@@ -94,29 +94,21 @@ class ResponsesLLM(OpenAILLM):
             raise LLMError("the answer stream ended before the answer was complete")
         return Completion(text=final.output_text or text, usage=self._usage(final.usage))
 
-    async def _parse(
-        self,
-        client: AsyncOpenAI,
-        mode: StructuredMode,
-        instructions: str,
-        messages: list[ChatMessage],
-        schema: type[T],
-        call: CallInfo,
-    ) -> Parsed[T]:
+    async def _parse(self, client: AsyncOpenAI, ask: StructuredAsk[T]) -> Parsed[T]:
         fmt: Any = {"type": "text"}
-        if mode == "json_schema":
-            fmt = text_format(schema)
-        elif mode == "json_object":
+        if ask.mode == "json_schema":
+            fmt = text_format(ask.schema)
+        elif ask.mode == "json_object":
             fmt = {"type": "json_object"}
         text_config: Any = {"format": fmt}
-        input_items: Any = [m.as_dict() for m in messages]
+        input_items: Any = [m.as_dict() for m in ask.messages]
         resp = await self._sent(
             client.responses.create,
             model=self.model,
-            instructions=self._format_instructions(mode, instructions, schema),
+            instructions=ask.instructions,
             input=input_items,
             text=text_config,
-            **self._optional(call),
+            **self._optional(ask.call),
         )
         usage = self._usage(resp.usage)
         refusal = next(
@@ -132,5 +124,5 @@ class ResponsesLLM(OpenAILLM):
         if refusal is not None:
             return Parsed(text=refusal, usage=usage, problem="the model refused")
         text = resp.output_text or ""
-        parsed, problem = validated(schema, text)
+        parsed, problem = validated(ask.schema, text)
         return Parsed(text=text, usage=usage, parsed=parsed, problem=problem)
