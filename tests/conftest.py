@@ -53,6 +53,15 @@ async def db(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Da
 
 
 @pytest.fixture
+async def sqlite_db(tmp_path: Path) -> AsyncIterator[Database]:
+    """The store on SQLite alone, for tests of something other than storage."""
+    database = Database(tmp_path / "memora.sqlite3")
+    await database.open()
+    yield database
+    await database.close()
+
+
+@pytest.fixture
 def llm() -> FakeLLM:
     return FakeLLM()
 

@@ -11,9 +11,8 @@ drive the real engine, the real SDK and a real Chroma store through them.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from datetime import UTC, datetime
-from pathlib import Path
 
 import pytest
 
@@ -36,22 +35,22 @@ CHAT = ChatRef(31)
 
 
 @pytest.fixture
-def fake() -> Iterator[FakeOpenAI]:
-    with FakeOpenAI() as server:
-        yield server.like_llama_cpp()
+def fake(fake: FakeOpenAI) -> FakeOpenAI:
+    """The module's fake server (tests/conftest.py), answering as llama.cpp's server does."""
+    return fake.like_llama_cpp()
 
 
 @pytest.fixture
-async def engine(fake: FakeOpenAI, tmp_path: Path, store: MemoryStore) -> AsyncIterator[Engine]:
-    db = Database(tmp_path / "memora.sqlite3")
-    await db.open()
+async def engine(
+    fake: FakeOpenAI, sqlite_db: Database, store: MemoryStore
+) -> AsyncIterator[Engine]:
     # As the app builds them: the reply client, and a background one for extraction.
     llm = ChatCompletionsLLM(model="smollm2", api_key="x", base_url=fake.base_url)
     background = ChatCompletionsLLM(
         model="smollm2", api_key="x", base_url=fake.base_url, max_retries=1
     )
     eng = Engine(
-        db=db,
+        db=sqlite_db,
         llm=llm,
         summary_llm=background,
         extraction_llm=background,
@@ -63,7 +62,6 @@ async def engine(fake: FakeOpenAI, tmp_path: Path, store: MemoryStore) -> AsyncI
     await eng.drain()
     await llm.aclose()
     await background.aclose()
-    await db.close()
 
 
 def memory(text: str, category: str = "personal") -> dict[str, object]:

@@ -39,14 +39,6 @@ def clock() -> Iterator[Clock]:
     memora_clock.use(None)
 
 
-@pytest.fixture
-async def sqlite_db(tmp_path: Path) -> AsyncIterator[Database]:
-    database = Database(tmp_path / "memora.sqlite3")
-    await database.open()
-    yield database
-    await database.close()
-
-
 def make_engine(db: Database, clock: Clock, store: MemoryStore, llm: FakeLLM) -> Engine:
     config = EngineConfig(max_input_tokens=4000)
     return Engine(

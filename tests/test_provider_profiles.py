@@ -6,8 +6,7 @@ without the Responses API. The real llama.cpp server's recording is tests/test_l
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -24,14 +23,6 @@ from memora.storage import Database
 from tests.support.fake_openai import VOICE_FIXTURE, FakeOpenAI, FakeRequest, extraction_answer
 
 MEI = UserRef(3101, "Mei")
-
-
-@pytest.fixture
-async def database(tmp_path: Path) -> AsyncIterator[Database]:
-    db = Database(tmp_path / "memora.sqlite3")
-    await db.open()
-    yield db
-    await db.close()
 
 
 async def one_turn(settings: Settings, db: Database, store: MemoryStore) -> list[str]:
@@ -101,13 +92,13 @@ def effort(req: FakeRequest) -> str | None:
 
 @pytest.mark.parametrize("name", list(PROFILES))
 async def test_a_turn_and_its_extraction_on_each_provider(
-    fake: FakeOpenAI, database: Database, store: MemoryStore, name: str
+    fake: FakeOpenAI, sqlite_db: Database, store: MemoryStore, name: str
 ) -> None:
     profile, settings_for = PROFILES[name]
     profile(fake)
     fake.queue_reply(extraction_answer(("Lives in Taipei.", "personal", ["Taipei", "台北"])),
                      kind="structured")  # fmt: skip
-    memories = await one_turn(settings_for(fake), database, store)
+    memories = await one_turn(settings_for(fake), sqlite_db, store)
     assert memories == ["Lives in Taipei."]
 
     replies, structured = fake.requests_of("reply"), fake.requests_of("structured")

@@ -6,8 +6,7 @@ embedder."""
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Iterator
-from pathlib import Path
+from collections.abc import AsyncIterator
 
 import pytest
 
@@ -35,18 +34,12 @@ QUERY = "我妹妹最近在日本好嗎？"  # shares no word with the English t
 
 
 @pytest.fixture
-def fake() -> Iterator[FakeOpenAI]:
-    with FakeOpenAI() as server:
-        yield server
-
-
-@pytest.fixture
-async def engine(fake: FakeOpenAI, tmp_path: Path, store: MemoryStore) -> AsyncIterator[Engine]:
-    db = Database(tmp_path / "memora.sqlite3")
-    await db.open()
+async def engine(
+    fake: FakeOpenAI, sqlite_db: Database, store: MemoryStore
+) -> AsyncIterator[Engine]:
     llm = ResponsesLLM(model="gpt-test", api_key="x", base_url=fake.base_url)
     eng = Engine(
-        db=db,
+        db=sqlite_db,
         llm=llm,
         counter=LocalTokenCounter(),
         store=store,
@@ -55,7 +48,6 @@ async def engine(fake: FakeOpenAI, tmp_path: Path, store: MemoryStore) -> AsyncI
     yield eng
     await eng.drain()
     await llm.aclose()
-    await db.close()
 
 
 async def turn(engine: Engine, text: str, user: UserRef = MEI, chat: ChatRef = CHAT) -> None:
