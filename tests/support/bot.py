@@ -67,12 +67,15 @@ class BotProcess:
         self.starts += 1
         self.wait_ready()
 
+    # The Bot API call it makes once ready (after publishing its commands), and how that reads
+    READY_CALL, READY_WHAT = "deleteWebhook", "the bot to start polling"
+
     def wait_ready(self) -> None:
         """Ready once it has published its commands and asked for updates."""
         self.tg.wait_for(
-            lambda: len(self.tg.calls_to("deleteWebhook")) >= self.starts or self.exited(),
+            lambda: len(self.tg.calls_to(self.READY_CALL)) >= self.starts or self.exited(),
             START_WAIT,
-            "the bot to start polling",
+            self.READY_WHAT,
         )
         assert not self.exited(), self.output()
 
@@ -148,14 +151,11 @@ class WebhookBot(BotProcess):
         self.next_message_id = 100_000  # far above the ids the fake gives the bot's messages
         self.next_update_id = 500_000
 
+    READY_CALL, READY_WHAT = "setWebhook", "the bot to set its webhook"
+
     def wait_ready(self) -> None:
         """Ready once the webhook is set and its port accepts connections."""
-        self.tg.wait_for(
-            lambda: len(self.tg.calls_to("setWebhook")) >= self.starts or self.exited(),
-            START_WAIT,
-            "the bot to set its webhook",
-        )
-        assert not self.exited(), self.output()
+        super().wait_ready()
         # PTB calls setWebhook just before its server starts listening
         deadline = time.monotonic() + START_WAIT
         while not self.accepts():
