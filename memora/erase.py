@@ -7,7 +7,7 @@ DELETE alone leaves the bytes behind (in free pages, logs and unused index slots
 - Chroma purges its write log only up to what its vector index has persisted: a deletion
   switches the collection to ``sync_threshold = 1`` (:data:`ERASE_HNSW`, then back to
   :data:`CHROMA_HNSW`) and reopens it, so the log is replayed, persisted and purged
-  (``memora.longterm.store.MemoryStore``).
+  (``memora.longterm.memory_store.MemoryStore``).
 - hnswlib writes its whole element array, unused slots included (whatever this process freed
   there), and keeps a deleted element's vector until a later insertion reuses the slot: the
   store zeroes unused slots after each index creation and erasure (:func:`scrub_hnsw`) and the

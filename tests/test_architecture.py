@@ -318,7 +318,6 @@ NAMES_LATER = {
     "practice",
     "reminders",
     "roleplay",
-    "store",
     "voice",
     "weekly",
 }

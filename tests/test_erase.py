@@ -30,7 +30,7 @@ from memora.erase import (
     hnsw_indexes,
     scrub_hnsw,
 )
-from memora.longterm.store import COLLECTION, MemoryStore
+from memora.longterm.memory_store import COLLECTION, MemoryStore
 from tests.support.disk import files_holding
 from tests.support.fake_openai import FakeOpenAI, FakeRequest, default_responder
 from tests.support.terminal import ChatProcess, memora_env

@@ -15,7 +15,7 @@ from memora.longterm.memories import (
     NewMemory,
     clean_terms,
 )
-from memora.longterm.store import MemoryStore
+from memora.longterm.memory_store import MemoryStore
 from memora.longterm.timeline import last_day
 
 _DATE = re.compile(r"\d{4}(-\d{2}(-\d{2})?)?")

@@ -1,9 +1,9 @@
 """Long-term memory: what the bot remembers about each user across conversations. It stores and
 ranks; what to remember is decided above it (:mod:`memora.extraction`).
 
-- the front: :mod:`~memora.longterm.store` (:class:`MemoryStore`, every call scoped to one user,
-  composed of the parts below) and :mod:`~memora.longterm.memories` (what a memory is, and its
-  Chroma record);
+- the front: :mod:`~memora.longterm.memory_store` (:class:`MemoryStore`, every call scoped to
+  one user, composed of the parts below) and :mod:`~memora.longterm.memories` (what a memory
+  is, and its Chroma record);
 - the index and its cache: :mod:`~memora.longterm.chroma` (the Chroma collection, erasure),
   :mod:`~memora.longterm.chroma_server` (version tokens on a server shared by replicas),
   :mod:`~memora.longterm.embeddings` (the local model or an embeddings API),
@@ -32,7 +32,7 @@ from memora.longterm.memories import (
     SearchWords,
     StoreError,
 )
-from memora.longterm.store import MemoryStore
+from memora.longterm.memory_store import MemoryStore
 
 __all__ = [
     "MAX_MEMORY_CHARS",

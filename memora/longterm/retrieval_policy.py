@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from datetime import date
 
 from memora.longterm.memories import Memory, SearchHit, SearchResult
-from memora.longterm.store import MemoryStore
+from memora.longterm.memory_store import MemoryStore
 from memora.longterm.timeline import asks_about_past, ended, past_notes, pins_first
 from memora.shortterm.tokens import o200k
 

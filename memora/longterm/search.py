@@ -90,7 +90,7 @@ class MemorySearch:
         origin_chat: int | None = None,
         floor: float | None = None,
     ) -> SearchResult:
-        """See :meth:`memora.longterm.store.MemoryStore.search`."""
+        """See :meth:`memora.longterm.memory_store.MemoryStore.search`."""
         query = " ".join(query.split())
         if not query or top_k <= 0:
             return SearchResult([], 0)
@@ -182,7 +182,7 @@ class MemorySearch:
     async def similar(
         self, user_id: int, text: str, k: int = 5, *, origin_chat: int | None = None
     ) -> list[Memory]:
-        """See :meth:`memora.longterm.store.MemoryStore.similar`."""
+        """See :meth:`memora.longterm.memory_store.MemoryStore.similar`."""
         text = " ".join(text.split())
         data = await self.users.data(user_id)
         if origin_chat is not None:
