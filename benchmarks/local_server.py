@@ -82,8 +82,8 @@ async def one_turn(engine: Engine, n: int, text: str, stream: bool) -> TurnFigur
     seconds = time.perf_counter() - start
     await engine.drain()
     usage = reply.stats.usage if reply.stats is not None else None
-    log = await engine.extraction_log(LEARNER.id)
-    status = await engine.status(CHAT.id, LEARNER.id)
+    log = await engine.queries.extraction_log(LEARNER.id)
+    status = await engine.queries.status(CHAT.id, LEARNER.id)
     extraction = "none yet" if log is None else f"{log.status}: {log.detail}".strip()
     return TurnFigures(
         turn=n,
@@ -92,10 +92,10 @@ async def one_turn(engine: Engine, n: int, text: str, stream: bool) -> TurnFigur
         counted=usage.counted_input if usage else 0,
         actual=usage.actual_input if usage else 0,
         factor=_factor(engine),
-        structured=getattr(engine.extraction_llm, "structured_mode", "?"),
-        form=engine.extraction_form,
+        structured=getattr(engine.after_reply.extraction_llm, "structured_mode", "?"),
+        form=engine.after_reply.extraction_form,
         extraction=extraction,
-        memories=len(await engine.memories(LEARNER.id)),
+        memories=len(await engine.queries.memories(LEARNER.id)),
         updates=len(pieces),
         summary_error=status.summary_error or "",
         reply=reply.text,
@@ -138,8 +138,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                 figures = await one_turn(engine, n, text, args.stream)
                 print(render_turn(figures), flush=True)
                 turns.append(figures)
-            memories = [m.text for m in await engine.memories(LEARNER.id)]
-            summary = (await engine.chat_state(CHAT.id)).summary
+            memories = [m.text for m in await engine.queries.memories(LEARNER.id)]
+            summary = (await engine.queries.chat_state(CHAT.id)).summary
             profile = await engine.learner.context_lines(LEARNER.id, engine.clock())
     return {
         "base_url": settings.llm.base_url,

@@ -291,11 +291,11 @@ async def ingest(engine: Engine, convs: list[Conversation], concurrency: int) ->
             async with gate:
                 await engine.import_exchange(chat, user, ex.text, ex.reply, at=ex.at)
                 # This speaker's exchanges run one at a time: the last log is this one's.
-                log = await engine.extraction_log(user.id)
+                log = await engine.queries.extraction_log(user.id)
             out.exchanges += 1
             if log is not None and log.status.startswith("failed"):
                 out.failed.append(f"{speaker} @ {ex.at:%Y-%m-%d}: {log.detail}")
-        out.memories += len(await engine.memories(user.id))
+        out.memories += len(await engine.queries.memories(user.id))
         out.tokens += (await engine.db.turns.total_usage(chat.id)).total
 
     start = time.perf_counter()

@@ -72,7 +72,7 @@ async def _chat(settings: Settings, args: argparse.Namespace) -> None:
 
 async def _export(settings: Settings, args: argparse.Namespace) -> int:
     async with open_engine(settings, needs_model=False) as engine:
-        data = await engine.export_chat(args.chat_id)
+        data = await engine.export.export_chat(args.chat_id)
     if data is None:
         print(f"memora: no data for chat {args.chat_id}", file=sys.stderr)
         return 1

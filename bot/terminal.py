@@ -202,7 +202,7 @@ async def chat_loop(
                 prompt()
 
         engine.notify = notify
-        count = await engine.message_count(chat_id)
+        count = await engine.queries.message_count(chat_id)
         switch(await engine.language(user))
         print(banner(), file=out)
         if count:
@@ -212,7 +212,7 @@ async def chat_loop(
                 count,
             )
             print(continuing.format(n=count), file=out)
-        elif engine.config.learner_enabled and await engine.learner_level(user.id) is None:
+        elif engine.config.learner_enabled and await engine.lessons.learner_level(user.id) is None:
             print(_(PLACEMENT_OFFER), file=out)  # a first conversation, no level yet
         while True:
             switch(await engine.language(user))  # /language may have changed it
@@ -234,7 +234,7 @@ async def chat_loop(
                 ctx = CommandContext(chat, user, cmd[1], is_admin=True)
                 reply = await run_command(engine, cmd[0], ctx)
                 print(f"\n{reply.plain}", file=out, flush=True)
-                for kept in await keep_files(reply, engine.learner_files(user.id)):
+                for kept in await keep_files(reply, engine.queries.learner_files(user.id)):
                     print(kept, file=out, flush=True)
                 if cmd[0] == "remind" and reply.ok and cmd[1].strip():
                     print(_(TERMINAL_SENDS_NO_REMINDERS), file=out, flush=True)

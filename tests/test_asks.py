@@ -31,22 +31,22 @@ async def test_the_terminal_asks_before_forgetme_and_only_a_typed_yes_deletes(
     out = await typed(engine, "/forgetme", "no")
     assert "Delete everything I stored about you?" in out and "Type yes to delete" in out
     assert "Nothing was deleted." in out
-    assert await engine.message_count(TERMINAL.id) == 2
+    assert await engine.queries.message_count(TERMINAL.id) == 2
     out = await typed(engine, "/forgetme")  # the input ends before an answer: silence
     assert "Deleted everything" not in out
-    assert await engine.message_count(TERMINAL.id) == 2
+    assert await engine.queries.message_count(TERMINAL.id) == 2
     out = await typed(engine, "/forgetme", "sure, go on")  # only "yes" is a yes
-    assert await engine.message_count(TERMINAL.id) == 2
+    assert await engine.queries.message_count(TERMINAL.id) == 2
     out = await typed(engine, "/forgetme", "yes")
     assert "Deleted everything I stored about you: 0 long-term memories, 2 messages" in out
-    assert await engine.message_count(TERMINAL.id) == 0
+    assert await engine.queries.message_count(TERMINAL.id) == 0
 
 
 async def test_the_terminal_asks_before_forgetting_in_words_and_a_typed_yes_deletes(
     mem_engine: Engine, llm: FakeLLM, store: MemoryStore
 ) -> None:
-    await mem_engine.remember(TERMINAL, YOU, "Lives in Taipei.")
-    await mem_engine.remember(TERMINAL, YOU, "Works as a nurse.")
+    await mem_engine.queries.remember(TERMINAL, YOU, "Lives in Taipei.")
+    await mem_engine.queries.remember(TERMINAL, YOU, "Works as a nurse.")
     naming(llm, "Taipei")
     read, write = os.pipe()
     out = StringIO()

@@ -84,7 +84,7 @@ async def test_export_of_a_chat_never_seen_is_a_clear_answer(engine: Engine) -> 
     admin = CommandContext(PRIVATE, ALICE, "424242", is_admin=True)
     reply = await run_command(engine, "export", admin)
     assert (reply.ok, reply.text) == (False, "I have no data for chat 424242.")
-    assert await engine.export_chat(424242) is None
+    assert await engine.export.export_chat(424242) is None
 
 
 async def test_unknown_commands_point_to_help(engine: Engine) -> None:

@@ -235,8 +235,8 @@ async def test_per_chat_bookkeeping_does_not_grow(engine: Engine) -> None:
         await engine.handle_turn(ChatRef(1000 + i), ALICE, "hi")
     await engine.drain()
     gc.collect()
-    assert len(engine._locks) == 0
-    assert len(engine._after) == len(engine._extracting) == 0
+    assert len(engine.lanes.locks) == 0
+    assert len(engine.lanes.after) == len(engine.lanes.extracting) == 0
 
 
 async def test_a_message_that_can_never_fit_costs_no_summary_calls(

@@ -217,7 +217,7 @@ async def test_forgetting_a_learner_deletes_their_files_and_no_one_elses(tmp_pat
     await db.open()
     config = EngineConfig(files_dir=tmp_path / "files")
     engine = Engine(db=db, llm=FakeLLM(), counter=LocalTokenCounter(), config=config)
-    folders = [engine.learner_files(who.id) for who in (ALICE, BOB)]
+    folders = [engine.queries.learner_files(who.id) for who in (ALICE, BOB)]
     for folder in folders:
         assert folder is not None and folder.parent == tmp_path / "files"
         (folder / "exports").mkdir(parents=True)
@@ -440,11 +440,13 @@ async def test_past_the_memory_budget_the_best_ranked_fill_it(
     engine = Engine(db=db, llm=llm, counter=LocalTokenCounter(), store=store,
                     config=EngineConfig(memory_tokens=40))  # fmt: skip
     message = "Can you help me plan my weekend in English?"
-    hits = (await engine.search_memories(ALICE.id, message, top_k=MAX_BUDGETED_MEMORIES)).hits
+    hits = (
+        await engine.queries.search_memories(ALICE.id, message, top_k=MAX_BUDGETED_MEMORIES)
+    ).hits
     assert len(hits) == len(texts)
-    sent = engine.used_in_reply(hits)
+    sent = engine.retrieval.used_in_reply(hits)
     assert 1 < len(sent) < len(texts) and sent == hits[: len(sent)]  # the best, as many as fit
-    assert min(h.score for h in sent) < engine.retrieval_policy.min_score  # a cut would drop them
+    assert min(h.score for h in sent) < engine.retrieval.policy.min_score  # a cut would drop them
     await engine.handle_turn(CHAT, ALICE, message)
     block = str(llm.calls[-1].messages[0].content)
     assert block.startswith(MEMORY_BLOCK)
@@ -466,7 +468,7 @@ async def test_without_a_budget_the_best_top_k_above_min_score_are_sent(
     await engine.handle_turn(CHAT, ALICE, "我支持的球隊昨天贏了棒球比賽，我想用英文跟朋友分享")
     assert "統一獅" in str(llm.calls[-1].messages[0].content)
     shown = (await run_command(engine, "search", ctx(arg="我喜歡的棒球隊"))).text
-    min_score = engine.retrieval_policy.min_score
+    min_score = engine.retrieval.policy.min_score
     assert f"the best {engine.config.top_k} at or above min_score {min_score:.2f}" in shown
     assert "✓" in shown.split("\n", 2)[2]
     await engine.drain()
@@ -482,7 +484,7 @@ async def test_an_imported_exchange_is_stored_and_extracted_at_its_own_date(
     await mem_engine.import_exchange(CHAT, ALICE, "I adopted a cat last week!", "Lovely!", at=said)
     assert llm.count("complete") == 0 and llm.count("parse") == 1
     assert "Message date: 2023-05-08" in llm.calls[0].messages[0].content
-    assert [(m.role, m.content) for m in await mem_engine.history(CHAT.id)] == [
+    assert [(m.role, m.content) for m in await mem_engine.queries.history(CHAT.id)] == [
         ("user", "I adopted a cat last week!"),
         ("assistant", "Lovely!"),
     ]
@@ -504,7 +506,7 @@ async def test_search_terms_are_exported_but_not_listed(
     await mem_engine.drain()
     listed = (await run_command(mem_engine, "memories", ctx())).text
     assert "1. 媽媽是英文老師" in listed and "family" not in listed
-    data = await mem_engine.export_chat(CHAT.id)
+    data = await mem_engine.export.export_chat(CHAT.id)
     assert data is not None
     (exported,) = data["participants"][str(ALICE.id)]["memories"]
     assert exported["text"] == "媽媽是英文老師" and exported["terms"] == list(terms)

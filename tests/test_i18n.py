@@ -230,14 +230,14 @@ async def test_the_profile_language_comes_before_the_app_language(engine: Engine
         engine, "profile", CommandContext(PRIVATE, TAIPEI, "set explanation_language 简体中文")
     )
     assert await engine.language(TAIPEI) == "zh_Hans"
-    await engine.set_language(TAIPEI.id, "en")  # /language beats the profile
+    await engine.people.set_language(TAIPEI.id, "en")  # /language beats the profile
     assert await engine.language(TAIPEI) == "en"
     assert await engine.language(UserRef(8, "Bob", "zh-hk")) == "zh_Hant"
     assert await engine.language(UserRef(9, "Ann")) == "en"
 
 
 async def test_the_language_choice_is_exported_and_forgotten(engine: Engine) -> None:
-    await engine.set_language(TAIPEI.id, "zh_Hans")
+    await engine.people.set_language(TAIPEI.id, "zh_Hans")
     exported = await engine.learner.store.export(TAIPEI.id, engine.clock())
     assert exported["profile"]["bot_language"]["value"] == "zh_Hans"
     assert "bot_language" not in "\n".join(
@@ -358,7 +358,7 @@ async def test_a_reminder_is_written_in_the_learners_language_without_a_message(
             "• 可以加强的地方：tense（你最近最常犯的错误）",
             "• 🔥 已连续 5 天，继续保持！",
         ]
-    await clocked.set_language(7, "en")  # /language beats the explanation language
+    await clocked.people.set_language(7, "en")  # /language beats the explanation language
     assert (await clocked.reminders.text(7, MONDAY_NOON)).startswith(
         "⏰ Time for your English practice.\n• Goal: TOEIC 900 in 41 days (2027-01-10)"
     )
@@ -379,7 +379,7 @@ async def test_the_weekly_report_is_in_traditional_chinese(db: Database) -> None
     clock = Clock(MONDAY)
     engine = clocked_engine(db, clock)
     await a_fortnight(engine)
-    await engine.set_language(ALICE, "zh_Hant")
+    await engine.people.set_language(ALICE, "zh_Hant")
     rep = await engine.weekly.report(ALICE, MONDAY)  # as the weekly job asks: no language given
     assert rep.chart is not None and rep.chart.startswith(b"\x89PNG")
     lines = rep.text.splitlines()

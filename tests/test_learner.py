@@ -495,7 +495,7 @@ async def test_the_chat_export_carries_each_participants_learner_data(engine: En
     await engine.drain()
     await engine.learner.store.set_field(ALICE, "level", "B2", source="you", now=NOW)
     await goes_there_yesterday(engine.learner)
-    data = await engine.export_chat(4)
+    data = await engine.export.export_chat(4)
     assert data is not None
     learner = data["participants"][str(ALICE)]["learner"]
     assert learner["profile"]["level"]["value"] == "B2"

@@ -92,7 +92,7 @@ async def test_a_streamed_conversation_keeps_its_facts_on_a_llama_cpp_server(
         assert "actual not reported" in stats
     assert isinstance(engine.counter, LocalTokenCounter)
     assert engine.counter.calibration.factor == 1.0
-    kept = sorted(m.text for m in await engine.memories(MEI.id))
+    kept = sorted(m.text for m in await engine.queries.memories(MEI.id))
     assert kept == sorted(f"The user says: {t}" for t in said)
     structured = fake.requests_of("structured")
     # One refused json_schema request, never retried; JSON mode from then on, schema attached.
@@ -102,7 +102,7 @@ async def test_a_streamed_conversation_keeps_its_facts_on_a_llama_cpp_server(
     # The instructions spell out the answer's shape, not the JSON Schema the grammar enforces.
     instructions = structured[1].instructions or ""
     assert schema_sketch(ExtractionResult) in instructions and '"title"' not in instructions
-    log = await engine.extraction_log(MEI.id)
+    log = await engine.queries.extraction_log(MEI.id)
     assert log is not None and log.status == "ok, memories written: 1"
 
 
@@ -120,13 +120,13 @@ async def test_an_extraction_too_long_for_the_context_is_asked_again_compact_for
     before = len(fake.requests_of("structured"))
     fake.queue_reply({"memories": [memory("The user lives in Taipei.")]}, kind="structured")
     ok, _ = await turn(engine, "I live in Taipei.", stream=False)
-    assert ok and engine.extraction_form == "compact"
+    assert ok and engine.after_reply.extraction_form == "compact"
     refused, compact = fake.requests_of("structured")[before:]
     assert input_tokens_of(refused) > fake.context_window >= input_tokens_of(compact)
     assert refused.retry_count == 0 and compact.response_format == "json_object"
     assert (compact.instructions or "").startswith(COMPACT_INSTRUCTIONS)
-    assert [m.text for m in await engine.memories(MEI.id)] == ["The user lives in Taipei."]
-    log = await engine.extraction_log(MEI.id)
+    assert [m.text for m in await engine.queries.memories(MEI.id)] == ["The user lives in Taipei."]
+    log = await engine.queries.extraction_log(MEI.id)
     assert log is not None and log.status == "ok, memories written: 1"
 
     ok, _ = await turn(engine, "I like jazz.", stream=False)
@@ -150,12 +150,12 @@ async def test_an_extraction_answer_cut_by_the_context_is_asked_compact_at_once(
     fake.queue_reply({"memories": [memory(long_fact.strip())]}, kind="structured")
     before = len(fake.requests_of("structured"))
     ok, _ = await turn(engine, "Hi, I am Mia.", stream=False)
-    assert ok and engine.extraction_form == "compact"
+    assert ok and engine.after_reply.extraction_form == "compact"
     cut, compact = fake.requests_of("structured")[before:]
     assert input_tokens_of(cut) < fake.context_window
     assert (compact.instructions or "").startswith(COMPACT_INSTRUCTIONS)
-    assert [m.text for m in await engine.memories(MEI.id)] == [long_fact.strip()]
-    log = await engine.extraction_log(MEI.id)
+    assert [m.text for m in await engine.queries.memories(MEI.id)] == [long_fact.strip()]
+    log = await engine.queries.extraction_log(MEI.id)
     assert log is not None and log.status == "ok, memories written: 1"
 
 
@@ -169,13 +169,13 @@ async def test_an_extraction_too_long_even_compact_is_recorded_with_its_reason(
     before = len(fake.requests_of("structured"))
     ok, _ = await turn(engine, "I live in Taipei.", stream=False)
     assert ok  # the reply goes out; the extraction says why it could not run
-    log = await engine.extraction_log(MEI.id)
+    log = await engine.queries.extraction_log(MEI.id)
     assert log is not None and log.status == "failed"
     assert "HTTP 400 (context_length_exceeded)" in log.detail
     refused = fake.requests_of("structured")[before:]  # full, then compact; neither retried
     assert [r.retry_count for r in refused] == [0, 0]
     assert (refused[1].instructions or "").startswith(COMPACT_INSTRUCTIONS)
-    assert await engine.memories(MEI.id) == []
+    assert await engine.queries.memories(MEI.id) == []
 
 
 async def test_a_streamed_reply_too_long_for_the_context_fails_clearly(
@@ -184,7 +184,7 @@ async def test_a_streamed_reply_too_long_for_the_context_fails_clearly(
     fake.context_window = 50  # smaller than the tutor's instructions alone
     ok, text = await turn(engine, "Hello!")
     assert not ok and "Nothing was saved" in text
-    assert await engine.history(CHAT.id) == []
+    assert await engine.queries.history(CHAT.id) == []
     (streamed,) = fake.requests_of("reply")  # the empty 200 stream is not taken for a refusal
     assert streamed.stream
 

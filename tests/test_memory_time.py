@@ -214,7 +214,7 @@ async def test_a_pinned_memory_always_reaches_the_context_first(
     assert "only the newest 1 of 2" in crowded.text
     block = memory_block(await turn(engine, llm, unrelated))
     assert block == f"- {facts[second - 1]}"
-    export = await engine.export_chat(CHAT.id)
+    export = await engine.export.export_chat(CHAT.id)
     assert export is not None
     pinned = [m["text"] for m in export["participants"]["1"]["memories"] if m["pinned_at"]]
     assert sorted(pinned) == sorted([facts[first - 1], facts[second - 1]])

@@ -64,7 +64,7 @@ async def test_a_full_test_pitches_each_question_and_writes_the_level(
     llm.parsed.append(judged(True, estimate="B2", reason="Solid grammar up to B2; C1 slipped."))
     await answer(engine, "my answer 8")
     assert "the last" in mode_block(llm)
-    assert await engine.mode(CHAT.id) is None
+    assert await engine.lessons.mode(CHAT.id) is None
     profile = await command(engine, "profile")
     assert "B2" in profile and "placement" in profile
     assert NOTICES and "B2" in NOTICES[-1] and "Solid grammar" in NOTICES[-1]
@@ -78,13 +78,13 @@ async def test_the_ladder_follows_the_judgements(mem_engine: Engine, llm: FakeLL
     await command(engine, "placement")
     llm.parsed.append(judged(True))
     await answer(engine, "goes")
-    mode = await engine.mode(CHAT.id)
+    mode = await engine.lessons.mode(CHAT.id)
     assert mode is not None and mode.state["level"] == "B2"  # right at B1: one up
     llm.parsed.append(judged(False))
     await answer(engine, "wrong")
     assert "question 2 (vocabulary, B2)" in mode_block(llm)
     assert "at C1 if the answer was right, at B1 if it was wrong" in mode_block(llm)
-    mode = await engine.mode(CHAT.id)
+    mode = await engine.lessons.mode(CHAT.id)
     assert mode is not None and mode.state["level"] == "B1"  # wrong at B2: one down
     assert [a["correct"] for a in mode.state["answers"]] == [True, False]
 
@@ -102,7 +102,7 @@ async def test_bad_model_answers_never_break_the_test(mem_engine: Engine, llm: F
         llm.parsed.clear()
     llm.parsed.append(judged(False, estimate="Q7", reason=""))  # out of range: the ladder decides
     await answer(engine, "last answer")
-    assert await engine.mode(CHAT.id) is None
+    assert await engine.lessons.mode(CHAT.id) is None
     level = (await engine.learner.profile(ALICE.id, engine.clock())).get("level")
     assert level is not None and level in {"B2", "C1", "C2"}
     assert "From" in NOTICES[-1]  # the reason was written by code
@@ -115,7 +115,7 @@ async def test_no_judged_answer_leaves_the_profile_alone(mem_engine: Engine, llm
     for _n in range(QUESTIONS):
         llm.parsed.append(judged(None))
         await answer(engine, "?")
-    assert await engine.mode(CHAT.id) is None
+    assert await engine.lessons.mode(CHAT.id) is None
     assert (await engine.learner.profile(ALICE.id, engine.clock())).get("level") is None
     assert "unchanged" in NOTICES[-1]
 
@@ -124,14 +124,14 @@ async def test_stop_cancel_reset_and_groups(engine: Engine, llm: FakeLLM) -> Non
     await command(engine, "placement")
     assert "question 1 of 8" in await command(engine, "context")
     assert "Stopped" in await command(engine, "placement", "stop")
-    assert await engine.mode(CHAT.id) is None
+    assert await engine.lessons.mode(CHAT.id) is None
     assert "none" in await command(engine, "status")
     await command(engine, "placement")
     assert "Ended" in await command(engine, "cancel")
     assert "no lesson" in await command(engine, "cancel")
     await command(engine, "placement")
     assert "Ended" in await command(engine, "reset")
-    assert await engine.mode(CHAT.id) is None
+    assert await engine.lessons.mode(CHAT.id) is None
     assert "private chat" in await command(engine, "placement", chat=GROUP)
 
 
@@ -173,5 +173,5 @@ async def test_a_lesson_answer_misread_as_forget_gets_no_notice(
     llm.parsed.append(json.dumps({**judged(True), "forget": [9]}))  # a bare number, as it wrote
     await answer(engine, "Two times.")
     assert NOTICES == []
-    mode = await engine.mode(CHAT.id)
+    mode = await engine.lessons.mode(CHAT.id)
     assert mode is not None and mode.state["answers"][0]["correct"] is True

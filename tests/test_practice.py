@@ -73,7 +73,7 @@ def graded(grade: str | None) -> dict[str, Any]:
 async def test_nothing_logged_offers_other_lessons(engine: Engine, llm: FakeLLM) -> None:
     out = await command(engine, "practice")
     assert "/placement" in out and "/roleplay" in out
-    assert await engine.mode(CHAT.id) is None
+    assert await engine.lessons.mode(CHAT.id) is None
     assert llm.calls == []
 
 
@@ -85,7 +85,7 @@ async def test_five_items_due_first_and_each_answer_adds_the_next(
     await seed(engine)
     out = await command(engine, "practice")
     assert "Exercise 1 of 5" in out and "/practice stop" in out and not llm.calls
-    mode = await engine.mode(CHAT.id)
+    mode = await engine.lessons.mode(CHAT.id)
     assert mode is not None and mode.kind == "practice"
     items = mode.state["items"]
     assert len(items) == 5 and len({i["card"] for i in items}) == 5
@@ -102,7 +102,7 @@ async def test_five_items_due_first_and_each_answer_adds_the_next(
     for item in items:
         assert after[item["card"]].reps == before[item["card"]].reps + 1
         assert after[item["card"]].due > engine.clock()
-    assert await engine.mode(CHAT.id) is None
+    assert await engine.lessons.mode(CHAT.id) is None
     assert NOTICES and "5 of 5" in NOTICES[-1]
 
 
@@ -110,7 +110,7 @@ async def test_a_bad_grade_falls_back_to_the_code_grade(mem_engine: Engine, llm:
     engine = mem_engine
     await seed(engine, mistakes=1, words=0)
     await command(engine, "practice")
-    mode = await engine.mode(CHAT.id)
+    mode = await engine.lessons.mode(CHAT.id)
     assert mode is not None and mode.state["items"][0]["type"] == "rewrite"
     llm.replies.append("Right!")
     llm.parsed.append(graded("excellent"))
@@ -130,12 +130,12 @@ async def test_stop_cancel_reset_groups_export_forgetme(engine: Engine, llm: Fak
     stopped = await command(engine, "practice", "stop")  # graded answers are on their cards
     assert "Stopped" in stopped and "kept on their review cards" in stopped
     assert "Nothing from it was written" not in stopped
-    assert await engine.mode(CHAT.id) is None
+    assert await engine.lessons.mode(CHAT.id) is None
     await command(engine, "practice")
     assert "Ended" in await command(engine, "cancel")
     await command(engine, "practice")
     assert "Ended" in await command(engine, "reset")
-    assert await engine.mode(CHAT.id) is None
+    assert await engine.lessons.mode(CHAT.id) is None
     assert "private chat" in await command(engine, "practice", chat=GROUP)
     llm.replies.append("Hello!")
     hello = await engine.handle_turn(CHAT, ALICE, "Hi!")  # the learner's items come from turns
@@ -149,7 +149,7 @@ async def test_due_cards_come_first(engine: Engine, llm: FakeLLM) -> None:
     cards = await engine.learner.store.cards(ALICE.id)
     await engine.learner.store.grade(ALICE.id, cards[0].id, "easy", engine.clock())
     await command(engine, "practice")
-    mode = await engine.mode(CHAT.id)
+    mode = await engine.lessons.mode(CHAT.id)
     assert mode is not None
     picked = [i["card"] for i in mode.state["items"]]
     assert len(picked) == 5 and cards[0].id not in picked
@@ -159,7 +159,7 @@ async def test_grades_move_the_card_as_review_would(mem_engine: Engine, llm: Fak
     engine = mem_engine
     await seed(engine, mistakes=2, words=0)
     await command(engine, "practice")
-    mode = await engine.mode(CHAT.id)
+    mode = await engine.lessons.mode(CHAT.id)
     assert mode is not None
     first, second = (i["card"] for i in mode.state["items"])
     for card_id, grade, parsed, answer in [
@@ -175,4 +175,4 @@ async def test_grades_move_the_card_as_review_would(mem_engine: Engine, llm: Fak
         after = await engine.learner.store.card(ALICE.id, card_id)
         assert after.reps == card.reps + 1
         assert abs((after.due - expected.due).total_seconds()) < 2  # stored to the second
-    assert await engine.mode(CHAT.id) is None
+    assert await engine.lessons.mode(CHAT.id) is None

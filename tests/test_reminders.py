@@ -246,7 +246,7 @@ async def test_the_reminder_text_comes_from_the_learner_model(clocked_engine: En
 async def test_export_shows_the_setting(clocked_engine: Engine) -> None:
     await clocked_engine.handle_turn(ChatRef(ALICE, "private"), UserRef(ALICE, "Alice"), "hi")
     await remind(clocked_engine, "07:30 sat,sun")
-    data = await clocked_engine.export_chat(ALICE)
+    data = await clocked_engine.export.export_chat(ALICE)
     assert data is not None
     assert data["participants"][str(ALICE)]["reminder"] == {
         "at": "07:30",

@@ -94,12 +94,12 @@ async def test_the_engine_takes_min_score_from_the_store_s_embedder(
                 db=db, llm=FakeLLM(), counter=LocalTokenCounter(), store=memories,
                 config=EngineConfig(memory_tokens=0),
             )  # fmt: skip
-            assert engine.retrieval_policy.min_score == want
+            assert engine.retrieval.policy.min_score == want
             configured = Engine(
                 db=db, llm=FakeLLM(), counter=LocalTokenCounter(), store=memories,
                 config=EngineConfig(min_score=0.3),
             )  # fmt: skip
-            assert configured.retrieval_policy.min_score == 0.3
+            assert configured.retrieval.policy.min_score == 0.3
     finally:
         await db.close()
 

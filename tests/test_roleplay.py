@@ -65,7 +65,7 @@ async def test_a_scene_runs_and_ends_with_a_debrief_of_its_own_items(
     assert "Role-play: Airport check-in" in await command(engine, "status")
     llm.parsed.append(found(over=True))
     await answer(engine, "Thank you, goodbye!")
-    assert await engine.mode(CHAT.id) is None
+    assert await engine.lessons.mode(CHAT.id) is None
     assert NOTICES, "the debrief is sent after the reply"
     text = NOTICES[-1]
     assert "I has a bag" in text and "boarding pass" in text and "agreement" in text
@@ -81,7 +81,7 @@ async def test_bad_answers_keep_the_scene_going(mem_engine: Engine, llm: FakeLLM
         llm.parsed.append(item)  # broken JSON is asked again once
         await answer(engine, "I would like a room")
         llm.parsed.clear()
-        mode = await engine.mode(CHAT.id)
+        mode = await engine.lessons.mode(CHAT.id)
         assert mode is not None and mode.kind == "roleplay"
     assert "exchange 3" in mode_block(llm)
 
@@ -93,7 +93,7 @@ async def test_end_waits_for_the_last_extraction(mem_engine: Engine, llm: FakeLL
     await engine.handle_turn(CHAT, ALICE, "My head hurt since monday")  # no drain
     out = await command(engine, "roleplay", "end")
     assert "My head hurt since monday" in out and "Scene over" in out
-    assert await engine.mode(CHAT.id) is None
+    assert await engine.lessons.mode(CHAT.id) is None
     assert "no role-play" in await command(engine, "roleplay", "end")
 
 
@@ -114,7 +114,7 @@ async def test_suggestions_follow_interests(engine: Engine, llm: FakeLLM) -> Non
     assert suggested.index("airport") < suggested.index("hotel")
     assert "restaurant" not in suggested and "interview" in out.split("All scenes:")[1]
     assert len(llm.calls) == calls  # the menu calls no model
-    assert await engine.mode(CHAT.id) is None
+    assert await engine.lessons.mode(CHAT.id) is None
     assert [s.key for s in suggest("")] == ["restaurant", "directions", "smalltalk"]
     assert suggest("career at work")[0].key in {"interview", "smalltalk", "meeting"}
 
@@ -127,7 +127,7 @@ async def test_cancel_reset_groups_export_forgetme(engine: Engine, llm: FakeLLM)
     assert "Ended" in await command(engine, "cancel")
     await command(engine, "roleplay", "phone")
     assert "Ended" in await command(engine, "reset")
-    assert await engine.mode(CHAT.id) is None
+    assert await engine.lessons.mode(CHAT.id) is None
 
 
 async def test_suggestions_read_long_term_memories(mem_engine: Engine, llm: FakeLLM) -> None:
@@ -156,7 +156,7 @@ async def test_a_suggestion_button_is_checked_before_it_starts_a_scene(
     tap = await press_button(engine, CHAT, ALICE, first.data)
     assert tap.command == "/roleplay airport" and not tap.alert
     assert tap.edit is not None and "Airport check-in" in tap.edit.text and not tap.edit.buttons
-    assert await engine.mode(CHAT.id) is None  # the adapter runs the command: nothing yet
+    assert await engine.lessons.mode(CHAT.id) is None  # the adapter runs the command: nothing yet
     forged = await press_button(engine, CHAT, ALICE, "scene:../../etc")
     assert forged.alert and not forged.command and "isn't one I can use" in forged.notice
     in_group = await press_button(engine, GROUP, ALICE, first.data)
@@ -164,7 +164,7 @@ async def test_a_suggestion_button_is_checked_before_it_starts_a_scene(
 
     # The chat put in the scene but its opening line never stored (a crash): the tap, delivered
     # again, still starts it.
-    await engine.start_mode(CHAT, ALICE, "roleplay", {"scene": "airport"})
+    await engine.lessons.start_mode(CHAT, ALICE, "roleplay", {"scene": "airport"})
     again = await press_button(engine, CHAT, ALICE, first.data)  # the tap delivered again
     assert again.command == "/roleplay airport"
     await command(engine, "roleplay", "airport")

@@ -67,8 +67,8 @@ def lexical_scores(memories: list[str], query: str) -> list[float]:
 async def test_a_remembered_fact_gets_terms_at_the_next_turn_and_is_found_lexically(
     engine: Engine, fake: FakeOpenAI, store: MemoryStore
 ) -> None:
-    await engine.remember(CHAT, MEI, SISTER)
-    await engine.remember(CHAT, MEI, "I prefer short explanations.")
+    await engine.queries.remember(CHAT, MEI, SISTER)
+    await engine.queries.remember(CHAT, MEI, "I prefer short explanations.")
     (bare, _) = await store.memories(MEI.id)
     assert bare.terms == () and bare.source == "manual"
     assert lexical_scores([indexed_text(bare.text, bare.terms)], QUERY) == [0.0]
@@ -86,11 +86,11 @@ async def test_a_remembered_fact_gets_terms_at_the_next_turn_and_is_found_lexica
     assert short.terms == ()  # the model gave none: it stays term-less, asked again later
     indexed = [indexed_text(m.text, m.terms) for m in (sister, short)]
     assert lexical_scores(indexed, QUERY)[0] > 0  # 妹妹 and 日本 now match lexically
-    hits = await engine.search_memories(MEI.id, QUERY, top_k=1)
+    hits = await engine.queries.search_memories(MEI.id, QUERY, top_k=1)
     assert [h.memory.text for h in hits.hits] == [SISTER]
     assert "search terms added: " + SISTER in await extraction_log(engine)
 
-    exported = await engine.export_chat(CHAT.id)
+    exported = await engine.export.export_chat(CHAT.id)
     assert exported is not None
     mems = exported["participants"][str(MEI.id)]["memories"]
     assert mems[0]["terms"] == SISTER_TERMS and mems[0]["situations"] == SISTER_SITUATIONS
@@ -105,9 +105,9 @@ async def test_a_remembered_fact_gets_terms_at_the_next_turn_and_is_found_lexica
 async def test_another_users_memories_never_reach_the_request(
     engine: Engine, fake: FakeOpenAI, store: MemoryStore
 ) -> None:
-    await engine.remember(BOB_CHAT, BOB, "Bob's bank PIN hint is his dog's name.")
-    await engine.remember(BOB_CHAT, BOB, "Bob lives in Tainan.")
-    await engine.remember(CHAT, MEI, SISTER)
+    await engine.queries.remember(BOB_CHAT, BOB, "Bob's bank PIN hint is his dog's name.")
+    await engine.queries.remember(BOB_CHAT, BOB, "Bob lives in Tainan.")
+    await engine.queries.remember(CHAT, MEI, SISTER)
     fake.responder = terms_writer({SISTER: SISTER_TERMS, "Bob lives in Tainan.": ["Tainan"]})
     await turn(engine, "Hello again!")
     (request,) = fake.requests_of("structured")
@@ -120,7 +120,7 @@ async def test_another_users_memories_never_reach_the_request(
 async def test_a_broken_answer_loses_nothing_and_the_next_turn_fills_the_terms(
     engine: Engine, fake: FakeOpenAI, store: MemoryStore
 ) -> None:
-    await engine.remember(CHAT, MEI, SISTER)
+    await engine.queries.remember(CHAT, MEI, SISTER)
     fake.queue_reply("not json {", kind="structured")
     fake.queue_reply('{"terms_for": [{"id": 1, "terms": ', kind="structured")  # asked again
     await turn(engine, "Hi!")
@@ -137,7 +137,7 @@ async def test_a_broken_answer_loses_nothing_and_the_next_turn_fills_the_terms(
 async def test_unlisted_numbers_are_ignored_and_secret_terms_dropped(
     engine: Engine, fake: FakeOpenAI, store: MemoryStore
 ) -> None:
-    await engine.remember(CHAT, MEI, "I work at a bank in Taipei.")
+    await engine.queries.remember(CHAT, MEI, "I work at a bank in Taipei.")
     answer = {
         "memories": [],
         "terms_for": [
@@ -169,7 +169,7 @@ async def test_a_bounded_number_per_call_newest_first_until_all_have_terms(
         "我下個月要搬到台中。",
     ][: MAX_BACKFILL + 2]
     for fact in facts:
-        await engine.remember(CHAT, MEI, fact)
+        await engine.queries.remember(CHAT, MEI, fact)
     assert len(await store.memories(MEI.id)) == len(facts)
     fake.responder = terms_writer(
         {f: [f"hobby{n}", f"愛好{n}"] for n, f in enumerate(facts)},
@@ -221,8 +221,8 @@ async def test_in_a_group_only_memories_said_in_that_group_are_listed(
 ) -> None:
     """/extraction in a group shows what the call wrote: never terms for a private memory."""
     group = ChatRef(-4100, "group", "Study group")
-    await engine.remember(CHAT, MEI, SISTER)  # said in the private chat
-    await engine.remember(group, MEI, "I lead the group's Friday reading session.")
+    await engine.queries.remember(CHAT, MEI, SISTER)  # said in the private chat
+    await engine.queries.remember(group, MEI, "I lead the group's Friday reading session.")
     fake.responder = terms_writer({SISTER: SISTER_TERMS})
     await turn(engine, "Hi everyone!", chat=group)
     (request,) = fake.requests_of("structured")
@@ -240,7 +240,7 @@ async def test_a_memory_the_model_never_gives_terms_is_not_asked_about_forever(
 ) -> None:
     """A model that never writes terms would carry the same memories in every call: after
     MAX_ASKS answered calls without its terms, a memory is left out (a failed call is no ask)."""
-    await engine.remember(CHAT, MEI, SISTER)
+    await engine.queries.remember(CHAT, MEI, SISTER)
     fake.queue_reply("not json", kind="structured")
     fake.queue_reply("still not json", kind="structured")
     await turn(engine, "Turn zero.")  # broken twice: not counted
@@ -251,7 +251,9 @@ async def test_a_memory_the_model_never_gives_terms_is_not_asked_about_forever(
     await turn(engine, "One more.")
     assert needs_terms_listed(fake.requests_of("structured")[-1]) == {}
     assert (await store.memories(MEI.id))[0].terms == ()
-    await engine.remember(CHAT, MEI, "I prefer short explanations.")  # a new one is asked about
+    await engine.queries.remember(
+        CHAT, MEI, "I prefer short explanations."
+    )  # a new one is asked about
     await turn(engine, "And again.")
     listed = needs_terms_listed(fake.requests_of("structured")[-1])
     assert list(listed.values()) == ["I prefer short explanations."]
@@ -265,7 +267,7 @@ async def test_a_memory_stored_before_situations_gets_them_after_the_term_less_o
     and a message that only a situation names then finds it."""
     allergy = "使用者對花生過敏"
     await store.add_many(MEI.id, [NewMemory(allergy, "extracted", terms=("peanut", "花生"))])
-    await engine.remember(CHAT, MEI, SISTER)
+    await engine.queries.remember(CHAT, MEI, SISTER)
     ask = "How do I ask the waiter in a restaurant what is in a dish?"
     before = await store.search(MEI.id, ask, top_k=3, min_score=DEFAULT_MIN_SCORE)
     assert allergy not in [h.memory.text for h in before.hits]

@@ -94,7 +94,7 @@ async def test_a_refused_profile_value_keeps_the_fact_as_a_memory(
     assert [m.text for m in await store.memories(ALICE.id)] == ["The user's English level is B1."]
     profile = await mem_engine.learner.profile(ALICE.id, mem_engine.clock())
     assert profile.get("level") is None
-    log = await mem_engine.extraction_log(ALICE.id)
+    log = await mem_engine.queries.extraction_log(ALICE.id)
     assert log is not None and "not a CEFR level" in log.detail
 
 
@@ -109,7 +109,7 @@ async def test_a_memory_the_profile_took_is_not_stored_twice(
     )
     await turn(mem_engine, "I'm a nurse, level B1.")
     assert [m.text for m in await store.memories(ALICE.id)] == ["Is a nurse."]
-    log = await mem_engine.extraction_log(ALICE.id)
+    log = await mem_engine.queries.extraction_log(ALICE.id)
     assert log is not None and "kept in the learner profile instead" in log.detail
 
 
@@ -162,7 +162,7 @@ async def test_forget_in_words_asks_first_naming_the_memory_and_only_yes_deletes
             "Delete it for good? Nothing can bring it back.",
         )
     ]
-    log = await mem_engine.extraction_log(ALICE.id)
+    log = await mem_engine.queries.extraction_log(ALICE.id)
     assert log is not None and "the learner asked to forget 1 (" in log.detail
     assert "Taipei" not in log.detail + log.raw
     no = await answer(mem_engine, yes=False)
@@ -177,7 +177,7 @@ async def test_forget_in_words_asks_first_naming_the_memory_and_only_yes_deletes
     assert [m.text for m in await store.memories(ALICE.id)] == ["Works as a nurse."]
     shown = (await run_command(mem_engine, "memories", ctx())).text
     assert "Taipei" not in shown and "forget" not in shown
-    log = await mem_engine.extraction_log(ALICE.id)
+    log = await mem_engine.queries.extraction_log(ALICE.id)
     assert log is None or "Taipei" not in log.detail + log.raw
 
 
@@ -188,8 +188,8 @@ async def test_a_model_that_reads_the_other_lists_number_deletes_nothing(
     its place in <needs_terms> once deleted the nurse memory instead. Each list has its own
     ids now, and an id that is not an existing memory's is ignored and logged."""
     notices = listen(mem_engine)
-    await mem_engine.remember(CHAT, ALICE, "Lives in Taipei.")  # no search terms yet: both
-    await mem_engine.remember(CHAT, ALICE, "Works as a nurse.")  # are in <needs_terms> too
+    await mem_engine.queries.remember(CHAT, ALICE, "Lives in Taipei.")  # no search terms yet: both
+    await mem_engine.queries.remember(CHAT, ALICE, "Works as a nurse.")  # are in <needs_terms> too
     naming(llm, "Taipei", block="needs_terms")
     await turn(mem_engine, "Please forget that I live in Taipei.")
     assert {m.text for m in await store.memories(ALICE.id)} == {
@@ -198,7 +198,7 @@ async def test_a_model_that_reads_the_other_lists_number_deletes_nothing(
     }
     assert len(notices) == 1 and "couldn't tell which memory" in notices[0]
     assert QUESTIONS == []  # nothing to say Yes to
-    log = await mem_engine.extraction_log(ALICE.id)
+    log = await mem_engine.queries.extraction_log(ALICE.id)
     assert log is not None and "ignored forget ids naming no listed memory: ['t" in log.detail
 
 

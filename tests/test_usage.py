@@ -126,7 +126,7 @@ async def test_every_call_of_a_turn_is_counted_as_the_turns_record_it(
     assert alice.turns == 3 and summary > 0  # folds happened (one recent turn kept)
     assert alice.tokens == {"reply": reply, "summary": summary, "extraction": extracted}
     assert {c.model for c in alice.calls} == {"m1", "m2"}  # extraction on its own model
-    assert await engine.reset_chat(1) == 6
+    assert await engine.queries.reset_chat(1) == 6
     assert (await UsageLedger(db).spent(LEARNER.id, NOW - timedelta(days=1))).tokens == (
         alice.total_tokens
     )  # /reset keeps what was spent
@@ -145,7 +145,10 @@ async def test_a_learner_over_the_limit_is_refused_before_any_model_call(
     refused = await engine.handle_turn(ChatRef(1), LEARNER, "One more question")
     assert not refused.ok and "resets on" in refused.text and "Nothing was saved" in refused.text
     assert len(llm.calls) == calls  # no model call at all
-    assert [m.content for m in await engine.history(1)] == ["Hello there", "Echo: Hello there"]
+    assert [m.content for m in await engine.queries.history(1)] == [
+        "Hello there",
+        "Echo: Hello there",
+    ]
     admin = await engine.handle_turn(ChatRef(1), LEARNER, "I am the admin", unlimited=True)
     assert admin.ok
     report = await run_command(engine, "usage", CommandContext(ChatRef(1), LEARNER, "", True))

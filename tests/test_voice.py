@@ -20,16 +20,16 @@ from bot.telegram import build_application
 from memora.commands import CommandContext, run_command
 from memora.config import Settings, TelegramConfig, VoiceConfig
 from memora.engine import ChatRef, Engine, EngineConfig, UserRef
-from memora.llm import OpenAIAudio, Transcript
-from memora.shortterm.tokens import LocalTokenCounter
-from memora.storage import Database
-from memora.voice import (
+from memora.engine.voice import (
     FAILED,
     HEARD,
     NOTHING_HEARD,
     VOICE_OFF,
     VoiceLimits,
 )
+from memora.llm import OpenAIAudio, Transcript
+from memora.shortterm.tokens import LocalTokenCounter
+from memora.storage import Database
 from tests.support.fake_openai import VOICE_FIXTURE, FakeOpenAI, FakeReply, ogg_opus_seconds
 from tests.support.fake_telegram import FakeTelegram
 from tests.support.fakes import FakeLLM, outage
@@ -247,7 +247,7 @@ class VoiceHarness:
 async def harness(
     tg: FakeTelegram, voice_engine: Engine, tmp_path: Path
 ) -> AsyncIterator[VoiceHarness]:
-    voice_engine.speaker = None
+    voice_engine.voice.speaker = None
     settings = Settings(
         telegram=TelegramConfig(
             token=tg.token, base_url=tg.base_url, base_file_url=tg.base_file_url
@@ -330,7 +330,7 @@ def _recordings_written_since(started: float, data_dir: Path) -> list[Path]:
 async def test_a_spoken_answer_goes_out_as_a_voice_note(
     harness: VoiceHarness, fake: FakeOpenAI, llm: FakeLLM, voice_engine: Engine
 ) -> None:
-    voice_engine.speaker = voice_engine.transcriber  # type: ignore[assignment]
+    voice_engine.voice.speaker = voice_engine.voice.transcriber  # type: ignore[assignment]
     fake.queue_reply(SAID, kind="transcribe")
     llm.replies.append("Lovely. What did you see there?")
     # Flood control beyond the rate limiter's retries: kept in the outbox, sent by its sender.

@@ -78,8 +78,8 @@ async def web(mem_engine: Engine) -> AsyncIterator[httpx.AsyncClient]:
 async def _alice_remembers(engine: Engine) -> None:
     chat, user = ChatRef(ALICE), UserRef(ALICE, "Alice")
     await engine.handle_turn(chat, user, "I live in Tainan with my cat Mochi", message_id=77)
-    await engine.remember(chat, user, "Lives in Tainan", message_id=77)
-    await engine.remember(chat, user, f"Her cat is called {MARKER}")
+    await engine.queries.remember(chat, user, "Lives in Tainan", message_id=77)
+    await engine.queries.remember(chat, user, f"Her cat is called {MARKER}")
     await engine.drain()
 
 
@@ -87,8 +87,8 @@ async def test_a_valid_signature_shows_the_learners_memories_and_profile(
     mem_engine: Engine, web: httpx.AsyncClient
 ) -> None:
     await _alice_remembers(mem_engine)
-    (tainan,) = [m for m in await mem_engine.memories(ALICE) if m.text == "Lives in Tainan"]
-    assert await mem_engine.pin_memory(ALICE, tainan.id, True)  # /pin (issue 42)
+    (tainan,) = [m for m in await mem_engine.queries.memories(ALICE) if m.text == "Lives in Tainan"]
+    assert await mem_engine.queries.pin_memory(ALICE, tainan.id, True)  # /pin (issue 42)
     r = await web.get("/app/api/me", headers=auth(ALICE))
     assert r.status_code == 200
     me = r.json()
@@ -131,7 +131,7 @@ async def test_another_learners_memory_id_is_refused_and_nothing_is_deleted(
     mem_engine: Engine, web: httpx.AsyncClient
 ) -> None:
     await _alice_remembers(mem_engine)
-    (alices,) = [m for m in await mem_engine.memories(ALICE) if MARKER in m.text]
+    (alices,) = [m for m in await mem_engine.queries.memories(ALICE) if MARKER in m.text]
     for method, path in (
         ("DELETE", f"/app/api/memories/{alices.id}"),
         ("PATCH", f"/app/api/memories/{alices.id}"),
@@ -141,7 +141,9 @@ async def test_another_learners_memory_id_is_refused_and_nothing_is_deleted(
     ):
         r = await web.request(method, path, headers=auth(BOB), json={"text": "Bob was here"})
         assert r.status_code == 404, (method, r.text)
-    kept = [(m.text, m.pinned_at) for m in await mem_engine.memories(ALICE) if m.id == alices.id]
+    kept = [
+        (m.text, m.pinned_at) for m in await mem_engine.queries.memories(ALICE) if m.id == alices.id
+    ]
     assert kept == [(alices.text, None)]
 
 
@@ -149,16 +151,18 @@ async def test_a_deleted_memory_is_in_no_file_and_not_in_the_next_turns_context(
     mem_engine: Engine, web: httpx.AsyncClient, llm: FakeLLM, tmp_path: Path
 ) -> None:
     await _alice_remembers(mem_engine)
-    (memory,) = [m for m in await mem_engine.memories(ALICE) if MARKER in m.text]
+    (memory,) = [m for m in await mem_engine.queries.memories(ALICE) if MARKER in m.text]
     if mem_engine.db.connection.dialect == "sqlite":  # PostgreSQL keeps its files outside data_dir
         assert files_holding(tmp_path, MARKER), "the memory is on disk before"
     question = "What is my cat called?"
     await mem_engine.handle_turn(ChatRef(ALICE), UserRef(ALICE), question)
     assert MARKER in " ".join(m.content for m in llm.calls[-1].messages), "used before"
-    await mem_engine.reset_chat(ALICE)  # the conversation that quoted it goes; the memory stays
+    await mem_engine.queries.reset_chat(
+        ALICE
+    )  # the conversation that quoted it goes; the memory stays
     r = await web.delete(f"/app/api/memories/{memory.id}", headers=auth(ALICE))
     assert r.status_code == 200
-    assert [m.text for m in await mem_engine.memories(ALICE)] == ["Lives in Tainan"]
+    assert [m.text for m in await mem_engine.queries.memories(ALICE)] == ["Lives in Tainan"]
     assert files_holding(tmp_path, MARKER) == []
     await mem_engine.handle_turn(ChatRef(ALICE), UserRef(ALICE), question)
     assert MARKER not in " ".join(m.content for m in llm.calls[-1].messages)
@@ -170,7 +174,7 @@ async def test_an_edit_is_what_the_next_turns_context_uses_and_undo_brings_it_ba
     mem_engine: Engine, web: httpx.AsyncClient, llm: FakeLLM
 ) -> None:
     await _alice_remembers(mem_engine)
-    (memory,) = [m for m in await mem_engine.memories(ALICE) if m.text == "Lives in Tainan"]
+    (memory,) = [m for m in await mem_engine.queries.memories(ALICE) if m.text == "Lives in Tainan"]
     r = await web.patch(
         f"/app/api/memories/{memory.id}", headers=auth(ALICE), json={"text": "Lives in Kaohsiung"}
     )
@@ -178,7 +182,7 @@ async def test_an_edit_is_what_the_next_turns_context_uses_and_undo_brings_it_ba
     await mem_engine.handle_turn(ChatRef(ALICE), UserRef(ALICE), "Where do I live?")
     sent = " ".join(m.content for m in llm.calls[-1].messages)
     assert "Lives in Kaohsiung" in sent and "Lives in Tainan" not in sent
-    hits = await mem_engine.search_memories(ALICE, "Kaohsiung")
+    hits = await mem_engine.queries.search_memories(ALICE, "Kaohsiung")
     assert hits.hits[0].memory.text == "Lives in Kaohsiung"  # re-indexed: found by its new words
     secret = await web.patch(
         f"/app/api/memories/{memory.id}", headers=auth(ALICE), json={"text": "sk-" + "a1" * 20}
@@ -192,7 +196,7 @@ async def test_a_pin_from_the_page_puts_the_memory_first_in_the_next_turns_conte
     mem_engine: Engine, web: httpx.AsyncClient, llm: FakeLLM
 ) -> None:
     await _alice_remembers(mem_engine)
-    mine = {m.text: m for m in await mem_engine.memories(ALICE)}
+    mine = {m.text: m for m in await mem_engine.queries.memories(ALICE)}
     tainan, cat = mine["Lives in Tainan"], mine[f"Her cat is called {MARKER}"]
     question = "What is my cat called?"
 
@@ -229,7 +233,7 @@ async def test_a_pin_from_the_page_puts_the_memory_first_in_the_next_turns_conte
     assert r.status_code == 200 and r.json()["message"] == f"Unpinned: {cat.text}"
     again = await web.delete(f"/app/api/memories/{cat.id}/pin", headers=auth(ALICE))
     assert again.status_code == 400 and again.json()["error"] == "That memory is not pinned."
-    pinned = [m.text for m in await mem_engine.memories(ALICE) if m.pinned_at]
+    pinned = [m.text for m in await mem_engine.queries.memories(ALICE) if m.pinned_at]
     assert pinned == [tainan.text]
 
 
@@ -264,11 +268,11 @@ async def test_profile_entries_export_and_forget_me_are_the_cores_own(
     assert data["learner"]["profile_history"]
 
     refused = await web.post("/app/api/forget-me", headers=auth(ALICE), json={})
-    assert refused.status_code == 400 and await mem_engine.memories(ALICE)
+    assert refused.status_code == 400 and await mem_engine.queries.memories(ALICE)
     gone = await web.post("/app/api/forget-me", headers=auth(ALICE), json={"confirm": "forget me"})
     assert gone.status_code == 200 and gone.json()["deleted"]["memories"] == 2
-    assert await mem_engine.memories(ALICE) == []
-    assert (await mem_engine.export_learner(ALICE))["private_chats"] == []
+    assert await mem_engine.queries.memories(ALICE) == []
+    assert (await mem_engine.export.export_learner(ALICE))["private_chats"] == []
 
 
 async def test_the_usage_page_is_for_admins_only(

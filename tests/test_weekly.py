@@ -198,7 +198,7 @@ async def test_export_shows_the_setting_and_the_weeks_and_forgetme_deletes_them(
     assert setting is not None
     rep = await engine.weekly.report(ALICE, MONDAY)
     assert await engine.weekly.queue(setting, date(2026, 12, 13), rep, "UTC")
-    data = await engine.export_chat(ALICE)
+    data = await engine.export.export_chat(ALICE)
     assert data is not None
     assert data["participants"][str(ALICE)]["weekly_report"] == {
         "weekday": "sun",

@@ -77,8 +77,8 @@ class LearnerApi:
     async def me(self, user: UserRef, lang: str) -> dict[str, Any]:
         """Everything the page shows the learner."""
         engine, uid, now = self.engine, user.id, self.engine.clock()
-        memories = await engine.memories(uid) if engine.has_memory else []
-        sources = await engine.memory_sources(uid, memories)
+        memories = await engine.queries.memories(uid) if engine.has_memory else []
+        sources = await engine.queries.memory_sources(uid, memories)
         store = engine.learner.store
         profile = await engine.learner.profile(uid, now)
         history: dict[str, list[dict[str, Any]]] = defaultdict(list)
@@ -131,10 +131,12 @@ class LearnerApi:
 
     async def delete_memory(self, user: UserRef, memory_id: str) -> Response:
         """The same real deletion as /forget; another learner's id finds nothing."""
-        memory = await self.engine.memory(user.id, memory_id) if self.engine.has_memory else None
+        memory = (
+            await self.engine.queries.memory(user.id, memory_id) if self.engine.has_memory else None
+        )
         if memory is None:
             return error(404, "no such memory")
-        await self.engine.forget_memory(user.id, memory)
+        await self.engine.queries.forget_memory(user.id, memory)
         return JSONResponse({"deleted": memory_id})
 
     async def edit_memory(self, user: UserRef, memory_id: str, text: str | None) -> Response:
@@ -146,14 +148,16 @@ class LearnerApi:
         if not self.engine.has_memory:
             return error(404, "no such memory")
         try:
-            memory = await self.engine.edit_memory(user.id, memory_id, text)
+            memory = await self.engine.queries.edit_memory(user.id, memory_id, text)
         except MemoryNotFound:
             return error(404, "no such memory")
         return JSONResponse(_memory(memory, {}))
 
     async def undo_memory(self, user: UserRef, memory_id: str) -> Response:
         restored = (
-            await self.engine.undo_memory(user.id, memory_id) if self.engine.has_memory else None
+            await self.engine.queries.undo_memory(user.id, memory_id)
+            if self.engine.has_memory
+            else None
         )
         if restored is None:
             return error(404, "nothing to undo")
@@ -193,7 +197,7 @@ class LearnerApi:
         return JSONResponse({"deleted": entry_id})
 
     async def export(self, user: UserRef) -> Response:
-        data = await self.engine.export_learner(user.id)
+        data = await self.engine.export.export_learner(user.id)
         return Response(
             json.dumps(data, ensure_ascii=False, indent=2),
             media_type="application/json",

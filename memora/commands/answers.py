@@ -70,11 +70,11 @@ async def _delete(engine: Engine, pending: PendingAsk) -> str:
     """The deletion the question asked about, done; what the learner is told."""
     if pending.kind == FORGETME:
         return deleted_everything(await engine.forget_user(pending.user_id))
-    memories = {m.id: m for m in await engine.memories(pending.user_id)}
+    memories = {m.id: m for m in await engine.queries.memories(pending.user_id)}
     gone = 0
     for memory_id in pending.memory_ids:
         memory = memories.get(memory_id)
-        if memory is not None and await engine.forget_memory(pending.user_id, memory):
+        if memory is not None and await engine.queries.forget_memory(pending.user_id, memory):
             gone += 1
     return ngettext(
         "🗑 Forgotten, as you asked (deleted for good): {n} memory.",

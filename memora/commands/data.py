@@ -14,8 +14,8 @@ from memora.views import Document, Reply
 
 @command("reset", "start a fresh conversation in this chat (memories stay)", exclusive=True)
 async def _reset(engine: Engine, ctx: CommandContext) -> Reply:
-    mode = await engine.mode(ctx.chat.id)  # the reset leaves it too
-    n = await engine.reset_chat(ctx.chat.id)
+    mode = await engine.lessons.mode(ctx.chat.id)  # the reset leaves it too
+    n = await engine.queries.reset_chat(ctx.chat.id)
     done = ngettext(
         "Fresh start: deleted this chat's history ({n} message) and summary. "
         "Your long-term memories stay (/memories).",
@@ -24,7 +24,7 @@ async def _reset(engine: Engine, ctx: CommandContext) -> Reply:
         n,
     ).format(n=n)
     if mode is not None:
-        done += "\n" + _("Ended: {mode}.").format(mode=engine.describe_mode(mode))
+        done += "\n" + _("Ended: {mode}.").format(mode=engine.lessons.describe_mode(mode))
     return Reply(done)
 
 
@@ -54,7 +54,7 @@ async def _export(engine: Engine, ctx: CommandContext) -> Reply:
             target = int(ctx.arg.strip())
         except ValueError:
             return Reply(_("Usage: /export [chat_id] — the chat id is a number."), ok=False)
-    data = await engine.export_chat(target)
+    data = await engine.export.export_chat(target)
     if data is None:
         return Reply(_("I have no data for chat {chat}.").format(chat=target), ok=False)
     blob = json.dumps(data, ensure_ascii=False, indent=2).encode()

@@ -13,19 +13,19 @@ from memora.views import Reply, render_history, render_messages
 
 @command("history", "this chat's full history", bare_word=True, fresh=True)
 async def _history(engine: Engine, ctx: CommandContext) -> Reply:
-    row = await engine.chat_state(ctx.chat.id)
-    return Reply(render_history(await engine.history(ctx.chat.id), row.summarized_count))
+    row = await engine.queries.chat_state(ctx.chat.id)
+    return Reply(render_history(await engine.queries.history(ctx.chat.id), row.summarized_count))
 
 
 @command("context", "exactly what the last request sent to the model", bare_word=True, fresh=True)
 async def _context(engine: Engine, ctx: CommandContext) -> Reply:
-    row = await engine.chat_state(ctx.chat.id)
+    row = await engine.queries.chat_state(ctx.chat.id)
     if not row.last_context:
         shown = render_messages(_("Last request context"), [])
         return Reply(f"{await _mode_line(engine, ctx)}\n\n{shown}")
     sent = [ChatMessage("system", engine.config.instructions), *row.last_context]
     if ctx.chat.is_group:
-        speaker = await engine.last_speaker(ctx.chat.id)
+        speaker = await engine.queries.last_speaker(ctx.chat.id)
         if speaker is not None and speaker[0] != ctx.user.id:
             sent = [_hide_memories(m, speaker[1]) for m in sent]
     shown = render_messages(_("Last request context (system prompt first)"), sent)
@@ -34,7 +34,7 @@ async def _context(engine: Engine, ctx: CommandContext) -> Reply:
 
 async def _mode_line(engine: Engine, ctx: CommandContext) -> str:
     """Which lesson mode the chat is in, as /status and /context show it."""
-    mode = engine.describe_mode(await engine.mode(ctx.chat.id)) or _("none")
+    mode = engine.lessons.describe_mode(await engine.lessons.mode(ctx.chat.id)) or _("none")
     return _("Lesson mode: {mode}").format(mode=mode)
 
 
@@ -62,7 +62,7 @@ def _hide_memories(message: ChatMessage, owner: str) -> ChatMessage:
 
 @command("summary", "the rolling summary of older turns", bare_word=True, fresh=True)
 async def _summary(engine: Engine, ctx: CommandContext) -> Reply:
-    row = await engine.chat_state(ctx.chat.id)
+    row = await engine.queries.chat_state(ctx.chat.id)
     n = row.summarized_count
     head = ngettext("Summary (covers {n} message)", "Summary (covers {n} messages)", n).format(n=n)
     return Reply(f"{head}\n{row.summary or _('(empty)')}")
@@ -70,5 +70,5 @@ async def _summary(engine: Engine, ctx: CommandContext) -> Reply:
 
 @command("status", "memory and token figures", bare_word=True, fresh=True)
 async def _status(engine: Engine, ctx: CommandContext) -> Reply:
-    status = (await engine.status(ctx.chat.id, ctx.user.id)).render()
+    status = (await engine.queries.status(ctx.chat.id, ctx.user.id)).render()
     return Reply(f"{status}\n{await _mode_line(engine, ctx)}")

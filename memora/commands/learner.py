@@ -90,6 +90,6 @@ async def _language(engine: Engine, ctx: CommandContext) -> Reply:
     lang = None if word.lower() == "auto" else choice(word)
     if lang is None and word.lower() != "auto":
         return Reply(_("Usage: /language en|zh-Hant|zh-Hans|auto"), ok=False)
-    await engine.set_language(ctx.user.id, lang)
+    await engine.people.set_language(ctx.user.id, lang)
     with speaking(await engine.language(ctx.user)) as now:
         return Reply(_("From now on I speak {name} to you.").format(name=NAMES[now]))

@@ -40,14 +40,16 @@ async def _placement(engine: Engine, ctx: CommandContext) -> Reply:
     refused = lesson_refusal(engine, ctx.chat, "placement")
     if refused is not None:
         return refused
-    level = await engine.learner_level(ctx.user.id) or START_LEVEL
-    await engine.start_mode(ctx.chat, ctx.user, "placement", {"level": level, "answers": []})
+    level = await engine.lessons.learner_level(ctx.user.id) or START_LEVEL
+    await engine.lessons.start_mode(
+        ctx.chat, ctx.user, "placement", {"level": level, "answers": []}
+    )
     # The first question is an ordinary reply to the command (the mode's block asks for it).
     reply = await engine.handle_turn(
         ctx.chat, ctx.user, "/placement", message_id=ctx.message_id, extract=False
     )
     if not reply.stored:  # the model could not be reached: no test was started
-        await engine.leave_mode(ctx.chat.id)
+        await engine.lessons.leave_mode(ctx.chat.id)
         return reply
     intro = ngettext(
         "📝 Placement test: up to {n} short question. Answer it as well as you can; "
@@ -61,24 +63,24 @@ async def _placement(engine: Engine, ctx: CommandContext) -> Reply:
 
 async def stop_lesson(engine: Engine, ctx: CommandContext, kind: str, missing: str) -> Reply:
     """`/<lesson> stop`: leave the chat's mode if it is this kind (else `missing`)."""
-    mode = await engine.mode(ctx.chat.id)
+    mode = await engine.lessons.mode(ctx.chat.id)
     if mode is None or mode.kind != kind:
         return Reply(missing, ok=False)
-    await engine.leave_mode(ctx.chat.id)
+    await engine.lessons.leave_mode(ctx.chat.id)
     if kind == "practice":  # each graded answer went to its item's review card, as it came
         kept = _("Stopped: {mode}. The answers graded so far are kept on their review cards.")
     else:
         kept = _("Stopped: {mode}. Nothing from it was written to your profile.")
-    return Reply(kept.format(mode=engine.describe_mode(mode)))
+    return Reply(kept.format(mode=engine.lessons.describe_mode(mode)))
 
 
 @command("cancel", "leave the lesson in progress (placement, role-play, practice)", exclusive=True)
 async def _cancel(engine: Engine, ctx: CommandContext) -> Reply:
-    mode = await engine.leave_mode(ctx.chat.id)
+    mode = await engine.lessons.leave_mode(ctx.chat.id)
     if mode is None:
         return Reply(_("There is no lesson in progress here."))
     return Reply(
         _("Ended: {mode}. We're back to normal conversation.").format(
-            mode=engine.describe_mode(mode)
+            mode=engine.lessons.describe_mode(mode)
         )
     )

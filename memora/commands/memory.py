@@ -40,7 +40,7 @@ async def _memories(engine: Engine, ctx: CommandContext) -> Reply:
     parts = []
     if items:
         lines = []
-        today = await engine.learner_today(ctx.user)
+        today = await engine.people.today(ctx.user)
         for i, m in enumerate(items, 1):
             was = (
                 _("  (was: {text}; /undo {n})").format(text=m.history[-1].text, n=i)
@@ -99,7 +99,7 @@ SEARCH_SHOWN = 10  # the memories /search lists
 
 async def _visible(engine: Engine, ctx: CommandContext) -> list[Memory]:
     """The caller's memories this chat may show (in a group, by default, only that group's)."""
-    return await engine.memories(ctx.user.id, origin_chat=engine.memory_origin(ctx.chat))
+    return await engine.queries.memories(ctx.user.id, origin_chat=engine.memory_origin(ctx.chat))
 
 
 @command(
@@ -115,7 +115,7 @@ async def _remember(engine: Engine, ctx: CommandContext) -> Reply:
     refusal = memory_text_refusal(text)
     if refusal is not None:  # a secret is not the learner's mistake: that answer is not an error
         return Reply(refusal, ok=looks_secret(text) and bool(normalise_text(text)))
-    result = await engine.remember(ctx.chat, ctx.user, text, message_id=ctx.message_id)
+    result = await engine.queries.remember(ctx.chat, ctx.user, text, message_id=ctx.message_id)
     if result.action == "duplicate":
         note = _("I already remembered that.")
     else:
@@ -135,7 +135,7 @@ async def _remember(engine: Engine, ctx: CommandContext) -> Reply:
 )
 async def _search(engine: Engine, ctx: CommandContext) -> Reply:
     query = ctx.arg.strip()
-    found = await engine.search_memories(  # as many as a reply ranks, to mark what it uses
+    found = await engine.queries.search_memories(  # as many as a reply ranks, to mark what it uses
         ctx.user.id,
         query,
         top_k=max(SEARCH_SHOWN, MAX_BUDGETED_MEMORIES),
@@ -152,10 +152,10 @@ async def _search(engine: Engine, ctx: CommandContext) -> Reply:
                 + "\n".join(profile)
             )
         return Reply(_("No memories to search yet."))
-    today = await engine.learner_today(ctx.user)
+    today = await engine.people.today(ctx.user)
     mine = await _visible(engine, ctx)
-    used = {h.memory.id for h in used_in_time(engine.retrieval_policy, found.hits, mine, today)}
-    rule = describe_policy(engine.retrieval_policy)
+    used = {h.memory.id for h in used_in_time(engine.retrieval.policy, found.hits, mine, today)}
+    rule = describe_policy(engine.retrieval.policy)
     lines = [
         f"{i}. {h.score:.2f} {'✓' if h.memory.id in used else ' '} {h.memory.text}"
         f" ({dates_label(h.memory, today)})"
@@ -173,7 +173,7 @@ async def _search(engine: Engine, ctx: CommandContext) -> Reply:
 
 @command("extraction", "the last raw memory-extraction output for you", bare_word=True, fresh=True)
 async def _extraction(engine: Engine, ctx: CommandContext) -> Reply:
-    log = await engine.extraction_log(ctx.user.id)
+    log = await engine.queries.extraction_log(ctx.user.id)
     if log is None:
         return Reply(_("No extraction has run for you yet."))
     if engine.memory_origin(ctx.chat) is not None and log.chat_id != ctx.chat.id:
@@ -233,7 +233,7 @@ def memory_command(name: str, help: str) -> Callable[[MemoryHandler], MemoryHand
 
 @memory_command("forget", N_("delete one of your memories"))
 async def _forget(engine: Engine, ctx: CommandContext, memory: Memory) -> Reply:
-    await engine.forget_memory(ctx.user.id, memory)
+    await engine.queries.forget_memory(ctx.user.id, memory)
     # Its words are not repeated: the answer waits in the outbox (on disk) until it is sent.
     return Reply(_("Forgotten for good: memory {n}.").format(n=int(ctx.arg.strip().lstrip("#"))))
 
@@ -254,7 +254,7 @@ def _undoable_here(engine: Engine, ctx: CommandContext, memory: Memory) -> bool:
 async def _undo(engine: Engine, ctx: CommandContext, memory: Memory) -> Reply:
     if memory.history and not _undoable_here(engine, ctx, memory):
         return Reply(_(UNDO_ELSEWHERE), ok=False)
-    restored = await engine.undo_memory(ctx.user.id, memory.id)
+    restored = await engine.queries.undo_memory(ctx.user.id, memory.id)
     if restored is None:
         return Reply(_("That memory has never been updated; nothing to undo."), ok=False)
     return Reply(_("Restored: {text}").format(text=restored.text))

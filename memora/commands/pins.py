@@ -18,13 +18,13 @@ async def pin(
     """Pin the user's memory with this id, with /pin's answer (and its warning when the pins are
     more than the memory budget, counting the pins `origin_chat` may use; see
     `Engine.memory_origin`); None when the user has no such memory."""
-    pinned = await engine.pin_memory(user_id, memory_id, True)
+    pinned = await engine.queries.pin_memory(user_id, memory_id, True)
     if pinned is None:
         return None
     text = _("Pinned: {text}. It goes into every reply's context first.").format(text=pinned.text)
-    mine = await engine.memories(user_id, origin_chat=origin_chat)
+    mine = await engine.queries.memories(user_id, origin_chat=origin_chat)
     pins = sum(1 for m in mine if m.pinned_at)
-    fit = pins_that_fit(engine.retrieval_policy, mine)
+    fit = pins_that_fit(engine.retrieval.policy, mine)
     if fit < pins:
         text += "\n" + ngettext(
             "Your pins are more than my memory budget: only the newest {fit} of {pins} fits. "
@@ -39,12 +39,12 @@ async def pin(
 async def unpin(engine: Engine, user_id: int, memory_id: str) -> Reply | None:
     """Unpin the user's memory with this id, with /unpin's answer (refused when it is not
     pinned); None when the user has no such memory."""
-    memory = await engine.memory(user_id, memory_id)
+    memory = await engine.queries.memory(user_id, memory_id)
     if memory is None:
         return None
     if not memory.pinned_at:
         return Reply(_("That memory is not pinned."), ok=False)
-    await engine.pin_memory(user_id, memory_id, False)
+    await engine.queries.pin_memory(user_id, memory_id, False)
     return Reply(_("Unpinned: {text}").format(text=memory.text))
 
 

@@ -31,7 +31,7 @@ async def _practice(engine: Engine, ctx: CommandContext) -> Reply:
                 "yours. Try /placement or /roleplay, or just chat with me."
             )
         )
-    await engine.start_mode(ctx.chat, ctx.user, "practice", {"items": items, "results": []})
+    await engine.lessons.start_mode(ctx.chat, ctx.user, "practice", {"items": items, "results": []})
     intro = ngettext(
         "🏋️ Practice: {n} short exercise from your own mistakes and words; /practice stop ends it.",
         "🏋️ Practice: {n} short exercises from your own mistakes and words; /practice stop ends it.",

@@ -156,7 +156,7 @@ async def _start(engine: Engine, ctx: CommandContext) -> Reply:
     """/help, and to a learner with no level yet, the placement test offered."""
     if ctx.chat.is_group or not engine.config.learner_enabled:
         return Reply(help_text())
-    if await engine.learner_level(ctx.user.id) is not None:
+    if await engine.lessons.learner_level(ctx.user.id) is not None:
         return Reply(help_text())
     return Reply(f"{help_text()}\n\n{_(PLACEMENT_OFFER)}")
 

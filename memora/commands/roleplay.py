@@ -29,7 +29,7 @@ async def learner_text(engine: Engine, ctx: CommandContext) -> str:
     profile = await engine.learner.profile(ctx.user.id, engine.clock())
     parts = [profile.get("goal") or "", profile.get("interests") or ""]
     if engine.has_memory:
-        parts += [m.text for m in await engine.memories(ctx.user.id)]
+        parts += [m.text for m in await engine.queries.memories(ctx.user.id)]
     return " ".join(parts)
 
 
@@ -66,19 +66,19 @@ async def _roleplay(engine: Engine, ctx: CommandContext) -> Reply:
         state: dict[str, object] = {"scene": key}
     else:
         state = {"scene": "custom", "text": mask_secrets(arg[:FREE_TEXT_CAP])}
-    state["level"] = await engine.learner_level(ctx.user.id) or START_LEVEL
+    state["level"] = await engine.lessons.learner_level(ctx.user.id) or START_LEVEL
     # What was logged before the scene stays out of its debrief (times can share a second).
     state["after"] = list(await engine.learner.store.last_entry_ids(ctx.user.id))
-    await engine.start_mode(ctx.chat, ctx.user, "roleplay", state)
+    await engine.lessons.start_mode(ctx.chat, ctx.user, "roleplay", state)
     reply = await engine.handle_turn(
         ctx.chat, ctx.user, "/roleplay", message_id=ctx.message_id, extract=False
     )
     if not reply.stored:  # the model could not be reached: no scene was started
-        await engine.leave_mode(ctx.chat.id)
+        await engine.lessons.leave_mode(ctx.chat.id)
         return reply
-    mode = await engine.mode(ctx.chat.id)
+    mode = await engine.lessons.mode(ctx.chat.id)
     intro = _("🎭 {scene}. Stay in the scene; /roleplay end stops it with a debrief.").format(
-        scene=engine.describe_mode(mode)
+        scene=engine.lessons.describe_mode(mode)
     )
     return Reply(reply.text, stats=reply.stats, stored=True, markdown=True, note=intro)
 
@@ -86,11 +86,11 @@ async def _roleplay(engine: Engine, ctx: CommandContext) -> Reply:
 async def end_scene(engine: Engine, ctx: CommandContext) -> Reply:
     """`/roleplay end`: wait for the scene's last extraction, then the debrief."""
     await engine.settle(ctx.chat.id, ctx.user.id)
-    mode = await engine.mode(ctx.chat.id)
+    mode = await engine.lessons.mode(ctx.chat.id)
     if mode is None or mode.kind != "roleplay":
         return Reply(_("There is no role-play scene running here."), ok=False)
     text = await debrief(engine.learner, mode, ctx.user.id)
-    await engine.leave_mode(ctx.chat.id)
+    await engine.lessons.leave_mode(ctx.chat.id)
     return Reply(text)
 
 
@@ -105,11 +105,11 @@ async def press_scene(engine: Engine, chat: ChatRef, user: UserRef, key: str) ->
     refused = lesson_refusal(engine, chat, "roleplay")
     if refused is not None:
         return ButtonAnswer(refused.text, alert=True)
-    mode = await engine.mode(chat.id)
+    mode = await engine.lessons.mode(chat.id)
     unopened = mode is not None and mode.step == 0 and mode.state.get("scene") == key
     if mode is not None and not unopened:
         text = _("A lesson is running here ({lesson}): finish it or send /cancel first.")
-        return ButtonAnswer(text.format(lesson=engine.describe_mode(mode)), alert=True)
+        return ButtonAnswer(text.format(lesson=engine.lessons.describe_mode(mode)), alert=True)
     title = _(scene.title)
     return ButtonAnswer(
         f"🎭 {title}",

@@ -1,12 +1,13 @@
-"""The turn engine: one entry point for every adapter (`Engine`), a lock per chat, work after the
-reply. Its parts, each one job: base.py (state), lanes.py (order of work), turn.py (a turn),
-retrieval.py (what reaches the context), after_reply.py (fold, extract), queries.py (what
-commands read and change), export.py, voice.py."""
+"""The turn engine: one entry point for every adapter (`Engine`, engine.py), a facade over named
+parts, each one job: turn.py (a turn), retrieval.py (what reaches the context), after_reply.py
+(fold, extract), lanes.py (locks and the order of work), lesson_modes.py, people.py (language,
+limits, profile), queries.py (what commands read and change), export.py, voice.py; state.py and
+options.py (what they share, how the engine is configured)."""
 
-from memora.engine.base import Answered, Notify
-from memora.engine.config import EngineConfig
 from memora.engine.engine import Engine
+from memora.engine.options import EngineConfig
 from memora.engine.retrieval import MAX_BUDGETED_MEMORIES, previous_message
+from memora.engine.state import Answered, Notify
 from memora.engine.turn import EMPTY, FORWARDED, LLM_FAILED
 from memora.types import ChatRef, UserRef
 

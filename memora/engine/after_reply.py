@@ -5,22 +5,25 @@ forget)."""
 from __future__ import annotations
 
 import logging
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime
+from typing import Literal
 
 import memora.extraction as extraction
 from memora.clock import utcnow
-from memora.engine.base import Answered
-from memora.engine.lessons import Lessons
-from memora.engine.queries import Queries
+from memora.engine.lesson_modes import LessonModes
+from memora.engine.people import People
+from memora.engine.state import Answered, EngineState
 from memora.errors import LLMError
 from memora.extraction import ExtractionOutcome
 from memora.i18n import N_, _, ngettext, speaking
-from memora.longterm import Memory
+from memora.learner.service import Learner
+from memora.llm import LLM
+from memora.longterm import Memory, MemoryStore
 from memora.privacy.confirmations import FORGET, ask
 from memora.shortterm.folding import summarize
 from memora.shortterm.window import Window
-from memora.storage import ExtractionLog, TurnUsage
+from memora.storage import Database, ExtractionLog, TurnUsage
 from memora.types import ChatRef, UserRef
 from memora.usage import Call
 from memora.views import Reply
@@ -60,15 +63,35 @@ def forget_question(chosen: list[Memory], chat: ChatRef) -> str:
     )
 
 
-class AfterReply(Queries, Lessons):
+@dataclass(eq=False, kw_only=True)
+class AfterReply:
     """Fold, extract, apply, log."""
 
-    async def _after_reply(self, done: Answered, calls: list[Call]) -> None:
+    db: Database
+    store: MemoryStore | None
+    learner: Learner
+    summary_llm: LLM
+    extraction_llm: LLM
+    people: People
+    lessons: LessonModes
+    state: EngineState
+    # The extraction call's form: "compact" once the model's server refused the full one as
+    # longer than its context (learned like the LLM's structured-output form; see extract).
+    extraction_form: Literal["full", "compact"] = field(default="full", init=False)
+    # Per user, term-less memories the extraction call was asked about and did not answer
+    # (memory id → times); see extraction.MAX_ASKS. In process only: a restart asks again.
+    terms_unanswered: dict[int, dict[str, int]] = field(default_factory=dict, init=False)
+
+    def forget_user(self, user_id: int) -> None:
+        """Drop what this process keeps about a user between extractions."""
+        self.terms_unanswered.pop(user_id, None)
+
+    async def run(self, done: Answered, calls: list[Call]) -> None:
         """The chat's ordered work after a reply (the next turn waits for it): the turn's
         usage counted, a study day noted, the window folded."""
-        await self._meter(done.user, calls, turns=1)
-        if self.config.learner_enabled:  # a study day for /progress and the streak
-            await self.learner.note_message(done.user.id, self.clock())
+        await self.people.meter(done.user, calls, turns=1)
+        if self.state.config.learner_enabled:  # a study day for /progress and the streak
+            await self.learner.note_message(done.user.id, self.state.clock())
         await self._fold_backlog(done.chat, done.user, done.turn_id)
 
     async def _fold_backlog(self, chat: ChatRef, user: UserRef, turn_id: int) -> None:
@@ -78,12 +101,12 @@ class AfterReply(Queries, Lessons):
         row = await self.db.chats.chat(chat.id)
         pending = await self.db.chats.messages(chat.id, from_seq=row.summarized_count)
         backlog = Window(row.summary, row.summarized_count, pending).backlog(
-            self.config.max_recent_turns
+            self.state.config.max_recent_turns
         )
         if not backlog:
             return
         try:
-            learner = await self._provider_id(user)
+            learner = await self.people.provider_id(user)
             fold = await summarize(
                 self.summary_llm, row.summary, backlog, backlog[-1].seq + 1, learner
             )
@@ -104,27 +127,27 @@ class AfterReply(Queries, Lessons):
             summary_reasoning=fold.usage.reasoning_tokens,
         )
         await self.db.turns.add_turn_usage(turn_id, spent)
-        await self._meter(user, [self._model_call("summary", fold.usage)])
+        await self.people.meter(user, [self.people.model_call("summary", fold.usage)])
 
-    async def _extract(self, done: Answered, now: datetime | None = None) -> None:
+    async def extract(self, done: Answered, now: datetime | None = None) -> None:
         chat, user, text, turn_id = done.chat, done.user, done.text, done.turn_id
         assert self.store is not None
-        now = now or self.clock()
+        now = now or self.state.clock()
         try:
             # In a group (under the default scope) the call sees only what the member said in
             # that group, so no private memory can be listed, replaced or quoted there.
-            origin = self.memory_origin(chat)
+            origin = self.state.memory_origin(chat)
             existing = await self.store.similar(user.id, text, k=5, origin_chat=origin)
             # This user's memories without search terms (a /remember fact, an older memory):
             # the same call writes theirs. Only this user's: the call never sees another's.
             mine = await self.store.memories(
                 user.id, origin_chat=chat.id if chat.is_group else None
             )
-            unanswered = self._terms_unanswered.setdefault(user.id, {})
+            unanswered = self.terms_unanswered.setdefault(user.id, {})
             needs = extraction.needing_terms(mine, unanswered=unanswered)
         except Exception as exc:
             log.exception("memory lookup before extraction failed")
-            why = "\n".join([f"store: {exc}", *await self._settle_mode(done, None)])
+            why = "\n".join([f"store: {exc}", *await self.lessons.settle_mode(done, None)])
             await self._log_extraction(user, chat, "failed", "", why, 0)
             return
         outcome = await extraction.extract(
@@ -134,20 +157,20 @@ class AfterReply(Queries, Lessons):
             existing=existing,
             now=now,
             profile_lines=(
-                await self._profile_lines(user, teaching_only=origin is not None)
-                if self.config.learner_enabled
+                await self.people.profile_lines(user, teaching_only=origin is not None)
+                if self.state.config.learner_enabled
                 else None
             ),
             needs_terms=needs,
             form=self.extraction_form,
-            mode=self._mode_ask(done.mode),
-            learner=await self._provider_id(user),
+            mode=self.lessons.mode_ask(done.mode),
+            learner=await self.people.provider_id(user),
         )
         self.extraction_form = outcome.form
         if await self._forgotten_since(done):  # nothing about them is written any more
             return
         used = outcome.usage
-        await self._meter(user, [self._model_call("extraction", used)])
+        await self.people.meter(user, [self.people.model_call("extraction", used)])
         tokens = used.total_tokens
         cost = TurnUsage(
             extraction_tokens=tokens,
@@ -157,11 +180,11 @@ class AfterReply(Queries, Lessons):
         raw = outcome.raw  # extraction has masked every rejected secret in it already
         if outcome.error:
             spent = (turn_id, cost)
-            why = "\n".join([outcome.error, *await self._settle_mode(done, None)])
+            why = "\n".join([outcome.error, *await self.lessons.settle_mode(done, None)])
             await self._log_extraction(user, chat, "failed", raw, why, tokens, spent)
             return
         learned, held = await self._apply_learner(done, outcome, now)
-        learned += await self._settle_mode(done, outcome.learner)
+        learned += await self.lessons.settle_mode(done, outcome.learner)
         kept, moved = extraction.profile_first(outcome.memories, held)
         outcome = replace(outcome, memories=kept, rejected=[*outcome.rejected, *moved])
         asked = await self._ask_to_forget(done, outcome, existing)
@@ -191,7 +214,7 @@ class AfterReply(Queries, Lessons):
             else:
                 unanswered[memory.id] = unanswered.get(memory.id, 0) + 1
         embed = sum(r.embedding_tokens for r in results) + filled_tokens
-        await self._meter(user, [self._usage_call("embedding", embed)])
+        await self.people.meter(user, [self.people.usage_call("embedding", embed)])
         spent = (turn_id, replace(cost, embedding_tokens=embed))
         detail = "\n".join(f"{r.action}: {r.memory.text}" for r in results)
         detail += "".join(
@@ -236,14 +259,16 @@ class AfterReply(Queries, Lessons):
             # naming no listed memory: a slip, not the learner's wish; nothing to tell them.
             return []
         chosen = [existing[n - 1] for n in outcome.forget]
-        with speaking(await self.language(done.user)):  # background work: resolve again
+        with speaking(await self.people.language(done.user)):  # background work: resolve again
             if not chosen:
-                await self._notify(done, _(UNCLEAR))
+                await self.people.tell(done, _(UNCLEAR))
                 return []
             ids = [m.id for m in chosen]
-            buttons = await ask(self.db.connection, done.chat, done.user, FORGET, self.clock(), ids)
+            buttons = await ask(
+                self.db.connection, done.chat, done.user, FORGET, self.state.clock(), ids
+            )
             question = Reply(forget_question(chosen, done.chat), buttons=buttons)
-        await self._notify(done, question)
+        await self.people.tell(done, question)
         return chosen
 
     async def _apply_learner(

@@ -1,12 +1,162 @@
-"""`Engine`: the one entry point for every adapter, composed of the parts of this package."""
+"""`Engine`: the one entry point for every adapter, a facade over the named parts of this package.
+Each part is built here with what it uses; an adapter calls a turn through the facade and reaches
+a part by its name for the rest (`engine.queries.memories(…)`, `engine.lessons.mode(…)`)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from datetime import datetime
+
+from memora.clock import now
+from memora.engine.after_reply import AfterReply
 from memora.engine.export import Export
-from memora.engine.voice import VoiceTurns
+from memora.engine.followups import FollowUps
+from memora.engine.lanes import Lanes
+from memora.engine.lesson_modes import LessonModes
+from memora.engine.options import EngineConfig
+from memora.engine.people import People
+from memora.engine.queries import Queries
+from memora.engine.retrieval import Retrieval
+from memora.engine.state import EngineState, Notify
+from memora.engine.turn import Turns
+from memora.engine.voice import Voice
+from memora.learner.service import Learner
+from memora.llm import LLM
+from memora.llm.audio import Speaker, Transcriber
+from memora.longterm import MemoryStore
+from memora.reminders import Reminders
+from memora.shortterm.tokens import TokenCounter
+from memora.storage import Database
+from memora.storage.asked import AskedOnce
+from memora.usage import Metering
+from memora.weekly import WeeklyReports
 
 
-class Engine(VoiceTurns, Export):
-    """Runs turns: retrieve → build context in budget → reply → store → fold + extract later
-    (turn.py, retrieval.py, after_reply.py, lanes.py); answers what commands ask (queries.py,
-    export.py); hears and speaks (voice.py)."""
+class Engine:
+    """Runs turns: retrieve → build context in budget → reply → store → fold + extract later.
+
+    Its parts: `turns` (the reply path), `retrieval` (what reaches the context), `after_reply`
+    (fold, extract), `lanes` (locks and the order of work), `lessons` (lesson modes), `people`
+    (language, limits, profile), `queries` (what commands read and change), `export`, `voice`.
+    """
+
+    def __init__(
+        self,
+        *,
+        db: Database,
+        llm: LLM,
+        counter: TokenCounter,
+        store: MemoryStore | None = None,
+        config: EngineConfig | None = None,
+        summary_llm: LLM | None = None,
+        extraction_llm: LLM | None = None,
+        clock: Callable[[], datetime] = now,
+        transcriber: Transcriber | None = None,
+        speaker: Speaker | None = None,
+        metering: Metering | None = None,
+    ) -> None:
+        self.db = db
+        self.counter = counter
+        self.store = store
+        self.learner = Learner(db)
+        self.state = EngineState(config or EngineConfig(), clock, metering)
+        self.reminders = Reminders(db, learner=self.learner, clock=clock)
+        self.followups = FollowUps(self.learner, store, AskedOnce(db.connection))
+        self.weekly = WeeklyReports(db, self.reminders, by_default=self.config.weekly_by_default)
+
+        self.people = People(db, self.learner, self.state)
+        self.lanes = Lanes(db)
+        self.lessons = LessonModes(db, self.learner, self.people, self.lanes, self.state)
+        self.retrieval = Retrieval(store, self.followups, self.people, self.state)
+        self.after_reply = AfterReply(
+            db=db,
+            store=store,
+            learner=self.learner,
+            summary_llm=summary_llm or llm,
+            extraction_llm=extraction_llm or llm,
+            people=self.people,
+            lessons=self.lessons,
+            state=self.state,
+        )
+        self.turns = Turns(
+            db=db,
+            llm=llm,
+            summary_llm=summary_llm or llm,
+            counter=counter,
+            store=store,
+            people=self.people,
+            lanes=self.lanes,
+            lessons=self.lessons,
+            retrieval=self.retrieval,
+            after_reply=self.after_reply,
+            state=self.state,
+        )
+        self.voice = Voice(transcriber, speaker, self.people, self.turns)
+        self.queries = Queries(
+            db=db,
+            store=store,
+            learner=self.learner,
+            reminders=self.reminders,
+            weekly=self.weekly,
+            lanes=self.lanes,
+            after_reply=self.after_reply,
+            state=self.state,
+        )
+        self.export = Export(
+            db=db,
+            store=store,
+            learner=self.learner,
+            reminders=self.reminders,
+            weekly=self.weekly,
+            state=self.state,
+        )
+
+        # What the adapters call most, each done by one part.
+        self.handle_turn = self.turns.handle_turn
+        self.import_exchange = self.turns.import_exchange
+        self.voice_turn = self.voice.voice_turn
+        self.drain = self.lanes.drain
+        self.settle = self.lanes.settle
+        self.exclusive = self.lanes.exclusive
+        self.language = self.people.language
+        self.memory_origin = self.state.memory_origin
+        self.forget_user = self.queries.forget_user
+
+    @property
+    def has_memory(self) -> bool:
+        """Whether this bot keeps long-term memories (a store is configured)."""
+        return self.store is not None
+
+    # What every part reads as it runs (EngineState): changed here, changed for all of them.
+
+    @property
+    def config(self) -> EngineConfig:
+        return self.state.config
+
+    @config.setter
+    def config(self, config: EngineConfig) -> None:
+        self.state.config = config
+
+    @property
+    def clock(self) -> Callable[[], datetime]:
+        return self.state.clock
+
+    @clock.setter
+    def clock(self, clock: Callable[[], datetime]) -> None:
+        self.state.clock = clock
+
+    @property
+    def metering(self) -> Metering | None:
+        return self.state.metering
+
+    @metering.setter
+    def metering(self, metering: Metering | None) -> None:
+        self.state.metering = metering
+
+    @property
+    def notify(self) -> Notify | None:
+        return self.state.notify
+
+    @notify.setter
+    def notify(self, notify: Notify | None) -> None:
+        self.state.notify = notify

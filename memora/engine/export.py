@@ -3,18 +3,29 @@ JSON-able data; and one learner's own export of everything kept about them (thei
 
 from __future__ import annotations
 
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from memora.clock import utcnow
-from memora.engine.base import EngineBase
-from memora.longterm import Memory
-from memora.storage import StoredMessage
+from memora.engine.state import EngineState
+from memora.learner.service import Learner
+from memora.longterm import Memory, MemoryStore
+from memora.reminders import Reminders
+from memora.storage import Database, StoredMessage
 from memora.usage import UsageLedger
+from memora.weekly import WeeklyReports
 
 
-class Export(EngineBase):
-    """A chat's data, as /export and `memora export` write it."""
+@dataclass(eq=False, kw_only=True)
+class Export:
+    """A chat's data, as /export and `memora export` write it, and a learner's own."""
+
+    db: Database
+    store: MemoryStore | None
+    learner: Learner
+    reminders: Reminders
+    weekly: WeeklyReports
+    state: EngineState
 
     async def export_chat(self, chat_id: int) -> dict[str, Any] | None:
         """The chat's data (history, summary, usage, participants' memories and learner data) as
@@ -36,7 +47,7 @@ class Export(EngineBase):
             if origin is None:  # a learner's model and reminder span their chats: not a group's
                 entry.update(await self._learner_data(uid))
         return {
-            "exported_at": utcnow(self.clock()),
+            "exported_at": utcnow(self.state.clock()),
             "chat": {"id": chat_id, "kind": row.kind, "title": row.title},
             "summary": row.summary,
             "summarized_messages": row.summarized_count,
@@ -53,7 +64,7 @@ class Export(EngineBase):
         """What is kept about a learner across their chats: the learner model, reminder, usage,
         weekly report setting and lesson modes."""
         return {
-            "learner": await self.learner.store.export(user_id, self.clock()),
+            "learner": await self.learner.store.export(user_id, self.state.clock()),
             "reminder": await self.reminders.export(user_id),  # None without one
             "usage": await UsageLedger(self.db).export(user_id),  # counts, no words
             "weekly_report": await self.weekly.export(user_id),  # setting, weeks sent
@@ -86,7 +97,7 @@ class Export(EngineBase):
                 }
             )
         return {
-            "exported_at": utcnow(self.clock()),
+            "exported_at": utcnow(self.state.clock()),
             "user_id": user_id,
             "memories": [_exported(m) for m in memories],
             **await self._learner_data(user_id),

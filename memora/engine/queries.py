@@ -5,19 +5,25 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from dataclasses import dataclass
 from pathlib import Path
 
 from memora.clock import utcnow
+from memora.engine.after_reply import AfterReply
 from memora.engine.lanes import Lanes
+from memora.engine.state import EngineState
 from memora.erase import remove_folder
 from memora.i18n import _, ngettext
-from memora.longterm import MAX_MEMORY_CHARS, AddResult, Memory, SearchResult
+from memora.learner.service import Learner
+from memora.longterm import MAX_MEMORY_CHARS, AddResult, Memory, MemoryStore, SearchResult
 from memora.longterm.dedupe import normalise_text
 from memora.privacy.secretfilter import looks_secret
-from memora.storage import ChatRow, ExtractionLog, StoredMessage
+from memora.reminders import Reminders
+from memora.storage import ChatRow, Database, ExtractionLog, StoredMessage
 from memora.types import ChatRef, UserRef
 from memora.usage import UsageLedger
 from memora.views import Status
+from memora.weekly import WeeklyReports
 
 log = logging.getLogger(__name__)
 
@@ -39,15 +45,25 @@ def memory_text_refusal(text: str) -> str | None:
     return None
 
 
-class Queries(Lanes):
+@dataclass(eq=False, kw_only=True)
+class Queries:
     """The engine's reads and the changes a learner asks for."""
+
+    db: Database
+    store: MemoryStore | None
+    learner: Learner
+    reminders: Reminders
+    weekly: WeeklyReports
+    lanes: Lanes
+    after_reply: AfterReply
+    state: EngineState
 
     async def forget_user(self, user_id: int) -> dict[str, int]:
         """Delete everything stored about a user, including what in-flight work would write: a
         turn in flight, in this process or another on the store, finds the deletion noted in
         the store and stores no trace of the user (memora.storage.erasure)."""
-        await self.drain()  # summaries and extractions already under way finish first
-        self._terms_unanswered.pop(user_id, None)
+        await self.lanes.drain()  # summaries and extractions already under way finish first
+        self.after_reply.forget_user(user_id)
         counts = await self.db.erasure.forget_user(user_id)
         self.learner.forget_app_language(user_id)
         counts["reminders"] = await self.reminders.delete_user(user_id)
@@ -61,8 +77,14 @@ class Queries(Lanes):
 
     def learner_files(self, user_id: int) -> Path | None:
         """The folder where adapters keep files made for this learner (None: no such place)."""
-        folder = self.config.files_dir
+        folder = self.state.config.files_dir
         return None if folder is None else folder / f"learner-{user_id}"
+
+    def memory_store(self) -> MemoryStore:
+        """The long-term store, for what needs one (the command layer checks first)."""
+        if self.store is None:
+            raise RuntimeError("long-term memory is off on this engine")
+        return self.store
 
     def _forget_recent_vectors(self) -> None:
         """A local embedder keeps the vectors of the last texts it embedded: deleted words go
@@ -108,14 +130,14 @@ class Queries(Lanes):
 
     async def memories(self, user_id: int, *, origin_chat: int | None = None) -> list[Memory]:
         """The user's long-term memories, in the order /memories numbers them; with
-        `origin_chat`, only those that came from that chat (see `memory_origin`)."""
-        return await self._memory().memories(user_id, origin_chat=origin_chat)
+        `origin_chat`, only those that came from that chat (see `EngineState.memory_origin`)."""
+        return await self.memory_store().memories(user_id, origin_chat=origin_chat)
 
     async def search_memories(
         self, user_id: int, query: str, top_k: int = 10, *, origin_chat: int | None = None
     ) -> SearchResult:
         """The user's memories ranked for `query`, below the reply's score floor too."""
-        return await self._memory().search(
+        return await self.memory_store().search(
             user_id, query, top_k=top_k, min_score=0.0, origin_chat=origin_chat
         )
 
@@ -123,14 +145,14 @@ class Queries(Lanes):
         self, chat: ChatRef, user: UserRef, text: str, *, message_id: int | None = None
     ) -> AddResult:
         """Save a memory the user asked for, and note it in their extraction log."""
-        result = await self._memory().add(
+        result = await self.memory_store().add(
             user.id,
             text,
             source="manual",
             category="other",
             chat_id=chat.id,
             message_id=message_id,
-            within=self.memory_origin(chat),  # a group's /remember never takes a private one
+            within=self.state.memory_origin(chat),  # a group's /remember never takes a private one
         )
         await self.db.turns.log_extraction_manual(user.id, chat.id, text)
         return result
@@ -139,7 +161,7 @@ class Queries(Lanes):
         """Delete the memory, and its words (and earlier versions) wherever SQLite kept them; a
         turn in flight that retrieved it leaves it out of the context it stores."""
         await self.db.erasure.note_memory_erased(user_id, memory.id)
-        deleted = await self._memory().delete(user_id, memory.id)
+        deleted = await self.memory_store().delete(user_id, memory.id)
         for text in {memory.text, *(r.text for r in memory.history)}:
             await self.db.erasure.forget_memory_text(user_id, text)
         self._forget_recent_vectors()
@@ -147,12 +169,12 @@ class Queries(Lanes):
 
     async def undo_memory(self, user_id: int, memory_id: str) -> Memory | None:
         """Restore the memory's previous text; None if it was never updated."""
-        return await self._memory().revert(user_id, memory_id)
+        return await self.memory_store().revert(user_id, memory_id)
 
     async def pin_memory(self, user_id: int, memory_id: str, pinned: bool) -> Memory | None:
         """Pin a memory (always in the reply's context) or unpin it; None if it is gone."""
-        at = utcnow(self.clock()) if pinned else None
-        return await self._memory().pin(user_id, memory_id, at)
+        at = utcnow(self.state.clock()) if pinned else None
+        return await self.memory_store().pin(user_id, memory_id, at)
 
     async def reset_chat(self, chat_id: int) -> int:
         """Forget the chat's short-term memory; return how many messages went."""
@@ -160,14 +182,14 @@ class Queries(Lanes):
 
     async def memory(self, user_id: int, memory_id: str) -> Memory | None:
         """One of the user's memories by id; None if the user has no such memory."""
-        return await self._memory().get(user_id, memory_id)
+        return await self.memory_store().get(user_id, memory_id)
 
     async def edit_memory(self, user_id: int, memory_id: str, text: str) -> Memory:
         """The learner's new wording of their memory: stored and re-indexed as a new write is
         (a new vector, no old search terms), the old text kept in its history for an undo.
         Raises MemoryNotFound for a memory the user does not have."""
-        return await self._memory().supersede(
-            user_id, memory_id, text.strip(), reason="edited", now=self.clock()
+        return await self.memory_store().supersede(
+            user_id, memory_id, text.strip(), reason="edited", now=self.state.clock()
         )
 
     async def memory_sources(self, user_id: int, memories: list[Memory]) -> dict[str, str]:

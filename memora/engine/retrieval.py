@@ -5,11 +5,11 @@ message finds."""
 from __future__ import annotations
 
 import logging
-from datetime import UTC, date
 
-from memora.engine.base import EngineBase
-from memora.engine.followups import FollowUp
-from memora.longterm import SearchHit
+from memora.engine.followups import FollowUp, FollowUps
+from memora.engine.people import People
+from memora.engine.state import EngineState
+from memora.longterm import MemoryStore, SearchHit
 from memora.longterm import retrieval_policy as memory_policy
 from memora.storage import ModeRow, StoredMessage
 from memora.types import ChatRef, UserRef
@@ -30,14 +30,26 @@ def previous_message(pending: list[StoredMessage], user_id: int) -> str | None:
     return None
 
 
-class Retrieval(EngineBase):
-    """The memories a turn puts in its context."""
+class Retrieval:
+    """The memories a turn puts in its context, and the follow-up it asks once."""
+
+    def __init__(
+        self,
+        store: MemoryStore | None,
+        followups: FollowUps,
+        people: People,
+        state: EngineState,
+    ) -> None:
+        self.store = store
+        self.followups = followups
+        self.people = people
+        self.state = state
 
     @property
-    def retrieval_policy(self) -> memory_policy.RetrievalPolicy:
+    def policy(self) -> memory_policy.RetrievalPolicy:
         """What reaches a reply's context (memora.longterm.retrieval_policy), from this engine's
         config."""
-        c = self.config
+        c = self.state.config
         min_score = c.min_score
         if min_score is None:
             min_score = self.store.profile.min_score if self.store is not None else 0.0
@@ -45,38 +57,29 @@ class Retrieval(EngineBase):
 
     def used_in_reply(self, hits: list[SearchHit]) -> list[SearchHit]:
         """Which of `hits` (ranked for a message, best first) a reply puts in its context."""
-        return memory_policy.used_in_reply(self.retrieval_policy, hits)
+        return memory_policy.used_in_reply(self.policy, hits)
 
-    async def _retrieve(
+    async def retrieve(
         self, chat: ChatRef, user: UserRef, text: str, pending: list[StoredMessage]
     ) -> tuple[dict[str, str], int]:
         """The memories for the context, as their lines by memory id, and the embedding tokens."""
-        if self.store is None or self.config.top_k == 0:
+        if self.store is None or self.state.config.top_k == 0:
             return {}, 0
         try:
             return await memory_policy.context_lines(
                 self.store,
-                self.retrieval_policy,
+                self.policy,
                 user.id,
                 text,
                 previous_message(pending, user.id),
-                origin_chat=self.memory_origin(chat),
-                today=await self.learner_today(user),
+                origin_chat=self.state.memory_origin(chat),
+                today=await self.people.today(user),
             )
         except Exception:
             log.exception("memory retrieval failed for user %s; answering without it", user.id)
             return {}, 0
 
-    async def learner_today(self, user: UserRef) -> date:
-        """The learner's today (their time zone; UTC until they set one)."""
-        now = self.clock()
-        try:
-            return (await self.learner.profile(user.id, now)).today(now)
-        except Exception:
-            log.exception("reading the time zone of user %s failed; using UTC", user.id)
-            return now.astimezone(UTC).date()
-
-    async def _follow_up(
+    async def follow_up(
         self, chat: ChatRef, user: UserRef, mode: ModeRow | None
     ) -> FollowUp | None:
         """What this turn asks about once (memora.engine.followups): only in a private chat,
@@ -84,13 +87,13 @@ class Retrieval(EngineBase):
         if chat.is_group or mode is not None:
             return None
         try:
-            return await self.followups.due(user.id, self.clock())
+            return await self.followups.due(user.id, self.state.clock())
         except Exception:
             log.exception("finding a follow-up for user %s failed; answering without", user.id)
             return None
 
-    async def _asked(self, user: UserRef, follow_up: FollowUp) -> None:
+    async def asked(self, user: UserRef, follow_up: FollowUp) -> None:
         try:
-            await self.followups.done(user.id, follow_up, self.clock())
+            await self.followups.done(user.id, follow_up, self.state.clock())
         except Exception:  # asked again next turn: better than failing a reply that went out
             log.exception("recording a follow-up for user %s failed", user.id)

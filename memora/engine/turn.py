@@ -8,19 +8,24 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from memora.engine.after_reply import AfterReply
-from memora.engine.base import Answered
 from memora.engine.followups import FOLLOW_UP_BLOCK, FollowUp
 from memora.engine.forgetting import without_erased
+from memora.engine.lanes import Lanes
+from memora.engine.lesson_modes import LessonModes
+from memora.engine.people import People
 from memora.engine.retrieval import Retrieval
+from memora.engine.state import Answered, EngineState
 from memora.errors import LLMError, OverBudget
 from memora.i18n import N_, _, ngettext, speaking
-from memora.llm import CallInfo, Completion, OnDelta
+from memora.llm import LLM, CallInfo, Completion, OnDelta
 from memora.llm.audio import Transcript
 from memora.llm.sdk_errors import API_FIX, NO_RESPONSES_API
+from memora.longterm import MemoryStore
 from memora.modes import LESSONS
 from memora.privacy.secretfilter import mask_secrets
+from memora.shortterm.tokens import TokenCounter
 from memora.shortterm.window import BuiltContext, Window, build_context
-from memora.storage import Erased, ForgottenMeanwhile, ModeRow, NewTurn, TurnUsage
+from memora.storage import Database, Erased, ForgottenMeanwhile, ModeRow, NewTurn, TurnUsage
 from memora.types import ChatMessage, ChatRef, UserRef
 from memora.views import Reply, TurnStats
 
@@ -116,8 +121,21 @@ def _shielded(on_delta: OnDelta) -> OnDelta:
     return deliver
 
 
-class Turns(AfterReply, Retrieval):
+@dataclass(eq=False, kw_only=True)
+class Turns:
     """Answering messages (and taking in exchanges from elsewhere)."""
+
+    db: Database
+    llm: LLM
+    summary_llm: LLM
+    counter: TokenCounter
+    store: MemoryStore | None
+    people: People
+    lanes: Lanes
+    lessons: LessonModes
+    retrieval: Retrieval
+    after_reply: AfterReply
+    state: EngineState
 
     async def handle_turn(
         self,
@@ -156,36 +174,35 @@ class Turns(AfterReply, Retrieval):
         text = text.strip()
         if not text:
             return await self._refuse(user, EMPTY)
-        if len(text) > self.config.max_message_chars:
-            with speaking(await self.language(user)):
-                return Reply(too_long(len(text), self.config.max_message_chars), ok=False)
+        if len(text) > self.state.config.max_message_chars:
+            with speaking(await self.people.language(user)):
+                return Reply(too_long(len(text), self.state.config.max_message_chars), ok=False)
         if forwarded:
             text, extract = FORWARDED + text, False
         if not unlimited and transcript is None:  # a voice turn was checked before transcribing
-            refused = await self.over_limit(user)
+            refused = await self.people.over_limit(user)
             if refused is not None:
                 return Reply(refused, ok=False)
-        async with self.lock(chat.id):
+        async with self.lanes.lock(chat.id):
             answered = None if update_id is None else await self.db.turns.answer_to(update_id)
             if answered is not None:  # delivered again after a crash: answered once, ever
                 return Reply(answered, stored=True, markdown=True)
-            await self.settle(chat.id)
+            await self.lanes.settle(chat.id)
             # Replicas on one PostgreSQL: the chat is theirs too, so hold it in the database
-            # for the turn and its after-reply work (handed to that work's task, see _schedule).
-            self._held[chat.id] = await self.db.connection.lock_chat(chat.id)
+            # for the turn and its after-reply work (its task takes it, see Lanes.schedule).
+            await self.lanes.hold(chat.id)
             try:
-                mode = await self._turn_mode(chat, user)
+                mode = await self.lessons.turn_mode(chat, user)
                 turn = _Turn(chat, user, text, message_id, extract, transcript, update_id, mode)
-                with speaking(await self.language(user)):  # under the lock: turns keep order
+                # under the lock: turns keep order
+                with speaking(await self.people.language(user)):
                     return await self._turn(turn, on_delta)
             finally:
-                unclaimed = self._held.pop(chat.id, None)  # no after-reply work was scheduled
-                if unclaimed is not None:
-                    await unclaimed.release()
+                await self.lanes.release(chat.id)  # no after-reply work was scheduled
 
     async def _refuse(self, user: UserRef, message: str, **fields: object) -> Reply:
         """A message refused before the turn starts, told in the learner's language."""
-        with speaking(await self.language(user)):
+        with speaking(await self.people.language(user)):
             return Reply(_(message).format(**fields), ok=False)
 
     async def _turn(self, turn: _Turn, on_delta: OnDelta | None) -> Reply:
@@ -209,27 +226,27 @@ class Turns(AfterReply, Retrieval):
         row = await self.db.chats.chat(chat.id)
         pending = await self.db.chats.messages(chat.id, from_seq=row.summarized_count)
         window = Window(row.summary, row.summarized_count, pending)
-        memory_lines, embed_tokens = await self._retrieve(chat, user, turn.text, pending)
+        memory_lines, embed_tokens = await self.retrieval.retrieve(chat, user, turn.text, pending)
         # In a group under the default scope only what pitches the English: the rest of the
         # profile spans the member's private chats, like their memories.
-        teaching_only = self.memory_origin(chat) is not None
-        profile_lines = await self._profile_lines(user, teaching_only=teaching_only)
+        teaching_only = self.state.memory_origin(chat) is not None
+        profile_lines = await self.people.profile_lines(user, teaching_only=teaching_only)
         shown = f"[{user.name}] {turn.text}" if chat.is_group and user.name else turn.text
-        follow_up = await self._follow_up(chat, user, turn.mode)
+        follow_up = await self.retrieval.follow_up(chat, user, turn.mode)
         try:
             built = await build_context(
                 window=window,
                 current=ChatMessage("user", shown),
                 memory_lines=list(memory_lines.values()),
-                instructions=self.config.instructions,
+                instructions=self.state.config.instructions,
                 counter=self.counter,
-                budget=self.config.max_input_tokens,
-                max_recent_turns=self.config.max_recent_turns,
+                budget=self.state.config.max_input_tokens,
+                max_recent_turns=self.state.config.max_recent_turns,
                 llm=self.summary_llm,
                 group=chat.is_group,
                 profile_lines=profile_lines,
-                mode_lines=self._mode_lines(turn.mode),
-                learner=await self._provider_id(user),
+                mode_lines=self.lessons.mode_lines(turn.mode),
+                learner=await self.people.provider_id(user),
                 note=FOLLOW_UP_BLOCK + follow_up.line if follow_up else "",
             )
         except OverBudget as exc:
@@ -252,12 +269,17 @@ class Turns(AfterReply, Retrieval):
         self, chat: ChatRef, user: UserRef, built: BuiltContext, on_delta: OnDelta | None
     ) -> Completion | Reply:
         """The one LLM call of the reply path (streamed when the adapter asked)."""
-        call = CallInfo("reply", await self._provider_id(user))
+        call = CallInfo("reply", await self.people.provider_id(user))
         try:
             if on_delta is None:
-                return await self.llm.complete(self.config.instructions, built.messages, call=call)
+                return await self.llm.complete(
+                    self.state.config.instructions, built.messages, call=call
+                )
             return await self.llm.complete(
-                self.config.instructions, built.messages, on_delta=_shielded(on_delta), call=call
+                self.state.config.instructions,
+                built.messages,
+                on_delta=_shielded(on_delta),
+                call=call,
             )
         except LLMError as exc:
             log.warning("reply failed for chat %s: %s", chat.id, exc)
@@ -320,7 +342,7 @@ class Turns(AfterReply, Retrieval):
             scrub=scrub,
         )
         if prepared.follow_up is not None:
-            await self._asked(turn.user, prepared.follow_up)
+            await self.retrieval.asked(turn.user, prepared.follow_up)
         window = prepared.window
         folded = built.folds[-1].summarized_count - window.summarized_count if built.folds else 0
         unsummarized = len(window.pending) - folded + 2  # with this turn's two messages
@@ -329,16 +351,16 @@ class Turns(AfterReply, Retrieval):
             newly_summarized=folded,
             context_messages=1 + len(built.messages),  # the system prompt, then the messages
             session_total=(await self.db.turns.total_usage(chat.id)).total,
-            fold_pending=max(0, unsummarized - 2 * self.config.max_recent_turns),
+            fold_pending=max(0, unsummarized - 2 * self.state.config.max_recent_turns),
         )
         calls = [
-            self._model_call("reply", answer.usage),
-            self._usage_call("embedding", prepared.embedding_tokens),
-            *(self._model_call("summary", f.usage) for f in built.folds),
+            self.people.model_call("reply", answer.usage),
+            self.people.usage_call("embedding", prepared.embedding_tokens),
+            *(self.people.model_call("summary", f.usage) for f in built.folds),
         ]
         if transcript is not None:
             calls.append(
-                self._usage_call(
+                self.people.usage_call(
                     "transcription",
                     transcript.tokens,
                     audio_seconds=transcript.length or transcript.seconds,
@@ -347,11 +369,13 @@ class Turns(AfterReply, Retrieval):
         done = Answered(
             chat, turn.user, kept_text, kept_reply, turn_id, turn.message_id, mode, prepared.since
         )
-        self._schedule(chat.id, self._after_reply(done, calls))  # the next turn waits for it
-        if turn.extract and self.store is not None and self.config.extraction_enabled:
-            self._extract_later(turn.user.id, self._extract(done))
+        self.lanes.schedule(
+            chat.id, self.after_reply.run(done, calls)
+        )  # the next turn waits for it
+        if turn.extract and self.store is not None and self.state.config.extraction_enabled:
+            self.lanes.extract_later(turn.user.id, self.after_reply.extract(done))
         elif mode is not None:  # no extraction to judge the lesson's turn: it goes on without
-            self._extract_later(turn.user.id, self._settle_alone(done))
+            self.lanes.extract_later(turn.user.id, self.lessons.settle_alone(done))
         return Reply(text, stats=stats, stored=True, markdown=True)
 
     async def import_exchange(
@@ -362,13 +386,15 @@ class Turns(AfterReply, Retrieval):
         same code as after a live reply, `at` standing for the time it was said (relative dates
         in it resolve against that). No reply is generated and nothing is folded into the running
         summary here: the chat's next live turn folds whatever is due."""
-        async with self.exclusive(chat.id):
+        async with self.lanes.exclusive(chat.id):
             await self.db.chats.ensure_chat(chat.id, chat.kind, chat.title)
             turn_id = await self.db.turns.record_turn(
                 NewTurn(chat.id, user.id, user.name, text, reply, [], TurnUsage())
             )
-            if self.store is not None and self.config.extraction_enabled:
-                await self._extract(Answered(chat, user, text, reply, turn_id, None), now=at)
+            if self.store is not None and self.state.config.extraction_enabled:
+                await self.after_reply.extract(
+                    Answered(chat, user, text, reply, turn_id, None), now=at
+                )
 
     async def _save_folds(
         self, chat_id: int, window: Window, built: BuiltContext, since: int

@@ -23,7 +23,7 @@ async def command(engine: Engine, name: str, arg: str = "", chat: ChatRef = CHAT
 
 async def assert_exported_then_forgotten(engine: Engine, kind: str) -> None:
     """The chat's running lesson is in /export; /forgetme deletes it."""
-    data = await engine.export_chat(CHAT.id)
+    data = await engine.export.export_chat(CHAT.id)
     assert data is not None
     assert data["participants"]["1"]["lesson_modes"][0]["kind"] == kind
     await forgetme(engine, CHAT, ALICE)

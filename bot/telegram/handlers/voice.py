@@ -11,10 +11,10 @@ from telegram.constants import ChatAction
 from telegram.error import TelegramError
 
 from memora.engine import Engine
+from memora.engine.voice import VOICE_OFF, VoiceLimits
 from memora.i18n import N_, _
 from memora.storage.durable import VOICE, Kept
 from memora.views import Reply
-from memora.voice import VOICE_OFF, VoiceLimits
 
 from ..bodies import Answer, voice_body
 from ..context import Context
@@ -65,7 +65,7 @@ async def on_voice(update: Update, context: Context) -> None:
         return  # in a group, only a voice note that replies to the bot (or mentions it) is ours
     state = context.bot_data
     engine = state.need_engine()
-    if not engine.hears_voice:
+    if not engine.voice.hears_voice:
         await state.notice(update, message, _(VOICE_OFF))
         return
     cfg = state.settings.voice
@@ -94,7 +94,7 @@ async def on_voice(update: Update, context: Context) -> None:
             del audio  # nothing of the recording outlives the turn
     answer = Answer(message, reply, markdown=reply.markdown, quote=chat.is_group)
     await state.answer(update, answer)
-    if engine.speaks and reply.stored:
+    if engine.voice.speaks and reply.stored:
         await _answer_aloud(engine, message, reply, state.need_deliverer(), group=chat.is_group)
 
 
@@ -107,7 +107,7 @@ async def _answer_aloud(
         await message.get_bot().send_chat_action(message.chat_id, ChatAction.RECORD_VOICE)
     except TelegramError as exc:  # a courtesy
         log.debug("chat action failed in chat %s: %s", message.chat_id, exc)
-    speech = await engine.spoken(reply)
+    speech = await engine.voice.spoken(reply)
     if speech is None:
         return
     user = message.from_user.id if message.from_user else None

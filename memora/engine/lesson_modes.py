@@ -6,20 +6,30 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from memora.engine.base import Answered
 from memora.engine.lanes import Lanes
+from memora.engine.people import People
+from memora.engine.state import Answered, EngineState
 from memora.extraction import LearnerExtractionResult, ModeAsk
 from memora.i18n import speaking
+from memora.learner.service import Learner
 from memora.modes import LESSONS, Settling, new_mode
-from memora.storage import ModeRow
+from memora.storage import Database, ModeRow
 from memora.types import ChatRef, UserRef
-from memora.views import Reply
 
 log = logging.getLogger(__name__)
 
 
-class Lessons(Lanes):
+class LessonModes:
     """Lesson modes: start, leave, read, settle."""
+
+    def __init__(
+        self, db: Database, learner: Learner, people: People, lanes: Lanes, state: EngineState
+    ) -> None:
+        self.db = db
+        self.learner = learner
+        self.people = people
+        self.lanes = lanes
+        self.state = state
 
     async def mode(self, chat_id: int) -> ModeRow | None:
         """The lesson mode the chat is in, if any."""
@@ -30,7 +40,7 @@ class Lessons(Lanes):
     ) -> ModeRow:
         """Put the chat in a new lesson mode of this kind (leaving any other)."""
         await self.db.chats.ensure_chat(chat.id, chat.kind, chat.title)
-        mode = new_mode(kind, chat.id, user.id, state, self.clock())
+        mode = new_mode(kind, chat.id, user.id, state, self.state.clock())
         await self.db.modes.start_mode(mode)
         return mode
 
@@ -43,40 +53,38 @@ class Lessons(Lanes):
 
     async def learner_level(self, user_id: int) -> str | None:
         """The learner's CEFR level in their profile, if it holds one."""
-        return (await self.learner.profile(user_id, self.clock())).get("level")
+        return (await self.learner.profile(user_id, self.state.clock())).get("level")
 
     def describe_mode(self, mode: ModeRow | None) -> str:
         """The mode as /status and /context name it (in the current language); "" for none."""
         lesson = None if mode is None else LESSONS.get(mode.kind)
         return "" if lesson is None or mode is None else lesson.describe(mode)
 
-    async def _turn_mode(self, chat: ChatRef, user: UserRef) -> ModeRow | None:
+    async def turn_mode(self, chat: ChatRef, user: UserRef) -> ModeRow | None:
         """The mode this learner's turn is in: the chat's, once the learner's last extraction
         has judged the previous turn (the next question is pitched from it); None if none."""
         mode = await self.db.modes.mode(chat.id)
         if mode is None or mode.user_id != user.id or mode.kind not in LESSONS:
             return None
-        await self.settle(chat.id, user.id)
+        await self.lanes.settle(chat.id, user.id)
         return await self.db.modes.mode(chat.id)
 
-    def _mode_lines(self, mode: ModeRow | None) -> list[str]:
+    def mode_lines(self, mode: ModeRow | None) -> list[str]:
         return [] if mode is None else LESSONS[mode.kind].lines(mode)
 
-    def _mode_ask(self, mode: ModeRow | None) -> ModeAsk | None:
+    def mode_ask(self, mode: ModeRow | None) -> ModeAsk | None:
         return None if mode is None else LESSONS[mode.kind].ask(mode)
 
-    async def _settle_mode(
-        self, done: Answered, found: LearnerExtractionResult | None
-    ) -> list[str]:
+    async def settle_mode(self, done: Answered, found: LearnerExtractionResult | None) -> list[str]:
         """Act on the extraction's judgement of a mode's turn (None: there is none); log lines."""
         mode = done.mode
         if mode is None or mode.kind not in LESSONS:
             return []
         ctx = Settling(
-            self.learner, self.clock(), done.chat.id, done.user.id, done.message_id, done.text
+            self.learner, self.state.clock(), done.chat.id, done.user.id, done.message_id, done.text
         )
         try:
-            with speaking(await self.language(done.user)):
+            with speaking(await self.people.language(done.user)):
                 settled = await LESSONS[mode.kind].settle(mode, found, ctx)
         except Exception as exc:
             log.exception("settling the %s turn of chat %s failed", mode.kind, done.chat.id)
@@ -86,21 +94,10 @@ class Lessons(Lanes):
         elif settled.mode != mode:
             await self.db.modes.update_mode(settled.mode)
         if settled.notice:
-            await self._notify(done, settled.notice)
+            await self.people.tell(done, settled.notice)
         return list(settled.log)
 
-    async def _settle_alone(self, done: Answered) -> None:
+    async def settle_alone(self, done: Answered) -> None:
         """A mode's turn that no extraction call judges (extraction is off, or the turn is not
         extracted): the mode goes on as with a failed call."""
-        await self._settle_mode(done, None)
-
-    async def _notify(self, done: Answered, notice: str | Reply) -> None:
-        """Tell the learner something after the reply, through the adapter (if it listens)."""
-        if self.notify is None:
-            return
-        try:
-            await self.notify(
-                done.chat, done.user, Reply(notice) if isinstance(notice, str) else notice
-            )
-        except Exception:
-            log.exception("the notice to chat %s could not be delivered", done.chat.id)
+        await self.settle_mode(done, None)
