@@ -281,7 +281,7 @@ class Reminders:
     async def set_timezone(self, user_id: int, zone: str, now: datetime) -> Reminder | None:
         """Store the learner's zone in their profile (the one place it lives); their reminder,
         if any, is rescheduled in it. `zone` is already validated (learner.profile)."""
-        await self.learner.store.set_field(user_id, "timezone", zone, source="you", now=now)
+        await self.learner.profiles.set_field(user_id, "timezone", zone, source="you", now=now)
         reminder = await self.get(user_id)
         return await self._changed(user_id) if reminder is not None else None
 

@@ -37,7 +37,7 @@ async def seed_reminder(data_dir: Path, user_id: int, goal: bool = False) -> Non
     if goal:
         learner = Learner(db)
         for field, value in (("goal", "IELTS 7"), ("goal_date", "2099-01-01")):
-            await learner.store.set_field(user_id, field, value, source="you", now=yesterday)
+            await learner.profiles.set_field(user_id, field, value, source="you", now=yesterday)
     await db.close()
 
 

@@ -238,14 +238,14 @@ async def test_the_profile_language_comes_before_the_app_language(engine: Engine
 
 async def test_the_language_choice_is_exported_and_forgotten(engine: Engine) -> None:
     await engine.people.set_language(TAIPEI.id, "zh_Hans")
-    exported = await engine.learner.store.export(TAIPEI.id, engine.clock())
+    exported = await engine.learner.export(TAIPEI.id, engine.clock())
     assert exported["profile"]["bot_language"]["value"] == "zh_Hans"
     assert "bot_language" not in "\n".join(
         await engine.learner.context_lines(TAIPEI.id, engine.clock())
     )
     gone = await forgetme(engine, PRIVATE, TAIPEI)
     assert gone.startswith("已删除我保存的所有关于你的数据")  # said before it was forgotten
-    exported = await engine.learner.store.export(TAIPEI.id, engine.clock())
+    exported = await engine.learner.export(TAIPEI.id, engine.clock())
     assert "bot_language" not in exported["profile"]
     assert await engine.language(TAIPEI) == "zh_Hant"  # back to the app's language
 
@@ -345,7 +345,7 @@ async def test_a_reminder_is_written_in_the_learners_language_without_a_message(
         ("goal", "TOEIC 900"),
         ("goal_date", "2027-01-10"),
     ):
-        await learner.store.set_field(7, field, value, source="you", now=MONDAY_NOON)
+        await learner.profiles.set_field(7, field, value, source="you", now=MONDAY_NOON)
     assert await clocked.reminders.text(7, MONDAY_NOON) == (
         "⏰ 该练习英语啦。\n• 目标：TOEIC 900，还有 41 天（2027-01-10）\n"
         "发一条消息或语音给我就能开始。（/remind off 可以停止这些提醒。）"
@@ -365,9 +365,9 @@ async def test_a_reminder_is_written_in_the_learners_language_without_a_message(
 
 
 async def test_the_models_context_stays_english_for_a_chinese_learner(clocked: Engine) -> None:
-    store = clocked.learner.store
+    profiles = clocked.learner.profiles
     for field, value in (("goal", "TOEIC 900"), ("goal_date", "2027-01-10")):
-        await store.set_field(7, field, value, source="you", now=MONDAY_NOON)
+        await profiles.set_field(7, field, value, source="you", now=MONDAY_NOON)
     with i18n.speaking("zh_Hant"):
         lines = await clocked.learner.context_lines(7, MONDAY_NOON)
         shown = (await run_command(clocked, "profile", CommandContext(PRIVATE, TAIPEI, ""))).text
@@ -434,9 +434,9 @@ async def test_a_reminder_speaks_the_app_language_the_learner_last_used(db: Data
     taiwan = UserRef(7, "Mei", "zh-TW")
     assert await engine.language(taiwan) == "zh_Hant"
     assert await engine.learner.language(7, now) == "zh_Hant"  # the job: no platform hint
-    assert (await engine.learner.store.export(7, now))["app_language"] == "zh-TW"
+    assert (await engine.learner.export(7, now))["app_language"] == "zh-TW"
     await engine.forget_user(7)
-    assert await engine.learner.store.app_language(7) is None
+    assert await engine.learner.profiles.app_language(7) is None
     assert await engine.learner.language(7, now) == "en"
 
 

@@ -12,13 +12,13 @@ import pytest
 
 from memora.commands import CommandContext, run_command
 from memora.engine import ChatRef, Engine, EngineConfig, UserRef
+from memora.errors import AlreadyGraded, CardGone, NotYourCard
 from memora.learner import progress, review
 from memora.learner.commands import review_command
 from memora.learner.model import ExtractedMistake, ExtractedWord, ProfileUpdate
 from memora.learner.profile import ProfileError, clean_value, known_field
 from memora.learner.screen import mistake_problem, vocab_key
 from memora.learner.service import Learner
-from memora.learner.store import AlreadyGraded, CardGone, NotYourCard
 from memora.llm import ChatMessage
 from memora.longterm import MemoryStore
 from memora.shortterm.instructions import TUTOR_INSTRUCTIONS
@@ -77,7 +77,7 @@ def test_values_are_validated_with_clear_reasons() -> None:
 
 
 async def test_profile_changes_keep_history_and_undo_step_by_step(learner: Learner) -> None:
-    s = learner.store
+    s = learner.profiles
     assert await s.set_field(ALICE, "level", "B1", source="conversation", now=NOW)
     assert not await s.set_field(ALICE, "level", "B1", source="conversation", now=NOW)
     assert await s.set_field(ALICE, "level", "B2", source="you", now=NOW + timedelta(days=1))
@@ -204,34 +204,34 @@ async def test_words_have_no_duplicates_per_user(learner: Learner) -> None:
         BOB, message="x y", profile=[], mistakes=[], words=[word("book a table")], now=NOW
     )
     assert other.words == 1  # Bob's list is his own
-    assert [w["term"] for w in await learner.store.words(ALICE)] == ["book a table"]
+    assert [w["term"] for w in await learner.entries.words(ALICE)] == ["book a table"]
 
 
 # -- review ---------------------------------------------------------------------------------------
 async def test_review_grades_with_fsrs_and_checks_the_owner(learner: Learner, db: Database) -> None:
     await goes_there_yesterday(learner)
-    due = await learner.store.due_cards(ALICE, NOW)
+    due = await learner.cards.due_cards(ALICE, NOW)
     assert [c.kind for c in due] == ["mistake", "word"]
     assert "I go there yesterday" in due[0].front and "went" in due[0].back
-    assert await learner.store.due_cards(BOB, NOW) == []
+    assert await learner.cards.due_cards(BOB, NOW) == []
     with pytest.raises(NotYourCard):
-        await learner.store.grade(BOB, due[0].id, "good", NOW)
+        await learner.cards.grade(BOB, due[0].id, "good", NOW)
     with pytest.raises(CardGone):
-        await learner.store.grade(ALICE, 999_999, "good", NOW)
-    graded = await learner.store.grade(ALICE, due[0].id, "easy", NOW, reps=0)
+        await learner.cards.grade(ALICE, 999_999, "good", NOW)
+    graded = await learner.cards.grade(ALICE, due[0].id, "easy", NOW, reps=0)
     assert graded.due - NOW > timedelta(days=1)
     with pytest.raises(AlreadyGraded):  # a second tap on the same message
-        await learner.store.grade(ALICE, due[0].id, "easy", NOW, reps=0)
-    again = await learner.store.grade(ALICE, due[1].id, "again", NOW, reps=0)
+        await learner.cards.grade(ALICE, due[0].id, "easy", NOW, reps=0)
+    again = await learner.cards.grade(ALICE, due[1].id, "again", NOW, reps=0)
     assert again.due - NOW < timedelta(minutes=5)
-    assert await learner.store.due_count(ALICE, NOW + timedelta(minutes=5)) == 1
+    assert await learner.cards.due_count(ALICE, NOW + timedelta(minutes=5)) == 1
     # the state is in the database file: a fresh connection sees it
     other = Database(db.connection.path, url=db.connection.url)
     await other.open()
     try:
         fresh = Learner(other)
-        assert (await fresh.store.card(ALICE, due[0].id)).reps == 1
-        assert await fresh.store.next_due(ALICE) == again.due.replace(microsecond=0)
+        assert (await fresh.cards.card(ALICE, due[0].id)).reps == 1
+        assert await fresh.cards.next_due(ALICE) == again.due.replace(microsecond=0)
     finally:
         await other.close()
 
@@ -276,7 +276,7 @@ def test_grades_parse_words_numbers_and_prefixes() -> None:
 
 # -- progress, reminders, export, forget ----------------------------------------------------------
 async def test_progress_figures_chart_and_reminder_facts(learner: Learner) -> None:
-    s = learner.store
+    s = learner.profiles
     await s.set_field(ALICE, "timezone", "Asia/Taipei", source="you", now=NOW)
     await s.set_field(ALICE, "goal", "TOEIC 900", source="you", now=NOW)
     await s.set_field(ALICE, "goal_date", "2027-01-10", source="you", now=NOW)
@@ -304,19 +304,19 @@ async def test_progress_figures_chart_and_reminder_facts(learner: Learner) -> No
 
 async def test_export_and_forget_cover_every_learner_table(learner: Learner, db: Database) -> None:
     for user in (ALICE, BOB):
-        await learner.store.set_field(user, "level", "B1", source="you", now=NOW)
+        await learner.profiles.set_field(user, "level", "B1", source="you", now=NOW)
         await learner.note_message(user, NOW)
         await goes_there_yesterday(learner, user)
-        card = (await learner.store.due_cards(user, NOW))[0]
-        await learner.store.grade(user, card.id, "good", NOW)
-    data = await learner.store.export(ALICE, NOW)
+        card = (await learner.cards.due_cards(user, NOW))[0]
+        await learner.cards.grade(user, card.id, "good", NOW)
+    data = await learner.export(ALICE, NOW)
     assert data["profile"]["level"]["value"] == "B1"
     assert len(data["mistakes"]) == len(data["vocabulary"]) == 1
     assert len(data["review_cards"]) == 2 and data["reviews"] and data["days"]
     await db.erasure.forget_user(ALICE)
-    gone = await learner.store.export(ALICE, NOW)
+    gone = await learner.export(ALICE, NOW)
     assert not any(gone[k] for k in gone), gone
-    kept = await learner.store.export(BOB, NOW)
+    kept = await learner.export(BOB, NOW)
     assert kept["profile"] and kept["mistakes"] and kept["review_cards"]
 
 
@@ -347,8 +347,8 @@ async def test_the_profile_is_in_the_reply_context_counted_and_framed_as_data(
     from memora.shortterm.instructions import PROFILE_BLOCK
 
     chat, alice, bob = ChatRef(5, "group", "study"), UserRef(ALICE, "Alice"), UserRef(BOB, "Bob")
-    await engine.learner.store.set_field(ALICE, "level", "B1", source="you", now=NOW)
-    await engine.learner.store.set_field(ALICE, "goal", "TOEIC 900", source="you", now=NOW)
+    await engine.learner.profiles.set_field(ALICE, "level", "B1", source="you", now=NOW)
+    await engine.learner.profiles.set_field(ALICE, "goal", "TOEIC 900", source="you", now=NOW)
     reply = await engine.handle_turn(chat, alice, "How do I say 訂位?")
     assert reply.ok and reply.stats is not None
     sent = llm.calls[-1].messages
@@ -382,7 +382,9 @@ async def test_a_tight_budget_drops_the_profile_before_refusing(db: Database, ll
     eng = Engine(
         db=db, llm=llm, counter=LocalTokenCounter(), config=EngineConfig(max_input_tokens=floor)
     )
-    await eng.learner.store.set_field(ALICE, "interests", "football " * 10, source="you", now=NOW)
+    await eng.learner.profiles.set_field(
+        ALICE, "interests", "football " * 10, source="you", now=NOW
+    )
     reply = await eng.handle_turn(ChatRef(9), UserRef(ALICE), "hi " * 40)
     assert reply.ok
     assert not any(m.content.startswith(PROFILE_BLOCK) for m in llm.calls[-1].messages)
@@ -436,9 +438,9 @@ async def test_the_extraction_call_also_fills_the_learner_model(
     assert profile.fields["level"].source == "conversation"
     # the level is in the profile, so it is not also a memory (no fact stored twice)
     assert [m.text for m in await store.memories(ALICE)] == ["The user works as a nurse."]
-    mistakes = await learner.store.mistakes(ALICE)
+    mistakes = await learner.entries.mistakes(ALICE)
     assert [(m["category"], m["message_id"]) for m in mistakes] == [("tense", 9)]
-    assert [w["term"] for w in await learner.store.words(ALICE)] == ["night shift"]
+    assert [w["term"] for w in await learner.entries.words(ALICE)] == ["night shift"]
     log = await mem_engine.db.turns.extraction(ALICE)
     assert log is not None and "4321" not in log.raw and "4321" not in log.detail
     assert "learner mistakes logged: 1" in log.detail
@@ -459,7 +461,7 @@ async def test_with_the_learner_model_off_the_extraction_stays_narrow(
         store=store,
         config=EngineConfig(learner_enabled=False),
     )
-    await eng.learner.store.set_field(ALICE, "level", "B1", source="you", now=NOW)
+    await eng.learner.profiles.set_field(ALICE, "level", "B1", source="you", now=NOW)
     await eng.handle_turn(ChatRef(3), UserRef(ALICE), "Hello there, I like tea")
     await eng.drain()
     call = next(c for c in llm.calls if c.kind == "parse")
@@ -471,7 +473,7 @@ async def test_forgetme_leaves_no_learner_words_on_disk(learner: Learner, db: Da
     if db.connection.path is None:
         pytest.skip("the on-disk check is for the embedded SQLite file")
     secret_word = "Quorblesnatch"
-    await learner.store.set_field(
+    await learner.profiles.set_field(
         ALICE, "interests", f"{secret_word} racing", source="you", now=NOW
     )
     await learner.apply(
@@ -482,7 +484,7 @@ async def test_forgetme_leaves_no_learner_words_on_disk(learner: Learner, db: Da
         words=[word(f"{secret_word} club", "俱樂部")],
         now=NOW,
     )
-    await learner.store.undo(ALICE, NOW)  # history rows too
+    await learner.profiles.undo(ALICE, NOW)  # history rows too
     await db.erasure.forget_user(ALICE)
     files = [p for p in db.connection.path.parent.rglob("*") if p.is_file()]
     assert files
@@ -493,7 +495,7 @@ async def test_forgetme_leaves_no_learner_words_on_disk(learner: Learner, db: Da
 async def test_the_chat_export_carries_each_participants_learner_data(engine: Engine) -> None:
     await engine.handle_turn(ChatRef(4), UserRef(ALICE, "Alice"), "Hello there")
     await engine.drain()
-    await engine.learner.store.set_field(ALICE, "level", "B2", source="you", now=NOW)
+    await engine.learner.profiles.set_field(ALICE, "level", "B2", source="you", now=NOW)
     await goes_there_yesterday(engine.learner)
     data = await engine.export.export_chat(4)
     assert data is not None
@@ -510,8 +512,8 @@ async def test_a_wrong_mistake_or_word_can_be_deleted_with_its_card(engine: Engi
 
     learner = engine.learner
     await goes_there_yesterday(learner)
-    card = (await learner.store.due_cards(ALICE, NOW))[0]
-    await learner.store.grade(ALICE, card.id, "good", NOW)
+    card = (await learner.cards.due_cards(ALICE, NOW))[0]
+    await learner.cards.grade(ALICE, card.id, "good", NOW)
     alice, bob = CommandContext(ChatRef(ALICE), UserRef(ALICE), ""), UserRef(BOB)
     listed = await run_command(engine, "mistakes", alice)
     assert "1. “I go there yesterday” → “I went there yesterday” [tense]" in listed.text
@@ -521,9 +523,9 @@ async def test_a_wrong_mistake_or_word_can_be_deleted_with_its_card(engine: Engi
         engine, "mistakes", CommandContext(ChatRef(ALICE), UserRef(ALICE), "delete 1")
     )
     assert done.text == "Deleted: I go there yesterday (and its review card)."
-    assert await learner.store.mistakes(ALICE) == []
-    assert [c.kind for c in await learner.store.cards(ALICE)] == ["word"]
-    export = await learner.store.export(ALICE, NOW)
+    assert await learner.entries.mistakes(ALICE) == []
+    assert [c.kind for c in await learner.cards.cards(ALICE)] == ["word"]
+    export = await learner.export(ALICE, NOW)
     assert export["reviews"] == []  # the deleted card's reviews went with it
     words = await run_command(engine, "words", alice)
     assert "1. commute — 通勤" in words.text

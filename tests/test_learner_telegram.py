@@ -175,7 +175,7 @@ async def test_review_keyboard_show_grade_and_next_card(bot: Bot) -> None:
     assert answer.params["text"] == ALREADY and answer.params["show_alert"] is True
     assert not [c for c in calls if c.method == "editMessageText"]
     card_id = int(good.split(":")[2])
-    assert (await bot.engine.learner.store.card(ALICE, card_id)).reps == 1
+    assert (await bot.engine.learner.cards.card(ALICE, card_id)).reps == 1
 
 
 async def test_someone_elses_forged_and_deleted_cards_get_clear_answers(bot: Bot) -> None:
@@ -186,7 +186,7 @@ async def test_someone_elses_forged_and_deleted_cards_get_clear_answers(bot: Bot
 
     calls = await bot.tap(first, f"rv:g:{card_id}:0:e", user=BOB)  # Bob grades Alice's card
     assert only(calls, "answerCallbackQuery").params["text"] == NOT_YOURS
-    assert (await bot.engine.learner.store.card(ALICE, card_id)).reps == 0
+    assert (await bot.engine.learner.cards.card(ALICE, card_id)).reps == 0
 
     for forged in ("rv:g:abc:0:g", "rv:x:1:0", "rv:g:1:0:zz", "hello", ""):
         calls = await bot.tap(first, forged)
@@ -210,7 +210,7 @@ async def test_a_tap_from_someone_off_the_allow_list_stops_at_the_gate(bot: Bot)
     answer = only(calls, "answerCallbackQuery")
     assert answer.params["text"] == NOT_ALLOWED_TAP and answer.params["show_alert"] is True
     assert [c.method for c in calls] == ["answerCallbackQuery"]
-    assert (await bot.engine.learner.store.card(ALICE, card_id)).reps == 0
+    assert (await bot.engine.learner.cards.card(ALICE, card_id)).reps == 0
     calls = await bot.tap(first, show)  # Alice is on the list: her tap goes through
     assert "I went to the park" in only(calls, "editMessageText").params["text"]
 
@@ -236,8 +236,8 @@ async def test_nothing_due_says_when_and_no_cards_says_how(bot: Bot) -> None:
     assert "no review cards yet" in call.params["text"]
     await give_cards(bot.engine, ALICE)
     now = datetime.now(UTC)
-    for card in await bot.engine.learner.store.due_cards(ALICE, now):
-        await bot.engine.learner.store.grade(ALICE, card.id, "easy", now)
+    for card in await bot.engine.learner.cards.due_cards(ALICE, now):
+        await bot.engine.learner.cards.grade(ALICE, card.id, "easy", now)
     (call,) = [c for c in await bot.send("/review") if c.method == "sendMessage"]
     assert "Nothing to review right now" in call.params["text"] and "in " in call.params["text"]
 
@@ -287,10 +287,10 @@ async def test_forgetme_asks_first_and_only_the_asker_in_time_in_that_chat_delet
     """A bare /forgetme deletes nothing; its Yes is checked like every button: forged data,
     a closed question, someone else's tap, a tap from another chat, a question too old, No."""
     await give_cards(bot.engine, ALICE)
-    store = bot.engine.learner.store
+    learner = bot.engine.learner
 
     async def cards() -> int:
-        return len(await store.cards(ALICE))
+        return len(await learner.cards.cards(ALICE))
 
     asked = only(await bot.send("/forgetme"), "sendMessage")
     assert "Delete everything I stored about you?" in asked.params["text"]

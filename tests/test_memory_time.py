@@ -239,13 +239,13 @@ async def test_a_passed_goal_is_asked_about_once_on_the_next_private_turn(
     db: Database, clock: Clock, store: MemoryStore, llm: FakeLLM
 ) -> None:
     engine = make_engine(db, clock, store, llm)
-    profile = engine.learner.store
+    profiles = engine.learner.profiles
     for name, value in (
         ("goal", "IELTS 7"),
         ("goal_date", "2026-03-14"),
         ("timezone", "Asia/Taipei"),
     ):
-        await profile.set_field(ALICE.id, name, value, source="you", now=clock.now)
+        await profiles.set_field(ALICE.id, name, value, source="you", now=clock.now)
     clock.now = datetime(2026, 3, 14, 15, 0, tzinfo=UTC)  # 23:00 on the day, in Taipei
     assert notes(await turn(engine, llm, "Tomorrow I rest.")) == []
     progress = (await run_command(engine, "progress", ctx())).text

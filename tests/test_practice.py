@@ -90,7 +90,7 @@ async def test_five_items_due_first_and_each_answer_adds_the_next(
     items = mode.state["items"]
     assert len(items) == 5 and len({i["card"] for i in items}) == 5
     assert "Practice: exercise 1 of 5" in await command(engine, "status")
-    before = {c.id: c for c in await engine.learner.store.cards(ALICE.id)}
+    before = {c.id: c for c in await engine.learner.cards.cards(ALICE.id)}
     for n in range(5):
         llm.replies.append(f"Feedback {n + 1}")
         llm.parsed.append(graded("good"))
@@ -98,7 +98,7 @@ async def test_five_items_due_first_and_each_answer_adds_the_next(
         await engine.drain()
         if n < 4:
             assert f"Exercise {n + 2} of 5" in reply.plain
-    after = {c.id: c for c in await engine.learner.store.cards(ALICE.id)}
+    after = {c.id: c for c in await engine.learner.cards.cards(ALICE.id)}
     for item in items:
         assert after[item["card"]].reps == before[item["card"]].reps + 1
         assert after[item["card"]].due > engine.clock()
@@ -116,7 +116,7 @@ async def test_a_bad_grade_falls_back_to_the_code_grade(mem_engine: Engine, llm:
     llm.parsed.append(graded("excellent"))
     await engine.handle_turn(CHAT, ALICE, "She goes to school.")
     await engine.drain()
-    card = (await engine.learner.store.cards(ALICE.id))[0]
+    card = (await engine.learner.cards.cards(ALICE.id))[0]
     assert card.reps == 1
     assert code_grade({"type": "rewrite", "expected": "She goes."}, "she goes") == "good"
     assert code_grade({"type": "rewrite", "expected": "She goes."}, "xyz") == "again"
@@ -146,8 +146,8 @@ async def test_stop_cancel_reset_groups_export_forgetme(engine: Engine, llm: Fak
 
 async def test_due_cards_come_first(engine: Engine, llm: FakeLLM) -> None:
     await seed(engine)  # six cards, all due
-    cards = await engine.learner.store.cards(ALICE.id)
-    await engine.learner.store.grade(ALICE.id, cards[0].id, "easy", engine.clock())
+    cards = await engine.learner.cards.cards(ALICE.id)
+    await engine.learner.cards.grade(ALICE.id, cards[0].id, "easy", engine.clock())
     await command(engine, "practice")
     mode = await engine.lessons.mode(CHAT.id)
     assert mode is not None
@@ -166,13 +166,13 @@ async def test_grades_move_the_card_as_review_would(mem_engine: Engine, llm: Fak
         (first, "hard", graded("hard"), "whatever"),  # the model's grade is used
         (second, "again", {"memories": []}, "no idea"),  # none given: the code grade
     ]:
-        card = await engine.learner.store.card(ALICE.id, card_id)
+        card = await engine.learner.cards.card(ALICE.id, card_id)
         expected = review.review(card.state, grade, engine.clock())
         llm.replies.append("Feedback")
         llm.parsed.append(parsed)
         await engine.handle_turn(CHAT, ALICE, answer)
         await engine.drain()
-        after = await engine.learner.store.card(ALICE.id, card_id)
+        after = await engine.learner.cards.card(ALICE.id, card_id)
         assert after.reps == card.reps + 1
         assert abs((after.due - expected.due).total_seconds()) < 2  # stored to the second
     assert await engine.lessons.mode(CHAT.id) is None

@@ -237,7 +237,7 @@ async def test_the_time_zone_lives_in_the_learner_profile(clocked_engine: Engine
 async def test_the_reminder_text_comes_from_the_learner_model(clocked_engine: Engine) -> None:
     learner = clocked_engine.reminders.learner
     for field, value in (("goal", "TOEIC 900"), ("goal_date", "2027-01-10")):
-        await learner.store.set_field(ALICE, field, value, source="you", now=MONDAY_NOON)
+        await learner.profiles.set_field(ALICE, field, value, source="you", now=MONDAY_NOON)
     text = await clocked_engine.reminders.text(ALICE, MONDAY_NOON)
     assert "• Goal: TOEIC 900 in 41 days (2027-01-10)" in text.splitlines()
     assert "review card" not in text  # nothing due: that line is left out
@@ -503,7 +503,7 @@ async def test_a_learner_who_moved_is_reminded_in_their_new_zone(
     # The conversation (or /profile set) moved them to Taipei, where it is 20:05 now: the job
     # that fires next follows the profile, reschedules in the new zone and sends.
     learner = engine.reminders.learner
-    await learner.store.set_field(ALICE, "timezone", "Asia/Taipei", source="you", now=clock.now)
+    await learner.profiles.set_field(ALICE, "timezone", "Asia/Taipei", source="you", now=clock.now)
     assert await jobs.deliver(ALICE) is True
     assert jobs.zones[ALICE] == "Asia/Taipei"
     (job,) = app.job_queue.get_jobs_by_name(f"reminder:{ALICE}")

@@ -241,9 +241,9 @@ async def test_profile_entries_export_and_forget_me_are_the_cores_own(
     mem_engine: Engine, web: httpx.AsyncClient
 ) -> None:
     await _alice_remembers(mem_engine)
-    store, now = mem_engine.learner.store, mem_engine.clock()
+    learner, now = mem_engine.learner, mem_engine.clock()
     word = ExtractedWord(term="commute", meaning="travel to work", example="I commute by bus.")
-    await store.add_words(ALICE, [word], now=now)
+    await learner.add_words(ALICE, [word], now=now)
     r = await web.put("/app/api/profile/level", headers=auth(ALICE), json={"value": "b2"})
     assert r.status_code == 200
     bad = await web.put("/app/api/profile/level", headers=auth(ALICE), json={"value": "Z9"})
@@ -256,7 +256,7 @@ async def test_profile_entries_export_and_forget_me_are_the_cores_own(
     assert word["term"] == "commute" and word["next_review"]
     assert (await web.delete(f"/app/api/words/{word['id']}", headers=auth(BOB))).status_code == 404
     assert (await web.delete(f"/app/api/words/{word['id']}", headers=auth(ALICE))).is_success
-    assert await store.words(ALICE) == []
+    assert await learner.entries.words(ALICE) == []
     assert (await web.delete("/app/api/profile/level", headers=auth(ALICE))).is_success
     assert (await mem_engine.learner.profile(ALICE, now)).get("level") is None
 

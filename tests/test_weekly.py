@@ -55,7 +55,7 @@ async def test_the_report_compares_this_week_with_last_from_the_learner_model(
     assert (week.first, week.last) == (date(2026, 11, 30), date(2026, 12, 6))
     assert week.messages == (5, 4) and week.study_days == (3, 1) and week.new_words == (2, 1)
     assert week.mistakes == {"tense": (2, 3), "article": (1, 0)}
-    due = await engine.learner.store.due_count(ALICE, MONDAY)
+    due = await engine.learner.cards.due_count(ALICE, MONDAY)
     assert report.compose(week, "Alice").splitlines() == [
         "📅 Your week in English, Alice (30 Nov – 6 Dec: the 7 days before today)",
         "• Messages: 5 (last week 4, ↑1)",
@@ -74,7 +74,9 @@ async def test_the_report_compares_this_week_with_last_from_the_learner_model(
 
 
 async def test_a_quiet_week_gets_a_short_encouraging_report(engine: Engine) -> None:
-    await engine.learner.store.set_field(ALICE, "goal_date", "2027-01-10", source="you", now=MONDAY)
+    await engine.learner.profiles.set_field(
+        ALICE, "goal_date", "2027-01-10", source="you", now=MONDAY
+    )
     text = report.compose(await report.gather(engine.learner, ALICE, MONDAY))
     assert "A quiet week: no practice logged." in text and "fresh start" in text
     assert "Messages:" not in text and "Mistakes" not in text
@@ -93,7 +95,7 @@ async def test_a_week_is_claimed_once_by_any_number_of_processes(
     engine: Engine, db: Database, clock: Clock
 ) -> None:
     weekly = engine.weekly
-    await engine.reminders.learner.store.set_field(
+    await engine.reminders.learner.profiles.set_field(
         ALICE, "timezone", "Asia/Taipei", source="you", now=MONDAY
     )
     clock.now = MONDAY - timedelta(days=3)

@@ -79,10 +79,9 @@ class LearnerApi:
         engine, uid, now = self.engine, user.id, self.engine.clock()
         memories = await engine.queries.memories(uid) if engine.has_memory else []
         sources = await engine.queries.memory_sources(uid, memories)
-        store = engine.learner.store
         profile = await engine.learner.profile(uid, now)
         history: dict[str, list[dict[str, Any]]] = defaultdict(list)
-        for c in await store.history(uid):
+        for c in await engine.learner.profiles.history(uid):
             history[c.field].append(
                 {
                     "at": c.at,
@@ -94,10 +93,10 @@ class LearnerApi:
             )
         due = {
             (term, meaning): card.due.isoformat()
-            for card, term, meaning, _example in await store.card_parts(uid)
+            for card, term, meaning, _example in await engine.learner.cards.card_parts(uid)
             if card.kind == "word"
         }
-        words = await store.words(uid)
+        words = await engine.learner.entries.words(uid)
         for w in words:
             w["next_review"] = due.get((w["term"], w["meaning"]))
         p = await engine.learner.progress(uid, now)
@@ -120,7 +119,7 @@ class LearnerApi:
                 }
                 for name in PROFILE_FIELDS
             ],
-            "mistakes": await store.mistakes(uid),
+            "mistakes": await engine.learner.entries.mistakes(uid),
             "words": words,
             "progress": progress_view.render(p, now),
         }
@@ -192,7 +191,7 @@ class LearnerApi:
 
     async def delete_entry(self, user: UserRef, kind: str, entry_id: int) -> Response:
         """A mistake or a word, with its review card (as /mistakes delete, /words delete)."""
-        if not await self.engine.learner.store.delete_entry(user.id, kind, entry_id):
+        if not await self.engine.learner.entries.delete_entry(user.id, kind, entry_id):
             return error(404, f"no such {kind}")
         return JSONResponse({"deleted": entry_id})
 

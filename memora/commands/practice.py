@@ -23,7 +23,7 @@ async def _practice(engine: Engine, ctx: CommandContext) -> Reply:
     refused = lesson_refusal(engine, ctx.chat, "practice")
     if refused is not None:
         return refused
-    items = await build_items(engine.learner.store, ctx.user.id, engine.clock())
+    items = await build_items(engine.learner.cards, ctx.user.id, engine.clock())
     if not items:
         return Reply(
             _(

@@ -68,7 +68,7 @@ async def _roleplay(engine: Engine, ctx: CommandContext) -> Reply:
         state = {"scene": "custom", "text": mask_secrets(arg[:FREE_TEXT_CAP])}
     state["level"] = await engine.lessons.learner_level(ctx.user.id) or START_LEVEL
     # What was logged before the scene stays out of its debrief (times can share a second).
-    state["after"] = list(await engine.learner.store.last_entry_ids(ctx.user.id))
+    state["after"] = list(await engine.learner.entries.last_entry_ids(ctx.user.id))
     await engine.lessons.start_mode(ctx.chat, ctx.user, "roleplay", state)
     reply = await engine.handle_turn(
         ctx.chat, ctx.user, "/roleplay", message_id=ctx.message_id, extract=False

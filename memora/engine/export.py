@@ -64,7 +64,7 @@ class Export:
         """What is kept about a learner across their chats: the learner model, reminder, usage,
         weekly report setting and lesson modes."""
         return {
-            "learner": await self.learner.store.export(user_id, self.state.clock()),
+            "learner": await self.learner.export(user_id, self.state.clock()),
             "reminder": await self.reminders.export(user_id),  # None without one
             "usage": await UsageLedger(self.db).export(user_id),  # counts, no words
             "weekly_report": await self.weekly.export(user_id),  # setting, weeks sent

@@ -74,7 +74,7 @@ class People:
 
     async def set_language(self, user_id: int, lang: str | None) -> bool:
         """Save the learner's /language choice (None: follow the profile and the platform)."""
-        return await self.learner.store.set_field(
+        return await self.learner.profiles.set_field(
             user_id, LANGUAGE_FIELD, lang, source="you", now=self.state.clock()
         )
 

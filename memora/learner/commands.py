@@ -10,8 +10,10 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from memora.errors import AlreadyGraded, CardGone, NotYourCard
 from memora.i18n import N_, _
 from memora.learner import progress, review
+from memora.learner.cards import ReviewCard
 from memora.learner.model import FIELD_HELP
 from memora.learner.profile import (
     TEACHING_FIELDS,
@@ -21,7 +23,7 @@ from memora.learner.profile import (
     render,
 )
 from memora.learner.service import Learner
-from memora.learner.store import AlreadyGraded, CardGone, NotYourCard, ReviewCard
+from memora.storage.learner_schema import iso
 from memora.types import UserRef
 from memora.views import Button, ButtonAnswer, Reply
 
@@ -51,11 +53,11 @@ async def profile_command(
 ) -> Reply:
     verb, _sep, rest = arg.strip().partition(" ")
     verb = verb.lower()
-    store = learner.store
+    profiles = learner.profiles
     if not verb:
         return Reply(render(await learner.profile(user_id, now), now, who))
     if verb == "undo":
-        change = await store.undo(user_id, now)
+        change = await profiles.undo(user_id, now)
         if change is None:
             return Reply(_("Nothing to undo: your profile has no changes left."), ok=False)
         back = change.old_value if change.old_value is not None else _("(empty)")
@@ -63,7 +65,7 @@ async def profile_command(
             _("Undone: {field} is back to {value}.").format(field=change.field, value=back)
         )
     if verb == "history":
-        changes = await store.history(user_id)
+        changes = await profiles.history(user_id)
         if not changes:
             return Reply(_("Your profile has no history yet."))
         lines = [
@@ -83,7 +85,7 @@ async def profile_command(
     except ProfileError as exc:
         return Reply(str(exc), ok=False)
     before = (await learner.profile(user_id, now)).get(field)
-    if not await store.set_field(user_id, field, clean, source="you", now=now):
+    if not await profiles.set_field(user_id, field, clean, source="you", now=now):
         return Reply(
             _("No change: {field} is already {value}.").format(
                 field=field, value=clean or _("(empty)")
@@ -145,10 +147,10 @@ async def _nothing_due(
 ) -> Reply:
     """No card due now: when the next one is. After a grade (`graded`: when that card comes
     back, which its grade's line says), the next one is either that card or another one."""
-    nxt = await learner.store.next_due(user_id)
+    nxt = await learner.cards.next_due(user_id)
     if nxt is None:
         return Reply(_(NO_CARDS))
-    if graded is not None and review.iso(nxt) >= review.iso(graded):  # as stored: to the second
+    if graded is not None and iso(nxt) >= iso(graded):  # as stored: to the second
         return Reply(_("Nothing else to review right now."))
     profile = await learner.profile(user_id, now)
     local = nxt.astimezone(profile.zone())
@@ -170,17 +172,17 @@ async def next_card(
     graded: datetime | None = None,
 ) -> Reply:
     """The next due card (`graded`: when the card just graded comes back, see _nothing_due)."""
-    due = await learner.store.due_cards(user_id, now, limit=1)
+    due = await learner.cards.due_cards(user_id, now, limit=1)
     if not due:
         return await _nothing_due(learner, user_id, now, graded)
-    return _prompt(due[0], await learner.store.due_count(user_id, now), answer=answer)
+    return _prompt(due[0], await learner.cards.due_count(user_id, now), answer=answer)
 
 
 async def _graded(
     learner: Learner, user_id: int, card: ReviewCard, grade: str, now: datetime
 ) -> tuple[str, datetime]:
     """Grade the card: the line saying when it comes back, and when that is."""
-    graded = await learner.store.grade(user_id, card.id, grade, now, reps=card.reps)
+    graded = await learner.cards.grade(user_id, card.id, grade, now, reps=card.reps)
     await learner.note_review(user_id, now)
     note = _("{grade} — you'll see it again {when}.").format(
         grade=_(GRADE_LABELS[grade]), when=review.until(graded.due, now)
@@ -203,7 +205,7 @@ async def review_command(
             return Reply(
                 _("Usage: /review · /review show · /review again|hard|good|easy (or 1-4)"), ok=False
             )
-        due = await learner.store.due_cards(user_id, now, limit=1)
+        due = await learner.cards.due_cards(user_id, now, limit=1)
         if not due:
             return await _nothing_due(learner, user_id, now)
         note, back = await _graded(learner, user_id, due[0], grade, now)
@@ -229,11 +231,11 @@ async def review_button(learner: Learner, user_id: int, data: str, now: datetime
     except (IndexError, ValueError, KeyError):
         return ButtonAnswer(_(FORGED), alert=True)
     try:
-        card = await learner.store.card(user_id, card_id)
+        card = await learner.cards.card(user_id, card_id)
         if card.reps != reps:
             raise AlreadyGraded(card_id)
         if not grade:
-            due = await learner.store.due_count(user_id, now)
+            due = await learner.cards.due_count(user_id, now)
             return ButtonAnswer(edit=_prompt(card, max(due, 1), answer=True))
         note, back = await _graded(learner, user_id, card, grade, now)
     except CardGone:
@@ -257,8 +259,8 @@ SHOWN = 30
 async def entries_command(learner: Learner, user_id: int, kind: str, arg: str) -> Reply:
     """/mistakes or /words: the latest entries, numbered; `delete <n>` removes one with its card."""
     name = "mistakes" if kind == "mistake" else "words"
-    store = learner.store
-    items = await (store.mistakes(user_id) if kind == "mistake" else store.words(user_id))
+    entries = learner.entries
+    items = await (entries.mistakes(user_id) if kind == "mistake" else entries.words(user_id))
     verb, _sep, rest = arg.strip().partition(" ")
     if verb.lower() == "delete":
         try:
@@ -276,7 +278,7 @@ async def entries_command(learner: Learner, user_id: int, kind: str, arg: str) -
                 ok=False,
             )
         item = items[n - 1]
-        await store.delete_entry(user_id, kind, int(item["id"]))
+        await entries.delete_entry(user_id, kind, int(item["id"]))
         what = item["original"] if kind == "mistake" else item["term"]
         return Reply(_("Deleted: {what} (and its review card).").format(what=what))
     if verb:

@@ -29,11 +29,6 @@ def utc(now: datetime) -> datetime:
     return now.replace(tzinfo=UTC) if now.tzinfo is None else now.astimezone(UTC)
 
 
-def iso(when: datetime) -> str:
-    """One fixed format, so due times compare correctly as text in SQL."""
-    return utc(when).isoformat(timespec="seconds")
-
-
 def parse_grade(word: str) -> str | None:
     """'Good', 'g', '3' → 'good'; None if it is not a grade."""
     key = word.strip().lower()

@@ -110,11 +110,11 @@ async def gather(learner: Learner, user_id: int, now: datetime) -> Week:
     p = await learner.progress(user_id, now)
     profile = await learner.profile(user_id, now)
     zone = profile.zone()
-    words = await learner.store.words(user_id)
+    words = await learner.entries.words(user_id)
     return summarise(
         p,
-        days=await learner.store.days(user_id),
-        mistakes=await learner.store.mistake_dates(user_id),
+        days=await learner.entries.days(user_id),
+        mistakes=await learner.entries.mistake_dates(user_id),
         word_dates=[str(w["at"]) for w in words],
         local_date=lambda at: datetime.fromisoformat(at).astimezone(zone).date(),
     )

@@ -182,7 +182,7 @@ class Placement(Lesson):
                 ),
                 ("placement: ended with no estimate (no answer could be judged)",),
             )
-        await ctx.learner.store.set_field(
+        await ctx.learner.profiles.set_field(
             ctx.user_id,
             "level",
             estimate,

@@ -17,7 +17,7 @@ from pydantic import Field
 from memora.errors import AlreadyGraded, CardGone, NotYourCard
 from memora.extraction import LearnerExtractionResult, ModeAsk
 from memora.i18n import _
-from memora.learner.cards import CardStore
+from memora.learner.cards import Cards
 from memora.modes.lesson import Lesson, Settled, Settling
 from memora.shortterm.instructions import quoted
 from memora.storage import ModeRow
@@ -61,10 +61,10 @@ def exercise(card_id: int, reps: int, kind: str, a: str, b: str, c: str, n: int)
     return {**base, "type": "sentence", "prompt": prompt, "expected": a}
 
 
-async def build_items(store: CardStore, user_id: int, now: datetime) -> list[dict[str, Any]]:
+async def build_items(cards: Cards, user_id: int, now: datetime) -> list[dict[str, Any]]:
     """Up to ITEMS exercises: due cards first, then the newest mistakes and words."""
-    parts = await store.card_parts(user_id)
-    due = {c.id for c in await store.due_cards(user_id, now, limit=ITEMS)}
+    parts = await cards.card_parts(user_id)
+    due = {c.id for c in await cards.due_cards(user_id, now, limit=ITEMS)}
     ordered = sorted(parts, key=lambda p: (p[0].id not in due, p[0].due if p[0].id in due else 0))
     items: list[dict[str, Any]] = []
     for card, a, b, c in ordered[:ITEMS]:
@@ -150,7 +150,7 @@ class Practice(Lesson):
         lines = [f"practice: exercise {n + 1} graded {grade} ({source})"]
         due: str | None = None
         try:
-            graded = await ctx.learner.store.grade(
+            graded = await ctx.learner.cards.grade(
                 ctx.user_id, item["card"], grade, ctx.now, reps=item["reps"]
             )
             due = graded.due.isoformat()

@@ -235,7 +235,7 @@ async def debrief(learner: Learner, mode: ModeRow, user_id: int) -> str:
     since = datetime.fromisoformat(mode.started_at)
     after = mode.state.get("after")
     ids = (int(after[0]), int(after[1])) if isinstance(after, list) and len(after) == 2 else (0, 0)
-    mistakes, words = await learner.store.logged_since(user_id, mode.chat_id, since, ids)
+    mistakes, words = await learner.entries.logged_since(user_id, mode.chat_id, since, ids)
     out = [_("🎭 Scene over: {scene}").format(scene=title_of(scene_of(mode.state)))]
     if mistakes:
         out.append(_("Mistakes to look at:"))

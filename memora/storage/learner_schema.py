@@ -1,8 +1,11 @@
-"""The learner model's tables (migration m002_learner; memora.learner reads and writes them).
-Every table has a user_id column, and /forgetme deletes a user's rows from each of
-:data:`USER_TABLES` in its one transaction."""
+"""The learner model's tables (migration m002_learner; learner_profile.py, learner_entries.py and
+learner_cards.py read and write them) and the format their times are kept in. Every table has a
+user_id column, and /forgetme deletes a user's rows from each of :data:`USER_TABLES` in its one
+transaction."""
 
 from __future__ import annotations
+
+from datetime import UTC, datetime
 
 LEARNER_SCHEMA = """
 CREATE TABLE learner_profile (
@@ -110,3 +113,15 @@ USER_TABLES = (
     "learner_app_language",
     "learner_asked_once",
 )
+
+
+def iso(when: datetime) -> str:
+    """A time as the learner tables keep it: UTC, to the second, in one fixed format, so times
+    compare correctly as text in SQL."""
+    utc = when.replace(tzinfo=UTC) if when.tzinfo is None else when.astimezone(UTC)
+    return utc.isoformat(timespec="seconds")
+
+
+def as_datetime(text: str) -> datetime:
+    """A stored ISO time as an aware UTC datetime."""
+    return datetime.fromisoformat(text).astimezone(UTC)

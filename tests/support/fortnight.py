@@ -31,7 +31,7 @@ def word(term: str) -> ExtractedWord:
 async def a_fortnight(engine: Engine, user: int = ALICE) -> None:
     """Two weeks of a Taipei learner: more messages and study days this week, the same number
     of mistakes (tense falling, article new), more words, a level change and a goal."""
-    s = engine.learner.store
+    s = engine.learner
     for field, value, when in (
         ("timezone", "Asia/Taipei", at("2026-11-01")),
         ("level", "B1", at("2026-11-01")),
@@ -39,7 +39,7 @@ async def a_fortnight(engine: Engine, user: int = ALICE) -> None:
         ("goal", "TOEIC 900", at("2026-11-01")),
         ("goal_date", "2027-01-10", at("2026-11-01")),
     ):
-        await s.set_field(user, field, value, source="you", now=when)
+        await s.profiles.set_field(user, field, value, source="you", now=when)
     for day, messages, reviews in (
         ("2026-11-25", 4, 0),  # last week
         ("2026-12-01", 3, 0),  # this week
@@ -47,7 +47,7 @@ async def a_fortnight(engine: Engine, user: int = ALICE) -> None:
         ("2026-12-05", 0, 1),  # a review-only day is a study day
         ("2026-12-07", 1, 0),  # today: next week's
     ):
-        await s.note_day(user, day, messages=messages, reviews=reviews)
+        await s.entries.note_day(user, day, messages=messages, reviews=reviews)
     await s.add_mistakes(
         user, [mistake(f"I go {i}", "tense") for i in range(3)], now=at("2026-11-24")
     )
