@@ -1,6 +1,6 @@
 """Long-term memory on a Chroma server shared by several replicas (`[longterm] chroma_url`).
 
-Each replica keeps its own per-user cache (:mod:`memora.longterm.snapshot`) and ranks from it in
+Each replica keeps its own per-user cache (:mod:`memora.longterm.user_cache`) and ranks from it in
 numpy, as the embedded store does. What changes with a server is that ANOTHER process may write
 for the same user (a learner talking in a private chat and a group answered by two replicas).
 So every write ends by giving the user a new version token, kept on the server in a small
