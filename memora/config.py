@@ -150,7 +150,7 @@ class TutorConfig(_Section):
 
 
 class RemindersConfig(_Section):
-    """Reminders and the weekly report (memora/reminders.py, memora/weekly.py)."""
+    """Reminders and the weekly report (memora/reminders/)."""
 
     weekly: bool = False  # a learner who sets a daily reminder gets the weekly report too
 

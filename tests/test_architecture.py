@@ -268,8 +268,6 @@ def test_the_sql_finder_finds_sql_and_not_prose() -> None:
 
 SQL_LATER = {
     "memora.erase",
-    "memora.reminders",
-    "memora.weekly",
 }
 
 
@@ -308,9 +306,7 @@ def test_every_file_name_has_one_meaning() -> None:
 
 NAMES_LATER = {
     "practice",
-    "reminders",
     "roleplay",
-    "weekly",
 }
 
 

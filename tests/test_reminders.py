@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from bot.telegram import build_application
-from bot.telegram.reminders import ReminderJobs, _ptb_days
+from bot.telegram.reminders import ReminderJobs, ptb_days
 from memora.commands import CommandContext, run_command
 from memora.config import Settings, TelegramConfig
 from memora.engine import ChatRef, Engine, UserRef
@@ -63,9 +63,9 @@ def test_bad_remind_arguments_say_how(arg: str, says: str) -> None:
         parse_remind(arg)
 
 
-def test_python_weekdays_become_ptb_days() -> None:
-    assert _ptb_days((0, 1, 2, 3, 4)) == (1, 2, 3, 4, 5)  # PTB counts from Sunday = 0
-    assert _ptb_days((6,)) == (0,)
+def test_python_weekdays_becomeptb_days() -> None:
+    assert ptb_days((0, 1, 2, 3, 4)) == (1, 2, 3, 4, 5)  # PTB counts from Sunday = 0
+    assert ptb_days((6,)) == (0,)
 
 
 # -- the due rule -------------------------------------------------------------------------------
@@ -336,7 +336,7 @@ async def test_start_up_catches_up_a_missed_reminder_once(
     await asyncio.sleep(0.2)
     assert tg.sent_messages(BOB) == []
     jobs: ReminderJobs = app.bot_data.reminder_jobs
-    assert sorted(jobs.zones) == [ALICE, BOB]  # both scheduled for their next time
+    assert sorted(jobs.when) == [ALICE, BOB]  # both scheduled for their next time
     assert await jobs.restore() == 2  # a second start-up the same day sends nothing more
     await asyncio.sleep(0.3)
     assert len(tg.sent_messages(ALICE)) == 1
@@ -499,13 +499,13 @@ async def test_a_learner_who_moved_is_reminded_in_their_new_zone(
     await engine.reminders.set(ALICE, ALICE, time(20, 0), EVERY_DAY)
     clock.now = MONDAY_NOON  # 12:05 UTC: not yet 20:00 in UTC
     jobs = await start(app)
-    assert jobs.zones[ALICE] == "UTC" and tg.sent_messages(ALICE) == []
+    assert jobs.when[ALICE][0] == "UTC" and tg.sent_messages(ALICE) == []
     # The conversation (or /profile set) moved them to Taipei, where it is 20:05 now: the job
     # that fires next follows the profile, reschedules in the new zone and sends.
     learner = engine.reminders.learner
     await learner.profiles.set_field(ALICE, "timezone", "Asia/Taipei", source="you", now=clock.now)
     assert await jobs.deliver(ALICE) is True
-    assert jobs.zones[ALICE] == "Asia/Taipei"
+    assert jobs.when[ALICE][0] == "Asia/Taipei"
     (job,) = app.job_queue.get_jobs_by_name(f"reminder:{ALICE}")
     assert job.job.trigger.timezone.key == "Asia/Taipei"
     await sent_to(tg, ALICE)
@@ -526,7 +526,7 @@ async def test_a_blocked_learner_is_switched_off_not_retried(
             timeout=10,
             what="the refused send",
         )
-        await _until(lambda: not jobs.zones)
+        await _until(lambda: not jobs.when)
     stored = await engine.reminders.get(ALICE)
     assert stored is not None and not stored.enabled and stored.off_reason == "blocked"
     assert app.job_queue.get_jobs_by_name(f"reminder:{ALICE}") == ()

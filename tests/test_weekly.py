@@ -16,17 +16,15 @@ from typing import Any
 import pytest
 
 from bot.telegram import build_application
-from bot.telegram.weekly import WeeklyJobs
+from bot.telegram.reminders import WeeklyJobs
 from memora.commands import COMMANDS, CommandContext, run_command
 from memora.config import Settings, TelegramConfig
 from memora.engine import ChatRef, Engine, EngineConfig, UserRef
-from memora.learner import weekly as report
-from memora.reminders import EVERY_DAY, Reminders
+from memora.reminders import EVERY_DAY, Reminders, WeeklyReports, WeeklySetting, report, week_key
 from memora.shortterm.tokens import LocalTokenCounter
 from memora.storage import Database
 from memora.storage.durable import Outbox
 from memora.views import Reply
-from memora.weekly import WeeklyReports, WeeklySetting, week_key
 from tests.support.fake_openai import FakeOpenAI
 from tests.support.fake_telegram import FakeTelegram
 from tests.support.fakes import Clock, FakeLLM, clocked_engine
@@ -336,17 +334,17 @@ async def test_a_learner_who_blocked_the_bot_is_switched_off_not_retried(
         await tg.await_for(
             lambda: [e for e in tg.errors if e[0] == "sendPhoto"], 10, "the refused report"
         )
-        await until(lambda: ALICE not in jobs.weekly)  # the scheduler heard: after the write
+        await until(lambda: ALICE not in jobs.scheduled)  # the scheduler heard: after the write
         setting = await engine.weekly.get(ALICE)
         assert setting is not None and not setting.enabled and setting.off_reason == "blocked"
-        assert ALICE not in jobs.weekly and BOB in jobs.weekly
+        assert ALICE not in jobs.scheduled and BOB in jobs.scheduled
         shown = (await remind(engine, "")).text
         assert "Weekly report: off because Telegram said you blocked me" in shown
         # Blocked on a daily reminder: the report goes off too (it could not arrive either).
         await engine.reminders.off(BOB, reason="blocked")
-        await until(lambda: BOB not in jobs.weekly)
+        await until(lambda: BOB not in jobs.scheduled)
         bob = await engine.weekly.get(BOB)
-        assert bob is not None and bob.off_reason == "blocked" and BOB not in jobs.weekly
+        assert bob is not None and bob.off_reason == "blocked" and BOB not in jobs.scheduled
     finally:
         await stop(app)
     assert len(tg.calls_to("sendPhoto")) == 1  # refused once, never retried
@@ -371,14 +369,14 @@ async def test_remind_weekly_in_telegram_schedules_it_and_previews_the_chart(
         tg.user_sends("/remind weekly fri", user_id=ALICE)
         answer = await said(tg, "📅 Weekly report:")
         assert answer.startswith("📅 Weekly report: on, Fris at 19:00")
-        await until(lambda: ALICE in jobs.weekly)
-        fields = {f.name: str(f) for f in jobs.weekly[ALICE].job.trigger.fields}
+        await until(lambda: ALICE in jobs.scheduled)
+        fields = {f.name: str(f) for f in jobs.scheduled[ALICE].job.trigger.fields}
         assert (fields["hour"], fields["minute"], fields["day_of_week"]) == ("19", "0", "fri")
         tg.user_sends("/remind 07:30", user_id=ALICE)  # a reminder time: the report's too
         await said(tg, "⏰ Reminder set")
 
         def report_at() -> tuple[str, str] | None:
-            job = jobs.weekly.get(ALICE)
+            job = jobs.scheduled.get(ALICE)
             fields = {f.name: str(f) for f in job.job.trigger.fields} if job else {}
             when = (fields.get("hour", ""), fields.get("minute", ""))
             return when if when == ("7", "30") else None
@@ -387,7 +385,7 @@ async def test_remind_weekly_in_telegram_schedules_it_and_previews_the_chart(
         tg.user_sends("/timezone Asia/Taipei", user_id=ALICE)
 
         def report_zone() -> str | None:
-            job = jobs.weekly.get(ALICE)
+            job = jobs.scheduled.get(ALICE)
             zone = str(job.job.trigger.timezone) if job else ""
             return zone if zone == "Asia/Taipei" else None
 
@@ -397,7 +395,7 @@ async def test_remind_weekly_in_telegram_schedules_it_and_previews_the_chart(
         assert photo_caption(tg, ALICE).startswith("📅 Your week in English")
         tg.user_sends("/remind weekly off", user_id=ALICE)
         assert (await said(tg, "Weekly report off")).startswith("Weekly report off.")
-        await until(lambda: ALICE not in jobs.weekly)
+        await until(lambda: ALICE not in jobs.scheduled)
         assert await engine.weekly.weeks(ALICE) == []  # the preview claimed nothing
     finally:
         await stop(app)

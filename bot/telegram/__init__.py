@@ -42,8 +42,7 @@ from .limits import ReplyFirstRateLimiter
 from .menus import set_menus
 from .outbox import Deliverer
 from .processor import PerChatUpdateProcessor
-from .reminders import ReminderJobs
-from .weekly import WeeklyJobs
+from .reminders import ReminderJobs, WeeklyJobs
 
 __all__ = [
     "ALLOWED_UPDATES",

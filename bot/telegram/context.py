@@ -20,9 +20,8 @@ from .bodies import Answer
 from .menus import ChatMenus
 from .messages import is_group
 from .outbox import Deliverer
-from .reminders import ReminderJobs
+from .reminders import ReminderJobs, WeeklyJobs
 from .webapp import WebApp
-from .weekly import WeeklyJobs
 
 log = logging.getLogger(__name__)
 

@@ -24,12 +24,11 @@ from memora.learner.service import Learner
 from memora.llm import LLM
 from memora.llm.audio import Speaker, Transcriber
 from memora.longterm import MemoryStore
-from memora.reminders import Reminders
+from memora.reminders import Reminders, WeeklyReports
 from memora.shortterm.tokens import TokenCounter
 from memora.storage import Database
 from memora.storage.asked import AskedOnce
 from memora.usage import Metering
-from memora.weekly import WeeklyReports
 
 
 class Engine:

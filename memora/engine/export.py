@@ -10,10 +10,9 @@ from memora.clock import utcnow
 from memora.engine.state import EngineState
 from memora.learner.service import Learner
 from memora.longterm import Memory, MemoryStore
-from memora.reminders import Reminders
+from memora.reminders import Reminders, WeeklyReports
 from memora.storage import Database, StoredMessage
 from memora.usage import UsageLedger
-from memora.weekly import WeeklyReports
 
 
 @dataclass(eq=False, kw_only=True)

@@ -18,12 +18,11 @@ from memora.learner.service import Learner
 from memora.longterm import MAX_MEMORY_CHARS, AddResult, Memory, MemoryStore, SearchResult
 from memora.longterm.dedupe import normalise_text
 from memora.privacy.secretfilter import looks_secret
-from memora.reminders import Reminders
+from memora.reminders import Reminders, WeeklyReports
 from memora.storage import ChatRow, Database, ExtractionLog, StoredMessage
 from memora.types import ChatRef, UserRef
 from memora.usage import UsageLedger
 from memora.views import Status
-from memora.weekly import WeeklyReports
 
 log = logging.getLogger(__name__)
 

@@ -11,6 +11,7 @@ from memora.storage.erasure import UserErasure
 from memora.storage.keys import KeyQueries
 from memora.storage.ledger import LedgerQueries
 from memora.storage.modes import ModeQueries
+from memora.storage.schedules import ScheduleQueries
 from memora.storage.turns import TurnQueries
 
 
@@ -18,8 +19,8 @@ class Database:
     """The short-term store over one Connection (SQLite path or PostgreSQL URL): `chats` (chats
     and their history), `turns` (turns, usage and the extraction log), `modes` (lesson modes),
     `erasure` (forgetting a user or a memory's words), `keys` (the deployment's keys), `ledger`
-    (the usage ledger). `open()` and `close()` are the connection's; its transactions and raw
-    reads are `connection`'s."""
+    (the usage ledger), `schedules` (the reminders' and weekly reports' rows). `open()` and
+    `close()` are the connection's; its transactions and raw reads are `connection`'s."""
 
     def __init__(self, path: Path | None = None, *, url: str = "") -> None:
         self.connection = Connection(path, url=url)
@@ -29,6 +30,7 @@ class Database:
         self.erasure = UserErasure(self.connection)
         self.keys = KeyQueries(self.connection)
         self.ledger = LedgerQueries(self.connection)
+        self.schedules = ScheduleQueries(self.connection)
 
     async def open(self) -> None:
         """Connect and run the migrations."""

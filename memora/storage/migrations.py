@@ -272,7 +272,7 @@ async def m009_usage(db: aiosqlite.Connection) -> None:
 
 @migration
 async def m010_weekly_reports(db: aiosqlite.Connection) -> None:
-    """The weekly report (memora/weekly.py): who wants it and on which weekday, and each week
+    """The weekly report (memora.reminders.weekly): who wants it and on which weekday, and each week
     (ISO year-week of the learner's local send day) claimed, so no week is sent twice."""
     await script(
         db,

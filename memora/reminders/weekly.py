@@ -1,20 +1,19 @@
-"""The weekly report: who wants it and which weekday, the once-a-week claim, `/remind weekly`.
+"""The weekly report's rules: who wants it and which weekday, when it is due, the week's claim.
 
-Platform-neutral, and built like the daily reminder (memora.reminders) whose pieces it reuses:
+Platform-neutral, and built like the daily reminder (daily.py) whose pieces it reuses:
 the learner's time zone (their profile), their reminder time (the daily reminder's, or
 DEFAULT_AT until they set one), the outbox row kept in the same transaction as the claim, and
-its expiry when the learner's local day ends. The text is memora.learner.weekly's, from the
+its expiry when the learner's local day ends. The text is report.py's, from the
 learner model without an LLM call, in the learner's language (the one a command speaks, or for
 the weekly job the one their profile resolves to); the chart is /progress's.
 
-- Opt-in: `/remind weekly [day]` (Monday unless a day is given) or, when the deployment sets
-  `[reminders] weekly = true`, setting a daily reminder turns it on too (once: `/remind weekly
-  off` is remembered). `/remind weekly off` stops it; `/remind weekly now` shows this week's
-  report at once (a preview: nothing is claimed or sent later because of it).
-- Once a week: `weekly_sent` holds one row per learner and ISO week of their local send day,
-  inserted with the outbox row in one transaction. A restart, a start-up catch-up, a second
-  replica or a changed weekday never send a week twice; a crash after the claim still delivers
-  (the outbox keeps the row).
+- Opt-in: `/remind weekly [day]` (Monday unless a day is given; the command is remind.py's) or,
+  when the deployment sets `[reminders] weekly = true`, setting a daily reminder turns it on too
+  (once: `/remind weekly off` is remembered).
+- Once a week: `weekly_sent` (memora.storage.schedules) holds one row per learner and ISO week
+  of their local send day, inserted with the outbox row in one transaction. A restart, a
+  start-up catch-up, a second replica or a changed weekday never send a week twice; a crash
+  after the claim still delivers (the outbox keeps the row).
 - A learner Telegram refuses for good (they blocked the bot) has it switched off (`blocked`).
 
 Time is passed in (`now`): tests never wait a week.
@@ -32,34 +31,19 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from memora.blocking import background, run_blocking
-from memora.i18n import N_, _, current, speaking, weekday_name
+from memora.errors import ReminderError
+from memora.i18n import speaking
 from memora.learner import progress
-from memora.learner import weekly as week_text
-from memora.reminders import DAY_NAMES, ReminderError, Reminders, expires_at, moment_text
+from memora.reminders import report as week_text
+from memora.reminders import texts
+from memora.reminders.daily import DAY_NAMES, Reminders, expires_at
 from memora.storage import Database
-from memora.storage.durable import WEEKLY, Kept, keep
-from memora.views import Reply
+from memora.storage.durable import WEEKLY, Kept
+from memora.storage.schedules import WeeklySetting
 
 log = logging.getLogger(__name__)
 
 DEFAULT_AT = time(19, 0)  # the report's time for a learner without a daily reminder
-WEEKLY_USAGE = N_(
-    "Weekly report: /remind weekly (Mondays) or /remind weekly fri, /remind weekly off, "
-    "/remind weekly now to see it at once. It covers the 7 days before the day it comes, and "
-    "comes at your reminder time."
-)
-
-
-@dataclass(frozen=True)
-class WeeklySetting:
-    """One learner's weekly report setting as stored."""
-
-    user_id: int
-    chat_id: int
-    weekday: int = 0  # Monday = 0
-    enabled: bool = True
-    updated_at: str = ""  # UTC ISO: turned on after this week's time, it starts next week
-    off_reason: str = ""  # "you" | "blocked" when enabled is False
 
 
 @dataclass(frozen=True)
@@ -83,13 +67,10 @@ def parse_weekday(text: str) -> int:
     for i, (short, full) in enumerate(zip(DAY_NAMES, _FULL_DAYS, strict=True)):
         if word in {short, full, full + "s"}:
             return i
-    raise ReminderError(
-        _("'{text}' is not a day I know: use mon, tue, wed, thu, fri, sat, sun.").format(text=text)
-    )
+    raise ReminderError(texts.not_a_weekday(text))
 
 
 Listener = Callable[[WeeklySetting], None]
-_COLUMNS = "user_id, chat_id, weekday, enabled, updated_at, off_reason"
 
 
 class WeeklyReports:
@@ -97,6 +78,7 @@ class WeeklyReports:
 
     def __init__(self, db: Database, reminders: Reminders, *, by_default: bool = False) -> None:
         self.db = db
+        self.rows = db.schedules  # the settings and the weeks claimed as stored
         self.reminders = reminders  # the reminder time, the time zone, the learner model
         self.by_default = by_default  # [reminders] weekly: a daily reminder brings it along
         self.listeners: list[Listener] = []  # the adapter's scheduler
@@ -107,28 +89,14 @@ class WeeklyReports:
 
     # -- the setting ----------------------------------------------------------------------------
     async def get(self, user_id: int) -> WeeklySetting | None:
-        async with self.db.connection.db.execute(
-            f"SELECT {_COLUMNS} FROM weekly_reports WHERE user_id=?", (user_id,)
-        ) as cur:
-            row = await cur.fetchone()
-        return _row(row) if row else None
+        return await self.rows.weekly(user_id)
 
     async def enabled(self) -> list[WeeklySetting]:
-        async with self.db.connection.db.execute(
-            f"SELECT {_COLUMNS} FROM weekly_reports WHERE enabled=1 ORDER BY user_id"
-        ) as cur:
-            return [_row(r) for r in await cur.fetchall()]
+        return await self.rows.enabled_weekly()
 
     async def set(self, user_id: int, chat_id: int, weekday: int = 0) -> WeeklySetting:
         now = self.clock().astimezone(UTC).isoformat(timespec="seconds")
-        async with self.db.connection.transaction() as db:
-            await db.execute(
-                "INSERT INTO weekly_reports(user_id, chat_id, weekday, enabled, updated_at) "
-                "VALUES (?,?,?,1,?) ON CONFLICT(user_id) DO UPDATE SET "
-                "chat_id=excluded.chat_id, weekday=excluded.weekday, enabled=1, "
-                "updated_at=excluded.updated_at, off_reason=''",
-                (user_id, chat_id, weekday, now),
-            )
+        await self.rows.set_weekly(user_id, chat_id, weekday, now)
         return await self._changed(user_id)
 
     async def reminder_set(self, user_id: int, chat_id: int) -> WeeklySetting | None:
@@ -139,31 +107,19 @@ class WeeklyReports:
         return await self.set(user_id, chat_id)
 
     async def off(self, user_id: int, reason: str = "you") -> WeeklySetting | None:
-        async with self.db.connection.transaction() as db:
-            await db.execute(
-                "UPDATE weekly_reports SET enabled=0, off_reason=? WHERE user_id=?",
-                (reason, user_id),
-            )
+        await self.rows.weekly_off(user_id, reason)
         return await self._changed(user_id) if await self.get(user_id) else None
 
     async def delete_user(self, user_id: int) -> int:
         """/forgetme: the setting and every week claimed."""
-        async with self.db.connection.transaction() as db:
-            cur = await db.execute("DELETE FROM weekly_reports WHERE user_id=?", (user_id,))
-            n = cur.rowcount or 0
-            cur = await db.execute("DELETE FROM weekly_sent WHERE user_id=?", (user_id,))
-            n += cur.rowcount or 0
+        n = await self.rows.delete_weekly(user_id)
         for listener in self.listeners:
             listener(WeeklySetting(user_id, user_id, enabled=False, off_reason="deleted"))
         return n
 
     async def weeks(self, user_id: int) -> list[tuple[str, str]]:
         """The weeks claimed for the user, oldest first: (ISO week, when claimed)."""
-        async with self.db.connection.db.execute(
-            "SELECT week, claimed_at FROM weekly_sent WHERE user_id=? ORDER BY week",
-            (user_id,),
-        ) as cur:
-            return [(str(r[0]), str(r[1])) for r in await cur.fetchall()]
+        return await self.rows.weeks(user_id)
 
     async def export(self, user_id: int) -> dict[str, Any] | None:
         """The setting and the weeks sent, as /export shows them (None without either)."""
@@ -198,10 +154,7 @@ class WeeklyReports:
         return reminder.at if reminder is not None else DEFAULT_AT
 
     async def claimed(self, user_id: int, day: date) -> bool:
-        async with self.db.connection.db.execute(
-            "SELECT 1 FROM weekly_sent WHERE user_id=? AND week=?", (user_id, week_key(day))
-        ) as cur:
-            return await cur.fetchone() is not None
+        return await self.rows.week_claimed(user_id, week_key(day))
 
     async def due(self, setting: WeeklySetting, now: datetime) -> date | None:
         """The learner's local date if the report should go out now: enabled, it is their
@@ -260,84 +213,6 @@ class WeeklyReports:
             expires_at(day, zone).timestamp(),
         )
         now = self.clock().astimezone(UTC).isoformat(timespec="seconds")
-        async with self.db.connection.transaction() as db:
-            cur = await db.execute(
-                "SELECT enabled FROM weekly_reports WHERE user_id=?", (setting.user_id,)
-            )
-            on = await cur.fetchone()
-            if not on or not on[0]:
-                return False
-            cur = await db.execute(
-                "INSERT OR IGNORE INTO weekly_sent(user_id, week, claimed_at) VALUES (?,?,?)",
-                (setting.user_id, week_key(day), now),
-            )
-            if not cur.rowcount:
-                return False
-            return await keep(
-                db, self.db.connection.dialect, setting.chat_id, setting.user_id, [row]
-            )
-
-    # -- /remind weekly -------------------------------------------------------------------------
-    async def command(self, user_id: int, chat_id: int, arg: str) -> Reply:
-        """`/remind weekly [day|off|now]` (arg: what follows "weekly")."""
-        now = self.clock()
-        word = arg.strip().lower()
-        if word in {"off", "stop", "no", "none"}:
-            if await self.off(user_id) is None:
-                return Reply(_("You have no weekly report to stop. /remind weekly turns it on."))
-            return Reply(_("Weekly report off. /remind weekly to turn it on again."))
-        if word in {"now", "preview", "show"}:
-            rep = await self.report(user_id, now, lang=current())
-            return Reply(rep.text, photo=rep.chart)
-        try:
-            weekday = parse_weekday(word) if word else 0
-        except ReminderError as exc:
-            return Reply(f"{exc}\n{_(WEEKLY_USAGE)}", ok=False)
-        await self.set(user_id, chat_id, weekday)
-        return Reply("📅 " + await self.describe(user_id, now))
-
-    async def describe(self, user_id: int, now: datetime) -> str:
-        """One line on the learner's weekly report, for /remind."""
-        setting = await self.get(user_id)
-        if setting is None:
-            return _("Weekly report: off (/remind weekly turns it on).")
-        if not setting.enabled:
-            if setting.off_reason == "blocked":
-                return _(
-                    "Weekly report: off because Telegram said you blocked me "
-                    "(/remind weekly turns it on)."
-                )
-            return _("Weekly report: off (/remind weekly turns it on).")
-        at = await self.at(user_id)
-        if await self.reminders.get(user_id):
-            whose = _("your reminder time")
-        else:
-            whose = _("until you set a reminder")
-        nxt = await self.next_time(setting, now)
-        if nxt:
-            line = _(
-                "Weekly report: on, {day}s at {time} ({whose}); next: {when}. "
-                "/remind weekly off to stop it; /remind weekly now to see it now."
-            )
-        else:
-            line = _(
-                "Weekly report: on, {day}s at {time} ({whose}). "
-                "/remind weekly off to stop it; /remind weekly now to see it now."
-            )
-        return line.format(
-            day=weekday_name(setting.weekday),
-            time=f"{at:%H:%M}",
-            whose=whose,
-            when=moment_text(nxt) if nxt else "",
+        return await self.rows.queue_weekly(
+            setting.user_id, setting.chat_id, week_key(day), now, row
         )
-
-
-def _row(row: Any) -> WeeklySetting:
-    return WeeklySetting(
-        user_id=int(row[0]),
-        chat_id=int(row[1]),
-        weekday=int(row[2]),
-        enabled=bool(row[3]),
-        updated_at=str(row[4]),
-        off_reason=str(row[5]),
-    )

@@ -1,11 +1,11 @@
-"""Practice reminders: a learner's time and days, stored; the text written from memory.
+"""Practice reminders' rules: a learner's time and days, when one is due, the day's claim.
 
-Platform-neutral: this module stores the setting, decides whether a reminder is due *now*, claims
-the day's send durably (so a restart, a catch-up and a second replica never send twice) and
-writes the text from the learner model — cards due, goal countdown, recurring difficulty, streak —
-without any LLM call, in the learner's language (resolved from their profile: a reminder has no
-message to take the app's language from). The Telegram adapter schedules it (PTB's JobQueue);
-the durable outbox sends it.
+Platform-neutral: this module stores the setting (memora.storage.schedules), decides whether a
+reminder is due *now*, claims the day's send durably (so a restart, a catch-up and a second
+replica never send twice) and has the text written from the learner model (texts.compose) —
+cards due, goal countdown, recurring difficulty, streak — without any LLM call, in the learner's
+language (resolved from their profile: a reminder has no message to take the app's language
+from). The Telegram adapter schedules it (PTB's JobQueue); the durable outbox sends it.
 
 The claim and the reminder are written in one transaction (`queue`): the day is taken and the
 reminder kept in the outbox together, so a crash after the claim still delivers it (the outbox
@@ -23,23 +23,22 @@ import json
 import logging
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
 from memora.clock import now as clock_now
-from memora.errors import ReminderError as ReminderError  # re-exported
-from memora.i18n import DEFAULT, N_, _, month_name, ngettext, speaking, weekday_name
+from memora.errors import ReminderError
+from memora.i18n import DEFAULT, speaking
 from memora.learner.service import Learner, ReminderFacts
+from memora.reminders import texts
 from memora.storage import Database
-from memora.storage.durable import REMINDER, Kept, keep
+from memora.storage.durable import REMINDER, Kept
+from memora.storage.schedules import EVERY_DAY, Reminder
 
 log = logging.getLogger(__name__)
 
 DAY_NAMES = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")  # Python's weekday(): Monday = 0
-LIST_SEPARATOR = N_(", ")  # between day names: "Mon, Wed"; 、 in Chinese
-EVERY_DAY: tuple[int, ...] = tuple(range(7))
 _ALIASES = {
     "daily": EVERY_DAY,
     "everyday": EVERY_DAY,
@@ -49,60 +48,11 @@ _ALIASES = {
 }
 _TIME = re.compile(r"^([01]?\d|2[0-3])[:.h]([0-5]\d)$")
 
-USAGE = N_(
-    "Usage: /remind 20:00 (every day), /remind 20:00 mon-fri, /remind 08:30 sat,sun, "
-    "/remind off; /remind alone shows your setting. Times are in your time zone (/timezone)."
-)
-PRIVATE_ONLY = N_("Reminders come to our private chat: send me /remind there.")
-
-
-@dataclass(frozen=True)
-class Reminder:
-    """One learner's reminder setting as stored."""
-
-    user_id: int
-    chat_id: int
-    at: time  # local to the learner's time zone
-    days: tuple[int, ...] = EVERY_DAY  # Monday = 0
-    enabled: bool = True
-    updated_at: str = ""  # UTC ISO: a reminder set after today's time does not catch up today
-    last_sent: str = ""  # the learner's local date of the last send
-    off_reason: str = ""  # "you" | "blocked" when enabled is False
-
-    def describe(self) -> str:
-        """'20:00 every day', in the current language."""
-        return _("{time} {days}").format(
-            time=self.at.strftime("%H:%M"), days=describe_days(self.days)
-        )
-
-
-def describe_days(days: tuple[int, ...]) -> str:
-    """'every day', 'Mon–Fri', 'Mon, Wed', in the current language."""
-    if tuple(days) == EVERY_DAY:
-        return _("every day")
-    if tuple(days) == (0, 1, 2, 3, 4):
-        return _("Mon–Fri")
-    if tuple(days) == (5, 6):
-        return _("Sat–Sun")
-    return _(LIST_SEPARATOR).join(weekday_name(d) for d in days)
-
-
-def moment_text(moment: datetime) -> str:
-    """A coming moment for /remind's answers, 'Mon 07 Dec 20:00', in the current language."""
-    return _("{weekday} {day} {month} {time}").format(
-        weekday=weekday_name(moment.weekday()),
-        day=f"{moment:%d}",
-        month=month_name(moment.month),
-        time=f"{moment:%H:%M}",
-    )
-
 
 def parse_time(text: str) -> time:
     m = _TIME.match(text.strip().lower())
     if not m:
-        raise ReminderError(
-            _("'{text}' is not a time I can read: write it as HH:MM, e.g. 20:00.").format(text=text)
-        )
+        raise ReminderError(texts.not_a_time(text))
     return time(int(m.group(1)), int(m.group(2)))
 
 
@@ -125,12 +75,7 @@ def parse_days(text: str) -> tuple[int, ...]:
 def _day(name: str) -> int:
     key = name[:3]
     if len(name) < 3 or key not in DAY_NAMES:
-        raise ReminderError(
-            _(
-                "'{name}' is not a day I know: use mon, tue, wed, thu, fri, sat, sun, ranges such "
-                "as mon-fri, or weekdays / weekends / daily."
-            ).format(name=name)
-        )
+        raise ReminderError(texts.not_a_day(name))
     return DAY_NAMES.index(key)
 
 
@@ -160,31 +105,6 @@ def due_day(reminder: Reminder, zone: str, now: datetime) -> date | None:
     return today
 
 
-def compose(facts: ReminderFacts | None, name: str = "") -> str:
-    """The reminder in the current language, from what the learner model knows; each piece only
-    when it is there."""
-    if name:
-        lines = [_("⏰ Hi {name}! Time for your English practice.").format(name=name)]
-    else:
-        lines = [_("⏰ Time for your English practice.")]
-    if facts is not None and facts.due_cards:
-        n = facts.due_cards
-        due = ngettext("• {n} review card due — /review", "• {n} review cards due — /review", n)
-        lines.append(due.format(n=n))
-    if facts is not None and facts.goal_countdown:
-        lines.append(_("• Goal: {countdown}").format(countdown=facts.goal_countdown))
-    if facts is not None and facts.difficulty:
-        lines.append(
-            _("• Something to work on: {what} (your most frequent mistake lately)").format(
-                what=facts.difficulty
-            )
-        )
-    if facts is not None and facts.streak >= 2:
-        lines.append(_("• 🔥 {n}-day streak — keep it going!").format(n=facts.streak))
-    lines.append(_("Send me a message or a voice note to start. (/remind off to stop these.)"))
-    return "\n".join(lines)
-
-
 Listener = Callable[[Reminder], None]
 
 
@@ -199,50 +119,29 @@ class Reminders:
         clock: Callable[[], datetime] = clock_now,
     ) -> None:
         self.db = db
+        self.rows = db.schedules  # the settings and the claims as stored
         self.learner = learner or Learner(db)  # the profile (time zone) and the reminder facts
         self.clock = clock
         self.listeners: list[Listener] = []  # the adapter's scheduler, told of every change
 
     # -- the setting --------------------------------------------------------------------------
     async def get(self, user_id: int) -> Reminder | None:
-        async with self.db.connection.db.execute(
-            "SELECT user_id, chat_id, at, days, enabled, updated_at, last_sent, off_reason "
-            "FROM reminders WHERE user_id=?",
-            (user_id,),
-        ) as cur:
-            row = await cur.fetchone()
-        return _row(row) if row else None
+        return await self.rows.reminder(user_id)
 
     async def enabled(self) -> list[Reminder]:
-        async with self.db.connection.db.execute(
-            "SELECT user_id, chat_id, at, days, enabled, updated_at, last_sent, off_reason "
-            "FROM reminders WHERE enabled=1 ORDER BY user_id"
-        ) as cur:
-            return [_row(r) for r in await cur.fetchall()]
+        return await self.rows.enabled_reminders()
 
     async def set(self, user_id: int, chat_id: int, at: time, days: tuple[int, ...]) -> Reminder:
         now = self.clock().astimezone(UTC).isoformat(timespec="seconds")
-        async with self.db.connection.transaction() as db:
-            await db.execute(
-                "INSERT INTO reminders(user_id, chat_id, at, days, enabled, updated_at) "
-                "VALUES (?,?,?,?,1,?) ON CONFLICT(user_id) DO UPDATE SET chat_id=excluded.chat_id,"
-                " at=excluded.at, days=excluded.days, enabled=1, updated_at=excluded.updated_at,"
-                " off_reason=''",
-                (user_id, chat_id, at.strftime("%H:%M"), _days_text(days), now),
-            )
+        await self.rows.set_reminder(user_id, chat_id, at, days, now)
         return await self._changed(user_id)
 
     async def off(self, user_id: int, reason: str = "you") -> Reminder | None:
-        async with self.db.connection.transaction() as db:
-            await db.execute(
-                "UPDATE reminders SET enabled=0, off_reason=? WHERE user_id=?", (reason, user_id)
-            )
+        await self.rows.reminder_off(user_id, reason)
         return await self._changed(user_id) if await self.get(user_id) else None
 
     async def delete_user(self, user_id: int) -> int:
-        async with self.db.connection.transaction() as db:
-            cur = await db.execute("DELETE FROM reminders WHERE user_id=?", (user_id,))
-            n = cur.rowcount or 0
+        n = await self.rows.delete_reminder(user_id)
         for listener in self.listeners:
             listener(Reminder(user_id, user_id, time(0), enabled=False, off_reason="deleted"))
         return n
@@ -263,20 +162,14 @@ class Reminders:
 
     async def claim(self, user_id: int, day: date) -> bool:
         """Record that the day's reminder goes out; False if it already went (or is off)."""
-        async with self.db.connection.transaction() as db:
-            return await _claim(db, user_id, day)
+        return await self.rows.claim_day(user_id, day)
 
     async def queue(self, reminder: Reminder, day: date, text: str, zone: str) -> bool:
         """Claim the day and keep the reminder in the outbox, in one transaction: False (and
         nothing kept) if the day was claimed already or the reminder is off. It expires when
         the learner's local day ends (`expires_at`)."""
         row = Kept(json.dumps({"text": text}), REMINDER, expires_at(day, zone).timestamp())
-        async with self.db.connection.transaction() as db:
-            if not await _claim(db, reminder.user_id, day):
-                return False
-            return await keep(
-                db, self.db.connection.dialect, reminder.chat_id, reminder.user_id, [row]
-            )
+        return await self.rows.queue_reminder(reminder.user_id, reminder.chat_id, day, row)
 
     async def set_timezone(self, user_id: int, zone: str, now: datetime) -> Reminder | None:
         """Store the learner's zone in their profile (the one place it lives); their reminder,
@@ -318,7 +211,7 @@ class Reminders:
                 facts = await self.learner.reminder_facts(user_id, now)
             except Exception:
                 log.exception("learner facts failed for user %s; a plain reminder", user_id)
-            return compose(facts, name)
+            return texts.compose(facts, name)
 
     async def due(self, reminder: Reminder, now: datetime) -> date | None:
         return due_day(reminder, await self.timezone(reminder.user_id, now), now)
@@ -341,29 +234,3 @@ def expires_at(day: date, zone: str) -> datetime:
     learner's zone. A reminder is about today's practice; delivered tomorrow it would be noise
     (and tomorrow's comes anyway)."""
     return datetime.combine(day + timedelta(days=1), time(0), tzinfo=ZoneInfo(zone))
-
-
-async def _claim(db: Any, user_id: int, day: date) -> bool:
-    cur = await db.execute(
-        "UPDATE reminders SET last_sent=? WHERE user_id=? AND enabled=1 AND last_sent < ?",
-        (day.isoformat(), user_id, day.isoformat()),
-    )
-    return (cur.rowcount or 0) == 1
-
-
-def _days_text(days: tuple[int, ...]) -> str:
-    return ",".join(str(d) for d in sorted(set(days)))
-
-
-def _row(row: Any) -> Reminder:
-    hh, mm = (int(x) for x in str(row[2]).split(":"))
-    return Reminder(
-        user_id=int(row[0]),
-        chat_id=int(row[1]),
-        at=time(hh, mm),
-        days=tuple(int(d) for d in str(row[3]).split(",") if d),
-        enabled=bool(row[4]),
-        updated_at=str(row[5]),
-        last_sent=str(row[6]),
-        off_reason=str(row[7]),
-    )
