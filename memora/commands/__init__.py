@@ -10,8 +10,6 @@ from memora.commands import (  # noqa: F401
     pins,
     learner,
     lessons,
-    roleplay,
-    practice,
     data,
     reminders,
 )

@@ -1,12 +1,12 @@
 """A tap on one of our inline buttons, checked against the tapper and the chat before anything
 happens: review cards (`rv:…`, memora.learner.commands), role-play scene suggestions
-(`scene:…`, memora.commands.roleplay) and the Yes/No before a deletion (`ask:…`,
+(`scene:…`, memora.commands.lessons) and the Yes/No before a deletion (`ask:…`,
 memora.commands.answers). Any other data is forged and refused."""
 
 from __future__ import annotations
 
 from memora.commands.answers import press_ask
-from memora.commands.roleplay import SCENE_BUTTON, press_scene
+from memora.commands.lessons import SCENE_BUTTON, press_scene
 from memora.engine import Engine
 from memora.i18n import speaking
 from memora.learner.commands import review_button
