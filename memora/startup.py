@@ -13,8 +13,8 @@ import tempfile
 from pathlib import Path
 
 from memora.config import Settings
-from memora.erase import CHROMA_FILE
 from memora.errors import StartupError as StartupError  # re-exported
+from memora.storage.file_erasure import CHROMA_FILE
 from memora.storage.sqlite_check import check_sqlite
 
 __all__ = ["StartupError", "check_stores"]

@@ -21,7 +21,8 @@ import pytest
 
 import memora.longterm.chroma as backend_module
 import memora.longterm.search as search_module
-from memora.erase import (
+from memora.longterm.memory_store import COLLECTION, MemoryStore
+from memora.storage.file_erasure import (
     CHROMA_FILE,
     CHROMA_HNSW,
     ERASE_HNSW,
@@ -30,7 +31,6 @@ from memora.erase import (
     hnsw_indexes,
     scrub_hnsw,
 )
-from memora.longterm.memory_store import COLLECTION, MemoryStore
 from tests.support.disk import files_holding
 from tests.support.fake_openai import FakeOpenAI, FakeRequest, default_responder
 from tests.support.terminal import ChatProcess, memora_env
@@ -40,8 +40,6 @@ pytestmark = pytest.mark.slow
 MARKER = "Zorblaxquintet"
 # Written only into the memory's search terms and situations (Chroma metadata), never said.
 INDEX_MARKER = "Quuxvellumtide"
-
-
 
 
 def _extracting(req: FakeRequest) -> object:

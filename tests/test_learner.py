@@ -14,7 +14,7 @@ from memora.commands import CommandContext, run_command
 from memora.engine import ChatRef, Engine, EngineConfig, UserRef
 from memora.errors import AlreadyGraded, CardGone, NotYourCard
 from memora.learner import progress, review
-from memora.learner.commands import review_command
+from memora.learner.learner_commands import review_command
 from memora.learner.model import ExtractedMistake, ExtractedWord, ProfileUpdate
 from memora.learner.profile import ProfileError, clean_value, known_field
 from memora.learner.screen import mistake_problem, vocab_key

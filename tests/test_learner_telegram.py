@@ -18,7 +18,7 @@ from bot.telegram import build_application
 from bot.telegram.handlers.gate import NOT_ALLOWED_TAP
 from memora.commands import answers
 from memora.engine import Engine, EngineConfig
-from memora.learner.commands import ALREADY, FORGED, GONE, NOT_YOURS
+from memora.learner.learner_commands import ALREADY, FORGED, GONE, NOT_YOURS
 from memora.learner.model import ExtractedMistake, ExtractedWord
 from memora.shortterm.tokens import LocalTokenCounter
 from memora.storage import Database

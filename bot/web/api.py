@@ -22,7 +22,7 @@ from memora.engine import Engine
 from memora.engine.queries import memory_text_refusal
 from memora.errors import MemoryNotFound
 from memora.learner import progress as progress_view
-from memora.learner.commands import profile_command
+from memora.learner.learner_commands import profile_command
 from memora.learner.model import FIELD_HELP, PROFILE_FIELDS
 from memora.longterm import Memory
 from memora.types import ChatRef, UserRef

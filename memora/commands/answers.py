@@ -9,7 +9,7 @@ from __future__ import annotations
 from memora.engine import Engine
 from memora.i18n import N_, _, ngettext
 from memora.privacy.confirmations import FORGETME, read_answer
-from memora.storage.asks import PendingAsk, PendingAsks
+from memora.storage.pending_asks import PendingAsk, PendingAsks
 from memora.types import ChatRef, UserRef
 from memora.views import ButtonAnswer, Reply
 

@@ -1,5 +1,5 @@
 """A tap on one of our inline buttons, checked against the tapper and the chat before anything
-happens: review cards (`rv:…`, memora.learner.commands), role-play scene suggestions
+happens: review cards (`rv:…`, memora.learner.learner_commands), role-play scene suggestions
 (`scene:…`, memora.commands.lessons) and the Yes/No before a deletion (`ask:…`,
 memora.commands.answers). Any other data is forged and refused."""
 
@@ -9,7 +9,7 @@ from memora.commands.answers import press_ask
 from memora.commands.lessons import SCENE_BUTTON, press_scene
 from memora.engine import Engine
 from memora.i18n import speaking
-from memora.learner.commands import review_button
+from memora.learner.learner_commands import review_button
 from memora.privacy.confirmations import ASK_BUTTON
 from memora.types import ChatRef, UserRef
 from memora.views import ButtonAnswer

@@ -1,12 +1,12 @@
 """Commands of the learner model (profile, review cards, progress, mistakes, words, the language
-the bot speaks); the work is in memora.learner.commands."""
+the bot speaks); the work is in memora.learner.learner_commands."""
 
 from __future__ import annotations
 
 from memora.commands.registry import CommandContext, command
 from memora.engine import Engine
 from memora.i18n import N_, NAMES, _, choice, current, speaking
-from memora.learner.commands import (
+from memora.learner.learner_commands import (
     entries_command,
     group_profile,
     profile_command,

@@ -22,7 +22,7 @@ from typing import Any
 
 from memora.engine import Engine
 from memora.i18n import N_, _, speaking, translator
-from memora.learner.commands import PERSONAL
+from memora.learner.learner_commands import PERSONAL
 from memora.modes.placement import OFFER as PLACEMENT_OFFER
 from memora.types import ChatRef, UserRef
 from memora.views import Reply

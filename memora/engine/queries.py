@@ -12,7 +12,6 @@ from memora.clock import utcnow
 from memora.engine.after_reply import AfterReply
 from memora.engine.lanes import Lanes
 from memora.engine.state import EngineState
-from memora.erase import remove_folder
 from memora.i18n import _, ngettext
 from memora.learner.service import Learner
 from memora.longterm import MAX_MEMORY_CHARS, AddResult, Memory, MemoryStore, SearchResult
@@ -20,6 +19,7 @@ from memora.longterm.dedupe import normalise_text
 from memora.privacy.secretfilter import looks_secret
 from memora.reminders import Reminders, WeeklyReports
 from memora.storage import ChatRow, Database, ExtractionLog, StoredMessage
+from memora.storage.file_erasure import remove_folder
 from memora.types import ChatRef, UserRef
 from memora.usage import UsageLedger
 from memora.views import Status

@@ -4,8 +4,9 @@ All memories live in ONE collection ("memories", cosine space) with a ``user_id`
 field; every call carries ``where={"user_id": ...}`` (decision 0102). Every blocking call leaves
 the event loop through :func:`memora.blocking.run_blocking` and shares the client, except a
 deletion's, which has it alone while it reopens it so that deleted words leave the files
-(:mod:`memora.erase`). With a Chroma server (``url``) the server's settings hold, and a version
-token per user tells replicas when another one wrote (:mod:`memora.longterm.chroma_server`).
+(:mod:`memora.storage.file_erasure`). With a Chroma server (``url``) the server's settings hold,
+and a version token per user tells replicas when another one wrote
+(:mod:`memora.longterm.chroma_server`).
 """
 
 from __future__ import annotations
@@ -19,7 +20,10 @@ import aiorwlock
 import numpy as np
 
 from memora.blocking import run_blocking
-from memora.erase import (
+from memora.longterm.chroma_server import SharedVersions, close_http_client, http_client
+from memora.longterm.memories import StoreError, to_metadata
+from memora.longterm.snapshot import Entry
+from memora.storage.file_erasure import (
     CHROMA_HNSW,
     ERASE_HNSW,
     erase_deleted_vectors,
@@ -28,9 +32,6 @@ from memora.erase import (
     scrub_hnsw,
     vacuum_chroma,
 )
-from memora.longterm.chroma_server import SharedVersions, close_http_client, http_client
-from memora.longterm.memories import StoreError, to_metadata
-from memora.longterm.snapshot import Entry
 
 __all__ = ["COLLECTION", "ChromaBackend", "Records", "when_unlocked"]
 
@@ -230,10 +231,11 @@ class ChromaBackend:
 
     def _erasing(self, delete: Callable[[], R]) -> R:
         """(blocking) Chroma keeps each write in its log until its index persists (see
-        memora.erase): reopened with a threshold of 1, the index persists what the log holds
-        and Chroma purges it; the delete is persisted and purged at once, the file vacuumed;
-        then the client is reopened with writes back at their threshold, the deleted vectors
-        zeroed in between (:meth:`_reopen`), and the index files scrubbed (:meth:`_scrub`).
+        memora.storage.file_erasure): reopened with a threshold of 1, the index persists what the
+        log holds and Chroma purges it; the delete is persisted and purged at once, the file
+        vacuumed; then the client is reopened with writes back at their threshold, the deleted
+        vectors zeroed in between (:meth:`_reopen`), and the index files scrubbed
+        (:meth:`_scrub`).
         When writes already persist at the erasure's threshold, the first reopen is skipped."""
         if CHROMA_HNSW != ERASE_HNSW:
             self._reopen(ERASE_HNSW)
@@ -251,8 +253,9 @@ class ChromaBackend:
     def _reopen(self, hnsw: dict[str, int]) -> None:
         """(blocking) Set the collection's HNSW settings and reopen the client, the only way
         they reach the running index. Between the two, with no index loaded, the vectors of
-        deleted elements are zeroed in its files (memora.erase.erase_deleted_vectors): a loaded
-        index would keep them in memory and write them again."""
+        deleted elements are zeroed in its files
+        (memora.storage.file_erasure.erase_deleted_vectors): a loaded index would keep them in
+        memory and write them again."""
         when_unlocked(lambda: self.col.modify(configuration={"hnsw": dict(hnsw)}))
         client, self.client, self.collection = self.client, None, None
         client.close()
@@ -263,8 +266,8 @@ class ChromaBackend:
     def _scrub(self) -> None:
         """(blocking, alone on the client, its segment loaded) Zero the unused slots of Chroma's
         index files, which hnswlib writes from memory it never initialised when it creates the
-        index (memora.erase.scrub_hnsw). Once an index holding elements is loaded and scrubbed,
-        later writes cannot bring such bytes back: until then, every write checks."""
+        index (memora.storage.file_erasure.scrub_hnsw). Once an index holding elements is loaded
+        and scrubbed, later writes cannot bring such bytes back: until then, every write checks."""
         if self.url:
             return
         scrub_hnsw(self.path)

@@ -1,5 +1,5 @@
 """Yes/No before a deletion that nothing can undo: /forgetme, and the memories a learner asked in
-words to forget. The question is kept (storage/asks.py) under a random token, and its two
+words to forget. The question is kept (storage/pending_asks.py) under a random token, and its two
 buttons carry `ask:<token>:y` and `ask:<token>:n`; the tap is checked and acted on in
 memora.commands.answers. Nothing is deleted on No, nor when nobody answers before ASK_TTL."""
 
@@ -11,8 +11,8 @@ from datetime import datetime, timedelta
 
 from memora.clock import utcnow
 from memora.i18n import N_, _
-from memora.storage.asks import PendingAsk, PendingAsks
 from memora.storage.connection import Connection
+from memora.storage.pending_asks import PendingAsk, PendingAsks
 from memora.types import ChatRef, UserRef
 from memora.views import Button
 

@@ -1,9 +1,9 @@
 """Short-term memory and the durable queues' tables: SQLite by default, PostgreSQL when a URL is
-given. `Database` is the store; records.py holds the values it reads and writes; the schema is in
+given. `Database` is the store; rows.py holds the values it reads and writes; the schema is in
 migrations.py (and learner_schema.py)."""
 
 from memora.storage.database import Database
-from memora.storage.records import (
+from memora.storage.rows import (
     ChatRow,
     Erased,
     ExtractionLog,

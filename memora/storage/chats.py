@@ -7,7 +7,7 @@ import json
 
 from memora.clock import utcnow
 from memora.storage.connection import Connection
-from memora.storage.records import ChatRow, StoredMessage
+from memora.storage.rows import ChatRow, StoredMessage
 from memora.types import ChatMessage
 
 _ERASED_SINCE = "SELECT 1 FROM erasures WHERE id > ? AND chat_id = ?"

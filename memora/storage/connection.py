@@ -18,10 +18,10 @@ from typing import Any, cast
 
 import aiosqlite
 
-from memora.erase import CHECKPOINT, SECURE_DELETE
+from memora.storage.file_erasure import CHECKPOINT, SECURE_DELETE
 from memora.storage.migrations import applied, migrate
 from memora.storage.postgres import PgPool
-from memora.storage.records import SharedChatLock
+from memora.storage.rows import SharedChatLock
 
 
 class _NoLock:

@@ -17,7 +17,7 @@ import aiosqlite
 from memora.clock import as_utc, utcnow
 from memora.storage.connection import Connection
 from memora.storage.learner_schema import USER_TABLES
-from memora.storage.records import Erased
+from memora.storage.rows import Erased
 
 KEPT = timedelta(days=1)  # an erasure row outlives every turn that began before it
 

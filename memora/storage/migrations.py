@@ -381,7 +381,7 @@ async def m015_erasures(db: aiosqlite.Connection) -> None:
 
 @migration
 async def m016_pending_asks(db: aiosqlite.Connection) -> None:
-    """Questions waiting for a Yes before a deletion (storage/asks.py): /forgetme, and the
+    """Questions waiting for a Yes before a deletion (storage/pending_asks.py): /forgetme, and the
     memories a learner asked in words to forget. Memory ids only, never their words."""
     await script(
         db,

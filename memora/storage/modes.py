@@ -10,7 +10,7 @@ import aiosqlite
 
 from memora.clock import utcnow
 from memora.storage.connection import Connection
-from memora.storage.records import ModeRow
+from memora.storage.rows import ModeRow
 
 _COLUMNS = "chat_id, user_id, kind, step, state, started_at, updated_at"
 

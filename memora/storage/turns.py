@@ -12,7 +12,7 @@ from memora.clock import utcnow
 from memora.storage.connection import Connection
 from memora.storage.erasure import erased_since
 from memora.storage.modes import write_mode
-from memora.storage.records import (
+from memora.storage.rows import (
     ADD_USAGE,
     USAGE_COLS,
     ExtractionLog,
