@@ -16,7 +16,8 @@ DELETE alone leaves the bytes behind (in free pages, logs and unused index slots
 - Chroma's file is then vacuumed as ``chroma utils vacuum`` does, after merging its full-text
   index, whose segments still list a deleted document's words (:func:`vacuum_chroma`).
 
-``tests/test_erase.py`` searches every file for the deleted words and embedding after each step.
+``tests/storage/test_erase.py`` searches every file for the deleted words and embedding after
+each step.
 """
 
 from __future__ import annotations

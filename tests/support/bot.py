@@ -21,8 +21,8 @@ from typing import Any
 
 from tests.support.fake_openai import FakeOpenAI
 from tests.support.fake_telegram import FakeTelegram
+from tests.support.paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 ADMIN = 4242
 ALICE = FakeTelegram.DEFAULT_USER_ID
 WAIT = 30.0  # generous: the process loads Chroma and the embedding model at start

@@ -68,11 +68,11 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal
 from urllib.parse import parse_qs
 
+from tests.support.paths import DATA
 from tests.support.provider_rules import (
     Reasoning,
     effort_sent,
@@ -88,7 +88,7 @@ CutMode = Literal["disconnect", "end", "error"]
 DEFAULT_EMBEDDING_DIM = 1536
 GENERATION_KINDS: frozenset[str] = frozenset({"reply", "structured"})
 # tests/data/voice_hello.ogg: see make_voice_fixture.sh there
-VOICE_FIXTURE = Path(__file__).resolve().parents[1] / "data" / "voice_hello.ogg"
+VOICE_FIXTURE = DATA / "voice_hello.ogg"
 AUDIO_TYPES = ("flac", "m4a", "mp3", "mp4", "mpeg", "mpga", "oga", "ogg", "opus", "wav", "webm")
 
 

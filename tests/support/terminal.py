@@ -13,8 +13,7 @@ import time
 from pathlib import Path
 
 from tests.support.fake_openai import FakeOpenAI
-
-ROOT = Path(__file__).resolve().parents[2]
+from tests.support.paths import ROOT
 
 
 def memora_env(server: FakeOpenAI, data_dir: Path, **extra: str) -> dict[str, str]:

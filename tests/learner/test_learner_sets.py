@@ -5,12 +5,12 @@ set holds only held-out users, so no benchmark can tune on it."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-DATA = Path(__file__).resolve().parents[1] / "benchmarks" / "data"
+from tests.support.paths import BENCHMARK_DATA as DATA
+
 SETS = ["learner_set_fresh5.json", "learner_set_fresh6.json", "learner_set_fresh7.json"]
 
 

@@ -19,6 +19,7 @@ from memora.shortterm.instructions import MEMORY_BLOCK, SUMMARY_BLOCK, TUTOR_INS
 from memora.shortterm.tokens import LocalTokenCounter
 from memora.storage import Database
 from tests.support.fakes import FakeLLM, forgetme
+from tests.support.paths import DATA
 
 ALICE = UserRef(1, "Alice")
 BOB = UserRef(2, "Bob")
@@ -555,7 +556,7 @@ def test_the_previous_message_is_the_learners_own() -> None:
 
 
 HEAVY_LEARNER = json.loads(
-    (Path(__file__).resolve().parent / "data" / "heavy_learner_memories.json").read_text("utf-8")
+    (DATA / "heavy_learner_memories.json").read_text("utf-8")
 )
 
 

@@ -22,9 +22,9 @@ from memora.types import ChatRef, UserRef
 from memora.views import Reply
 from tests.support.fake_openai import FakeOpenAI
 from tests.support.fakes import FakeLLM
+from tests.support.paths import ROOT
 from tests.support.terminal import ChatProcess, chat, chat_and_log, memora_env
 
-ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.slow
 
 

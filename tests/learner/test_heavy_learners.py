@@ -4,9 +4,8 @@ each, 120 memories with categories and situations, 30 labelled messages."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
-DATA = Path(__file__).resolve().parent.parent / "benchmarks" / "data"
+from tests.support.paths import BENCHMARK_DATA as DATA
 
 
 def test_the_data_files() -> None:

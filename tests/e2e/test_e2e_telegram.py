@@ -21,10 +21,10 @@ from memora.shortterm.instructions import MEMORY_BLOCK
 from tests.support.bot import ADMIN, ALICE, WAIT, BotProcess, ask, bot_over_fakes
 from tests.support.fake_openai import FakeOpenAI
 from tests.support.fake_telegram import FakeTelegram
+from tests.support.paths import ROOT
 
 pytestmark = pytest.mark.slow
 
-ROOT = Path(__file__).resolve().parent.parent
 
 
 

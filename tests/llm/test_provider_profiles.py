@@ -2,7 +2,7 @@
 (tests/support/fake_openai.py, from each service's documented rules), through the clients the app
 builds from `[llm]` settings and the real SDK: OpenAI on both APIs, Azure OpenAI through the SDK's
 Azure client, a DeepSeek-like server (no json_schema, no reasoning effort) and a local server
-without the Responses API. The real llama.cpp server's recording is tests/test_llama_cpp.py."""
+without the Responses API. The real llama.cpp server's recording is tests/llm/test_llama_cpp.py."""
 
 from __future__ import annotations
 

@@ -44,7 +44,7 @@ def lesson_asks() -> dict[str, ModeAsk]:
 @pytest.fixture
 def azure_rules() -> Iterator[FakeOpenAI]:
     """OpenAI's strict subset with Azure's refusal of `default`, on the plain /v1 paths (the
-    Azure client itself is driven in tests/test_provider_profiles.py)."""
+    Azure client itself is driven in tests/llm/test_provider_profiles.py)."""
     with FakeOpenAI() as server:
         server.like_openai()
         server.schema_refuses_default = True

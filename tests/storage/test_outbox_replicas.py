@@ -4,7 +4,7 @@ Each "replica" is a Deliverer with its own holder name on the same store (Postgr
 Database, as two `memora run` processes have; SQLite: the one process's Database), and the real
 PTB Bot talks to the fake Bot API. The fake holds sendMessage unanswered for as long as the test
 needs, so one replica is in the middle of a send when the other looks at the same chat: the CI
-failure of tests/test_e2e_replicas.py, made deterministic.
+failure of tests/e2e/test_e2e_replicas.py, made deterministic.
 """
 
 from __future__ import annotations
