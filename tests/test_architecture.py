@@ -310,3 +310,34 @@ def test_about_a_dozen_top_level_modules_in_the_core() -> None:
 
 
 TOP_LEVEL_LATER = 12
+
+
+def imports_of_tests(tree: ast.Module) -> Iterator[tuple[str, int]]:
+    """The test_* modules `tree` imports (`from tests.test_x import …`, `import test_x`,
+    `from . import test_x`), each with its line."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            names = [base, *(f"{base}.{alias.name}".lstrip(".") for alias in node.names)]
+        else:
+            continue
+        for name in names:
+            if any(part.startswith("test_") for part in name.split(".")):
+                yield name, node.lineno
+                break
+
+
+def test_no_test_module_imports_a_test_module() -> None:
+    """Tests share their tools through tests/support/ and tests/conftest.py, never by importing
+    another test module, in tests/ or in benchmarks/."""
+    sample = "from tests.test_x import y\nfrom . import test_z\nfrom tests.support import bot\n"
+    assert [n for n, _ in imports_of_tests(ast.parse(sample))] == ["tests.test_x", "test_z"]
+    found = [
+        f"{path.relative_to(ROOT)}:{line} imports {name}"
+        for folder in ("tests", "benchmarks")
+        for path in sorted((ROOT / folder).rglob("*.py"))
+        for name, line in imports_of_tests(ast.parse(path.read_text("utf-8")))
+    ]
+    assert found == []
