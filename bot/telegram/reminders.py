@@ -60,6 +60,22 @@ S = TypeVar("S", bound=Setting)
 Follow = tuple[list[Callable[[Any], None]], Callable[[Any], None]]  # a store's listeners, ours
 
 
+class SettingStore(Protocol[S]):
+    """What the scheduler reads from the store of its kind (memora.reminders' Reminders and
+    WeeklyReports): the clock, the settings, and whether one is due now."""
+
+    @property
+    def clock(self) -> Callable[[], datetime]: ...
+
+    async def get(self, user_id: int) -> S | None: ...
+
+    async def enabled(self) -> list[S]: ...
+
+    async def due(self, setting: S, now: datetime) -> date | None:
+        """The day (or week's day) to claim if the message is due at `now`, else None."""
+        ...
+
+
 class ScheduledJobs(Generic[S]):
     """Keeps the JobQueue in step with one kind of stored setting of one Application: a job per
     learner named `<kind>:<user id>`, the outbox's refusals of `kind` reported to `refused`."""
@@ -67,6 +83,7 @@ class ScheduledJobs(Generic[S]):
     def __init__(
         self,
         app: Application[Any, Any, Any, Any, Any, Any],
+        store: SettingStore[S],
         deliverer: Deliverer,
         *,
         kind: str,
@@ -75,6 +92,7 @@ class ScheduledJobs(Generic[S]):
         if app.job_queue is None:
             raise RuntimeError(f"{what} need the JobQueue: pip install 'memora' (job-queue)")
         self.app = app
+        self.store = store
         self.jobs: JobQueue[Any] = app.job_queue
         self.deliverer = deliverer
         self.kind = kind  # the outbox rows' kind and the jobs' names
@@ -86,16 +104,20 @@ class ScheduledJobs(Generic[S]):
         self.scheduled: dict[int, Job[Any]] = {}
         self.follows: list[Follow] = []  # the stores' listeners this follows once restored
 
-    # -- what each kind says --------------------------------------------------------------------
+    # -- what the store says --------------------------------------------------------------------
     def now(self) -> datetime:
-        raise NotImplementedError
+        return self.store.clock()
 
     async def get(self, user_id: int) -> S | None:
-        raise NotImplementedError
+        return await self.store.get(user_id)
 
     async def enabled(self) -> list[S]:
-        raise NotImplementedError
+        return await self.store.enabled()
 
+    async def due(self, setting: S, now: datetime) -> date | None:
+        return await self.store.due(setting, now)
+
+    # -- what each kind says --------------------------------------------------------------------
     def days(self, setting: S) -> tuple[int, ...]:
         """The learner's days, Monday = 0."""
         raise NotImplementedError
@@ -107,9 +129,6 @@ class ScheduledJobs(Generic[S]):
     def moved(self, user_id: int, zone: str, at: time) -> bool:
         """Whether the job was set for another zone or time than the learner's now."""
         return self.when.get(user_id, (zone, at)) != (zone, at)
-
-    async def due(self, setting: S, now: datetime) -> date | None:
-        raise NotImplementedError
 
     async def queue(self, setting: S, day: date, now: datetime, zone: str) -> bool:
         """Claim the day (or week) and keep the message in the outbox; False if claimed."""
@@ -212,25 +231,17 @@ class ScheduledJobs(Generic[S]):
 class ReminderJobs(ScheduledJobs[Reminder]):
     """The daily practice reminders: on their days at their time, in the learner's zone."""
 
+    store: Reminders
+
     def __init__(
         self,
         app: Application[Any, Any, Any, Any, Any, Any],
         store: Reminders,
         deliverer: Deliverer,
     ) -> None:
-        super().__init__(app, deliverer, kind=REMINDER, what="reminders")
-        self.store = store
+        super().__init__(app, store, deliverer, kind=REMINDER, what="reminders")
         deliverer.clock = lambda: store.clock().timestamp()  # a reminder's day ends by its clock
         self.follows = [(store.listeners, self.changed)]
-
-    def now(self) -> datetime:
-        return self.store.clock()
-
-    async def get(self, user_id: int) -> Reminder | None:
-        return await self.store.get(user_id)
-
-    async def enabled(self) -> list[Reminder]:
-        return await self.store.enabled()
 
     def days(self, setting: Reminder) -> tuple[int, ...]:
         return setting.days
@@ -242,9 +253,6 @@ class ReminderJobs(ScheduledJobs[Reminder]):
         """Only a new zone moves the job: its time may be a benchmark's, set on purpose."""
         placed = self.when.get(user_id)
         return placed is not None and placed[0] != zone
-
-    async def due(self, setting: Reminder, now: datetime) -> date | None:
-        return await self.store.due(setting, now)
 
     async def queue(self, setting: Reminder, day: date, now: datetime, zone: str) -> bool:
         text = await self.store.text(setting.user_id, now)
@@ -261,27 +269,19 @@ class ReminderJobs(ScheduledJobs[Reminder]):
 class WeeklyJobs(ScheduledJobs[WeeklySetting]):
     """The weekly reports: on the learner's weekday at their reminder time, in their zone."""
 
+    store: WeeklyReports
+
     def __init__(
         self,
         app: Application[Any, Any, Any, Any, Any, Any],
         store: WeeklyReports,
         deliverer: Deliverer,
     ) -> None:
-        super().__init__(app, deliverer, kind=WEEKLY, what="weekly reports")
-        self.store = store
+        super().__init__(app, store, deliverer, kind=WEEKLY, what="weekly reports")
         self.follows = [
             (store.listeners, self.changed),
             (store.reminders.listeners, self.reminder_changed),
         ]
-
-    def now(self) -> datetime:
-        return self.store.clock()
-
-    async def get(self, user_id: int) -> WeeklySetting | None:
-        return await self.store.get(user_id)
-
-    async def enabled(self) -> list[WeeklySetting]:
-        return await self.store.enabled()
 
     def days(self, setting: WeeklySetting) -> tuple[int, ...]:
         return (setting.weekday,)
@@ -289,9 +289,6 @@ class WeeklyJobs(ScheduledJobs[WeeklySetting]):
     async def place(self, setting: WeeklySetting, now: datetime) -> tuple[str, time]:
         zone = await self.store.reminders.timezone(setting.user_id, now)
         return zone, await self.store.at(setting.user_id)
-
-    async def due(self, setting: WeeklySetting, now: datetime) -> date | None:
-        return await self.store.due(setting, now)
 
     async def queue(self, setting: WeeklySetting, day: date, now: datetime, zone: str) -> bool:
         report = await self.store.report(setting.user_id, now)
