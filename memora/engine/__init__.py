@@ -7,7 +7,7 @@ options.py (what they share, how the engine is configured)."""
 from memora.engine.engine import Engine
 from memora.engine.options import EngineConfig
 from memora.engine.retrieval import MAX_BUDGETED_MEMORIES, previous_message
-from memora.engine.state import Answered, Notify
+from memora.engine.state import Notify
 from memora.engine.turn import EMPTY, FORWARDED, LLM_FAILED
 from memora.types import ChatRef, UserRef
 
@@ -16,7 +16,6 @@ __all__ = [
     "FORWARDED",
     "LLM_FAILED",
     "MAX_BUDGETED_MEMORIES",
-    "Answered",
     "ChatRef",
     "Engine",
     "EngineConfig",

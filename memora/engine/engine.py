@@ -20,6 +20,7 @@ from memora.engine.retrieval import Retrieval
 from memora.engine.state import EngineState, Notify
 from memora.engine.turn import Turns
 from memora.engine.voice import Voice
+from memora.extraction import TurnExtraction
 from memora.learner.service import Learner
 from memora.llm import LLM
 from memora.llm.audio import Speaker, Transcriber
@@ -67,12 +68,22 @@ class Engine:
         self.lanes = Lanes(db)
         self.lessons = LessonModes(db, self.learner, self.people, self.lanes, self.state)
         self.retrieval = Retrieval(store, self.followups, self.people, self.state)
+        extraction = None
+        if store is not None:
+            extraction = TurnExtraction(
+                db=db,
+                store=store,
+                learner=self.learner,
+                llm=extraction_llm or llm,
+                people=self.people,
+                lessons=self.lessons,
+                clock=self.state.now,
+            )
         self.after_reply = AfterReply(
             db=db,
-            store=store,
             learner=self.learner,
             summary_llm=summary_llm or llm,
-            extraction_llm=extraction_llm or llm,
+            extraction=extraction,
             people=self.people,
             lessons=self.lessons,
             state=self.state,

@@ -8,8 +8,8 @@ from typing import Any
 
 from memora.engine.lanes import Lanes
 from memora.engine.people import People
-from memora.engine.state import Answered, EngineState
-from memora.extraction import LearnerExtractionResult, ModeAsk
+from memora.engine.state import EngineState
+from memora.extraction import Answered, LearnerExtractionResult, ModeAsk
 from memora.i18n import speaking
 from memora.learner.service import Learner
 from memora.modes import LESSONS, Settling, new_mode

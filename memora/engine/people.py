@@ -7,7 +7,8 @@ from __future__ import annotations
 import logging
 from datetime import UTC, date
 
-from memora.engine.state import Answered, EngineState
+from memora.engine.state import EngineState
+from memora.extraction import Answered
 from memora.i18n import speaking
 from memora.learner.service import LANGUAGE_FIELD, Learner
 from memora.llm import ProviderIdentity, Usage

@@ -1,6 +1,6 @@
 """What the parts of the engine share as plain data: the settings every part reads as it runs
-(which an adapter, or a test, may change on the running engine), a turn that was answered, and
-how the adapter hears what the engine tells a learner after a reply."""
+(which an adapter, or a test, may change on the running engine), and how the adapter hears what
+the engine tells a learner after a reply."""
 
 from __future__ import annotations
 
@@ -9,7 +9,6 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from memora.engine.options import EngineConfig
-from memora.storage import ModeRow
 from memora.types import ChatRef, UserRef
 from memora.usage import Metering
 from memora.views import Reply
@@ -28,6 +27,10 @@ class EngineState:
     # forgotten, a lesson's notice); None: nobody listens (benchmarks, imports)
     notify: Notify | None = None
 
+    def now(self) -> datetime:
+        """The time by the engine's clock as it is set now."""
+        return self.clock()
+
     def memory_origin(self, chat: ChatRef) -> int | None:
         """Which chat's memories a turn or command in this chat may use: in a group, by default
         only what the member said in that group (their private facts stay private); None means
@@ -35,17 +38,3 @@ class EngineState:
         if chat.is_group and self.config.group_memories == "group":
             return chat.id
         return None
-
-
-@dataclass(frozen=True)
-class Answered:
-    """A turn that was answered and stored: what the after-reply work needs."""
-
-    chat: ChatRef
-    user: UserRef
-    text: str
-    reply: str
-    turn_id: int
-    message_id: int | None  # the platform's id of the learner's message
-    mode: ModeRow | None = None  # the chat's lesson mode as the turn left it
-    since: int | None = None  # the erasure mark the turn began at (memora.storage.erasure)

@@ -14,8 +14,9 @@ from memora.engine.lanes import Lanes
 from memora.engine.lesson_modes import LessonModes
 from memora.engine.people import People
 from memora.engine.retrieval import Retrieval
-from memora.engine.state import Answered, EngineState
+from memora.engine.state import EngineState
 from memora.errors import LLMError, OverBudget
+from memora.extraction import Answered
 from memora.i18n import N_, _, ngettext, speaking
 from memora.llm import LLM, CallInfo, Completion, OnDelta
 from memora.llm.audio import Transcript

@@ -11,7 +11,9 @@ batch: an item that names an existing memory in `replaces` supersedes it, the ot
 - :mod:`.prompts` — its instructions (full and compact) and its input message;
 - :mod:`.call` — the call, asked again once when its answer is unusable;
 - :mod:`.reading` — reading near shapes of the answer;
-- :mod:`.screening` — what code refuses; :mod:`.apply` — the writes.
+- :mod:`.screening` — what code refuses; :mod:`.apply` — the writes;
+- :mod:`.run` — one answered turn's extraction from start to end (:class:`TurnExtraction`):
+  the call, the learner model, the lesson's judgement, forgetting in words, the writes, the log.
 """
 
 from memora.extraction.apply import apply, apply_terms
@@ -26,6 +28,7 @@ from memora.extraction.prompts import (
     build_extraction_input,
     fixed_instructions,
 )
+from memora.extraction.run import Answered, LearnerSide, LessonSide, TurnExtraction
 from memora.extraction.schema import (
     SITUATIONS_DESCRIPTION,
     Category,
@@ -48,14 +51,18 @@ __all__ = [
     "MAX_BACKFILL",
     "SITUATIONS_DESCRIPTION",
     "TERMS_FOR_INSTRUCTIONS",
+    "Answered",
     "Category",
     "ExtractedMemory",
     "ExtractionOutcome",
     "ExtractionResult",
     "LearnerExtractionResult",
+    "LearnerSide",
+    "LessonSide",
     "MemoryTerms",
     "ModeAsk",
     "Rejection",
+    "TurnExtraction",
     "apply",
     "apply_terms",
     "build_extraction_input",

@@ -120,7 +120,7 @@ async def test_an_extraction_too_long_for_the_context_is_asked_again_compact_for
     before = len(fake.requests_of("structured"))
     fake.queue_reply({"memories": [memory("The user lives in Taipei.")]}, kind="structured")
     ok, _ = await turn(engine, "I live in Taipei.", stream=False)
-    assert ok and engine.after_reply.extraction_form == "compact"
+    assert ok and engine.after_reply.extraction.form == "compact"
     refused, compact = fake.requests_of("structured")[before:]
     assert input_tokens_of(refused) > fake.context_window >= input_tokens_of(compact)
     assert refused.retry_count == 0 and compact.response_format == "json_object"
@@ -150,7 +150,7 @@ async def test_an_extraction_answer_cut_by_the_context_is_asked_compact_at_once(
     fake.queue_reply({"memories": [memory(long_fact.strip())]}, kind="structured")
     before = len(fake.requests_of("structured"))
     ok, _ = await turn(engine, "Hi, I am Mia.", stream=False)
-    assert ok and engine.after_reply.extraction_form == "compact"
+    assert ok and engine.after_reply.extraction.form == "compact"
     cut, compact = fake.requests_of("structured")[before:]
     assert input_tokens_of(cut) < fake.context_window
     assert (compact.instructions or "").startswith(COMPACT_INSTRUCTIONS)
