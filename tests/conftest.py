@@ -9,7 +9,7 @@ import os
 # the timedelta behaviour it will have by default.
 os.environ.setdefault("PTB_TIMEDELTA", "1")
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -23,6 +23,7 @@ from tests.support.engines import ChromaServer, Postgres
 from tests.support.fake_openai import FakeOpenAI
 from tests.support.fake_telegram import FakeTelegram
 from tests.support.fakes import FakeLLM
+from tests.support.harness import Harness, Harnesses
 
 
 @pytest.fixture(autouse=True)
@@ -93,6 +94,14 @@ def tg() -> Iterator[FakeTelegram]:
     with FakeTelegram() as server:
         yield server
         server.release()
+
+
+@pytest.fixture
+async def make_harness(tmp_path: Path) -> AsyncIterator[Callable[..., Awaitable[Harness]]]:
+    """Builds Telegram harnesses (tests/support/harness.py), each shut down after the test."""
+    harnesses = Harnesses(tmp_path)
+    yield harnesses.make
+    await harnesses.close()
 
 
 @pytest.fixture

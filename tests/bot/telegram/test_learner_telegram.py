@@ -5,87 +5,18 @@ review from a group, the progress photo), over a recording Bot API and the real 
 from __future__ import annotations
 
 import json
-import time
-from collections.abc import AsyncIterator
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
-from typing import Any
 
 import pytest
-from telegram import Update
 
-from bot.telegram import build_application
 from bot.telegram.handlers.gate import NOT_ALLOWED_TAP
 from memora.commands import answers
-from memora.engine import Engine, EngineConfig
+from memora.engine import Engine
 from memora.learner.learner_commands import ALREADY, FORGED, GONE, NOT_YOURS
 from memora.learner.model import ExtractedMistake, ExtractedWord
-from memora.shortterm.tokens import LocalTokenCounter
-from memora.storage import Database
-from tests.support.fakes import FakeLLM
-from tests.support.recording import (
-    ALICE,
-    BOB,
-    BOT_USER,
-    GROUP,
-    NAMES,
-    Call,
-    RecordingRequest,
-    make_settings,
-)
-
-Request = RecordingRequest
-
-
-class Bot:
-    """Drives the Application with real Updates (messages and button taps)."""
-
-    def __init__(self, app: Any, req: Request, engine: Engine) -> None:
-        self.app, self.req, self.engine = app, req, engine
-        self._n = 0
-
-    async def _push(self, kind: str, payload: dict[str, Any]) -> list[Call]:
-        self._n += 1
-        update = Update.de_json({"update_id": self._n, kind: payload}, self.app.bot)
-        before = len(self.req.calls)
-        await self.app.process_update(update)
-        return self.req.calls[before:]
-
-    async def send(self, text: str, user: int = ALICE, group: bool = False) -> list[Call]:
-        chat: dict[str, Any] = (
-            {"id": GROUP, "type": "supergroup", "title": "Study group"}
-            if group
-            else {"id": user, "type": "private", "first_name": NAMES[user]}
-        )
-        msg = {
-            "message_id": 1000 + self._n,
-            "date": int(time.time()),
-            "chat": chat,
-            "from": {"id": user, "is_bot": False, "first_name": NAMES[user]},
-            "text": text,
-            "entities": [{"type": "bot_command", "offset": 0, "length": len(text.split()[0])}],
-        }
-        return await self._push("message", msg)
-
-    async def tap(self, shown: Call, data: str, user: int = ALICE) -> list[Call]:
-        """A tap by `user` on a button of the message that `shown` sent."""
-        chat_id = int(shown.params["chat_id"])
-        message = {
-            "message_id": 7,
-            "date": int(time.time()),
-            "chat": {"id": chat_id, "type": "private" if chat_id > 0 else "supergroup"},
-            "from": BOT_USER,
-            "text": shown.params["text"],
-        }
-        self.req.shown[7] = (chat_id, str(shown.params["text"]), None)
-        query = {
-            "id": f"q{self._n}",
-            "from": {"id": user, "is_bot": False, "first_name": NAMES[user]},
-            "chat_instance": "1",
-            "message": message,
-            "data": data,
-        }
-        return await self._push("callback_query", query)
+from tests.support.harness import Harness
+from tests.support.recording import ALICE, BOB, GROUP, Call, make_settings
 
 
 def buttons(call: Call) -> list[tuple[str, str]]:
@@ -104,26 +35,8 @@ def only(calls: list[Call], method: str) -> Call:
 
 
 @pytest.fixture
-async def bot(tmp_path: Path) -> AsyncIterator[Bot]:
-    db = Database(tmp_path / "t.sqlite3")
-    await db.open()
-    engine = Engine(
-        db=db,
-        llm=FakeLLM(),
-        counter=LocalTokenCounter(),
-        config=EngineConfig(max_input_tokens=4000, extraction_enabled=False),
-    )
-    req = Request()
-    app = build_application(make_settings(), engine, request=req)
-    await app.initialize()
-    assert app.post_init is not None
-    await app.post_init(app)
-    yield Bot(app, req, engine)
-    await app.shutdown()
-    assert app.post_shutdown is not None
-    await app.post_shutdown(app)
-    await engine.drain()
-    await db.close()
+async def bot(make_harness: Callable[..., Awaitable[Harness]]) -> Harness:
+    return await make_harness()
 
 
 async def give_cards(engine: Engine, user: int) -> None:
@@ -145,7 +58,7 @@ async def give_cards(engine: Engine, user: int) -> None:
     )
 
 
-async def test_review_keyboard_show_grade_and_next_card(bot: Bot) -> None:
+async def test_review_keyboard_show_grade_and_next_card(bot: Harness) -> None:
     await give_cards(bot.engine, ALICE)
     first = only(await bot.send("/review"), "sendMessage")
     assert (
@@ -178,7 +91,7 @@ async def test_review_keyboard_show_grade_and_next_card(bot: Bot) -> None:
     assert (await bot.engine.learner.cards.card(ALICE, card_id)).reps == 1
 
 
-async def test_someone_elses_forged_and_deleted_cards_get_clear_answers(bot: Bot) -> None:
+async def test_someone_elses_forged_and_deleted_cards_get_clear_answers(bot: Harness) -> None:
     await give_cards(bot.engine, ALICE)
     first = only(await bot.send("/review"), "sendMessage")
     ((_, show),) = buttons(first)
@@ -199,7 +112,7 @@ async def test_someone_elses_forged_and_deleted_cards_get_clear_answers(bot: Bot
     assert only(calls, "answerCallbackQuery").params["text"] == GONE
 
 
-async def test_a_tap_from_someone_off_the_allow_list_stops_at_the_gate(bot: Bot) -> None:
+async def test_a_tap_from_someone_off_the_allow_list_stops_at_the_gate(bot: Harness) -> None:
     await give_cards(bot.engine, ALICE)
     first = only(await bot.send("/review"), "sendMessage")
     ((_, show),) = buttons(first)
@@ -215,7 +128,7 @@ async def test_a_tap_from_someone_off_the_allow_list_stops_at_the_gate(bot: Bot)
     assert "I went to the park" in only(calls, "editMessageText").params["text"]
 
 
-async def test_review_in_a_group_goes_to_the_callers_private_chat(bot: Bot) -> None:
+async def test_review_in_a_group_goes_to_the_callers_private_chat(bot: Harness) -> None:
     await give_cards(bot.engine, ALICE)
     calls = await bot.send("/review", group=True)
     private = [c for c in calls if c.method == "sendMessage" and int(c.params["chat_id"]) == ALICE]
@@ -231,7 +144,7 @@ async def test_review_in_a_group_goes_to_the_callers_private_chat(bot: Bot) -> N
     assert any("can't message you privately yet" in t and "Start" in t for t in texts)
 
 
-async def test_nothing_due_says_when_and_no_cards_says_how(bot: Bot) -> None:
+async def test_nothing_due_says_when_and_no_cards_says_how(bot: Harness) -> None:
     (call,) = [c for c in await bot.send("/review") if c.method == "sendMessage"]
     assert "no review cards yet" in call.params["text"]
     await give_cards(bot.engine, ALICE)
@@ -242,7 +155,7 @@ async def test_nothing_due_says_when_and_no_cards_says_how(bot: Bot) -> None:
     assert "Nothing to review right now" in call.params["text"] and "in " in call.params["text"]
 
 
-async def test_progress_is_a_photo_with_text(bot: Bot) -> None:
+async def test_progress_is_a_photo_with_text(bot: Harness) -> None:
     await give_cards(bot.engine, ALICE)
     calls = await bot.send("/progress")
     photo = only(calls, "sendPhoto")
@@ -264,13 +177,15 @@ async def test_progress_is_a_photo_with_text(bot: Bot) -> None:
         ("/review maybe", "Usage: /review"),
     ],
 )
-async def test_bad_learner_input_is_answered_clearly(bot: Bot, command: str, answer: str) -> None:
+async def test_bad_learner_input_is_answered_clearly(
+    bot: Harness, command: str, answer: str
+) -> None:
     calls = await bot.send(command)
     (reply,) = [c for c in calls if c.method == "sendMessage"]
     assert answer in str(reply.params["text"])
 
 
-async def test_profile_set_then_undo(bot: Bot) -> None:
+async def test_profile_set_then_undo(bot: Harness) -> None:
     calls = await bot.send("/profile set level b2")
     assert "Saved: level = B2" in only(calls, "sendMessage").params["text"]
     await bot.send("/profile set timezone asia/taipei")
@@ -282,7 +197,7 @@ async def test_profile_set_then_undo(bot: Bot) -> None:
 
 
 async def test_forgetme_asks_first_and_only_the_asker_in_time_in_that_chat_deletes(
-    bot: Bot,
+    bot: Harness,
 ) -> None:
     """A bare /forgetme deletes nothing; its Yes is checked like every button: forged data,
     a closed question, someone else's tap, a tap from another chat, a question too old, No."""

@@ -9,7 +9,7 @@ import json
 import logging
 import re
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from itertools import pairwise
 from pathlib import Path
@@ -31,13 +31,13 @@ from bot.telegram.webhook import SecretUpdater
 from memora.commands import COMMANDS, CommandContext, run_command
 from memora.config import ConfigError, Settings
 from memora.engine import EMPTY as EMPTY_TEXT
-from memora.engine import Engine, EngineConfig
+from memora.engine import Engine
 from memora.i18n import translator
 from memora.llm import ChatMessage
-from memora.shortterm.tokens import LocalTokenCounter
-from memora.storage import Database, NewTurn, TurnUsage
+from memora.storage import NewTurn, TurnUsage
 from memora.views import Reply
 from tests.support.fakes import CutStream, FakeLLM, outage
+from tests.support.harness import Harness
 from tests.support.recording import (
     ADMIN,
     ALICE,
@@ -47,134 +47,12 @@ from tests.support.recording import (
     GROUP,
     NAMES,
     Call,
-    RecordingRequest,
     make_settings,
 )
 
 
-# -- updates as Telegram sends them ----------------------------------------------------------
-def _entities(text: str) -> list[dict[str, Any]]:
-    found: list[dict[str, Any]] = []
-    cmd = re.match(r"/\w+(@\w+)?", text)
-    if cmd:
-        found.append({"type": "bot_command", "offset": 0, "length": cmd.end()})
-    for m in re.finditer(r"(?<![\w@])@\w{4,}", text):
-        if not cmd or m.start() >= cmd.end():
-            found.append({"type": "mention", "offset": m.start(), "length": m.end() - m.start()})
-    return found
-
-
-class Harness:
-    """Drives the Application with real Update objects; returns the calls each one caused."""
-
-    def __init__(self, app: Any, req: RecordingRequest, engine: Engine, llm: FakeLLM) -> None:
-        self.app, self.req, self.engine, self.llm = app, req, engine, llm
-        self._update_id = 0
-        self._message_id = 0
-
-    def message(
-        self,
-        text: str | None = None,
-        *,
-        user: int = ALICE,
-        group: bool = False,
-        reply_to_bot: bool = False,
-        reply_to_user: int | None = None,
-        language: str | None = None,
-        **extra: Any,
-    ) -> dict[str, Any]:
-        self._message_id += 1
-        sender: dict[str, Any] = {"id": user, "is_bot": False, "first_name": NAMES[user]}
-        if language is not None:  # the app's language, as Telegram sends it ("zh-TW")
-            sender["language_code"] = language
-        chat: dict[str, Any] = (
-            {"id": GROUP, "type": "supergroup", "title": "Study group"}
-            if group
-            else {"id": user, "type": "private", "first_name": NAMES[user]}
-        )
-        msg: dict[str, Any] = {
-            "message_id": self._message_id,
-            "date": int(time.time()),
-            "chat": chat,
-            "from": sender,
-            **extra,
-        }
-        if text is not None:
-            msg["text"] = text
-            if ents := _entities(text):
-                msg["entities"] = ents
-        if reply_to_bot or reply_to_user:
-            author = BOT_USER if reply_to_bot else {"id": reply_to_user, "is_bot": False}
-            author = {**author, "first_name": author.get("first_name", "Someone")}
-            msg["reply_to_message"] = {
-                "message_id": 1,
-                "date": int(time.time()),
-                "chat": chat,
-                "from": author,
-                "text": "earlier",
-            }
-        return msg
-
-    async def push(self, kind: str, payload: dict[str, Any]) -> list[Call]:
-        self._update_id += 1
-        update = Update.de_json({"update_id": self._update_id, kind: payload}, self.app.bot)
-        before = len(self.req.calls)
-        await self.app.process_update(update)
-        return self.req.calls[before:]
-
-    async def send(self, text: str, **kw: Any) -> list[Call]:
-        return await self.push("message", self.message(text, **kw))
-
-    async def say(self, text: str, **kw: Any) -> list[str]:
-        """The texts the bot sent back for one message."""
-        return [str(c.params["text"]) for c in await self.send(text, **kw) if "text" in c.params]
-
-    async def history(self, chat_id: int) -> list[tuple[str, str]]:
-        await self.engine.drain()
-        return [(m.role, m.content) for m in await self.engine.db.chats.messages(chat_id)]
-
-
 def replies(calls: list[Call]) -> list[str]:
     return [str(c.params["text"]) for c in calls if c.method == "sendMessage"]
-
-
-@pytest.fixture
-async def make_harness(
-    tmp_path: Path,
-) -> AsyncIterator[Callable[..., Awaitable[Harness]]]:
-    started: list[tuple[Any, Engine, Database]] = []
-
-    async def make(
-        *,
-        llm: FakeLLM | None = None,
-        store: Any = None,
-        **telegram: Any,
-    ) -> Harness:
-        db = Database(tmp_path / f"h{len(started)}.sqlite3")
-        await db.open()
-        llm = llm or FakeLLM()
-        engine = Engine(
-            db=db,
-            llm=llm,
-            counter=LocalTokenCounter(),
-            store=store,
-            config=EngineConfig(max_input_tokens=4000, extraction_enabled=False),
-        )
-        req = RecordingRequest()
-        app = build_application(make_settings(**telegram), engine, request=req)
-        await app.initialize()
-        assert app.post_init is not None
-        await app.post_init(app)
-        started.append((app, engine, db))
-        return Harness(app, req, engine, llm)
-
-    yield make
-    for app, engine, db in started:
-        await app.shutdown()
-        assert app.post_shutdown is not None
-        await app.post_shutdown(app)
-        await engine.drain()
-        await db.close()
 
 
 @pytest.fixture
