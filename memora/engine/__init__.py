@@ -1,8 +1,8 @@
 """The turn engine: one entry point for every adapter (`Engine`, engine.py), a facade over named
 parts, each one job: turn.py (a turn), retrieval.py (what reaches the context), after_reply.py
-(fold, extract), lanes.py (locks and the order of work), lesson_modes.py, people.py (language,
-limits, profile), queries.py (what commands read and change), export.py, voice.py; state.py and
-options.py (what they share, how the engine is configured)."""
+(fold, then memora.extraction.run), lanes.py (locks and the order of work), lesson_modes.py,
+people.py (language, limits, profile), queries.py (what commands read and change), export.py,
+voice.py; state.py and options.py (what they share, how the engine is configured)."""
 
 from memora.engine.engine import Engine
 from memora.engine.options import EngineConfig

@@ -9,7 +9,6 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from memora.clock import utcnow
-from memora.engine.lesson_modes import LessonModes
 from memora.engine.people import People
 from memora.engine.state import EngineState
 from memora.errors import LLMError
@@ -34,7 +33,6 @@ class AfterReply:
     summary_llm: LLM
     extraction: TurnExtraction | None  # None: no long-term store, nothing is extracted
     people: People
-    lessons: LessonModes
     state: EngineState
 
     def forget_user(self, user_id: int) -> None:

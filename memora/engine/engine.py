@@ -36,8 +36,9 @@ class Engine:
     """Runs turns: retrieve → build context in budget → reply → store → fold + extract later.
 
     Its parts: `turns` (the reply path), `retrieval` (what reaches the context), `after_reply`
-    (fold, extract), `lanes` (locks and the order of work), `lessons` (lesson modes), `people`
-    (language, limits, profile), `queries` (what commands read and change), `export`, `voice`.
+    (usage, the fold, then memora.extraction's run of the turn), `lanes` (locks and the order of
+    work), `lessons` (lesson modes), `people` (language, limits, profile), `queries` (what
+    commands read and change), `export`, `voice`.
     """
 
     def __init__(
@@ -85,7 +86,6 @@ class Engine:
             summary_llm=summary_llm or llm,
             extraction=extraction,
             people=self.people,
-            lessons=self.lessons,
             state=self.state,
         )
         self.turns = Turns(
