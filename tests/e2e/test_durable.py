@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from bot.telegram.handlers.text import NOT_TEXT
-from tests.support.bot import ALICE, WAIT, BotProcess, bot_over_fakes
+from tests.support.bot import ALICE, USER, WAIT, BotProcess, WebhookBot, bot_over_fakes
 from tests.support.fake_openai import FakeOpenAI
 from tests.support.fake_telegram import FakeTelegram
 
@@ -135,8 +135,6 @@ def test_short_notices_kept_through_an_outage_arrive_once_in_order_after_a_resta
 def test_webhook_updates_acknowledged_before_a_kill_are_answered_after_it(tmp_path: Path) -> None:
     """Webhook mode: the 200 comes after the update is in the inbox, so Telegram never sends it
     again, and it is still answered (once) after a kill -9."""
-    from tests.support.bot import USER, WebhookBot
-
     with FakeTelegram() as tg, FakeOpenAI() as llm:
         bot = WebhookBot(tg, llm, tmp_path / "data", tmp_path / "bot.log")
         llm.kind_latency["reply"] = 2.0

@@ -9,7 +9,6 @@ message waits in the durable inbox (then again once the restarted bot has answer
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -34,16 +33,10 @@ def secret_anywhere(tg: FakeTelegram, llm: FakeOpenAI, data: Path) -> list[str]:
     return places
 
 
-@pytest.fixture
-def servers() -> Iterator[tuple[FakeTelegram, FakeOpenAI]]:
-    with FakeTelegram() as tg, FakeOpenAI() as llm:
-        yield tg, llm
-
-
 def test_polling_keeps_no_secret_on_disk(
-    servers: tuple[FakeTelegram, FakeOpenAI], tmp_path: Path
+    tg: FakeTelegram, openai_server: FakeOpenAI, tmp_path: Path
 ) -> None:
-    tg, llm = servers
+    llm = openai_server
     bot = BotProcess(tg, llm, tmp_path / "data", tmp_path / "bot.log")
     bot.start()
     try:
@@ -73,9 +66,9 @@ def test_webhook_keeps_no_secret_on_disk(tmp_path: Path) -> None:
 
 
 def test_a_kill_with_the_secret_in_the_inbox_leaves_none_on_disk(
-    servers: tuple[FakeTelegram, FakeOpenAI], tmp_path: Path
+    tg: FakeTelegram, openai_server: FakeOpenAI, tmp_path: Path
 ) -> None:
-    tg, llm = servers
+    llm = openai_server
     data = tmp_path / "data"
     bot = BotProcess(tg, llm, data, tmp_path / "bot.log")
     bot.start()

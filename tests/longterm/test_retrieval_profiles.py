@@ -5,7 +5,7 @@ are ranked and fill the budget, and only the same normalised text is a duplicate
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -30,15 +30,9 @@ FACTS = (
 
 
 @pytest.fixture
-def fake() -> Iterator[FakeOpenAI]:
-    with FakeOpenAI() as server:
-        yield server
-
-
-@pytest.fixture
-async def api_store(tmp_path: Path, fake: FakeOpenAI) -> AsyncIterator[MemoryStore]:
+async def api_store(tmp_path: Path, openai_server: FakeOpenAI) -> AsyncIterator[MemoryStore]:
     embedder = OpenAIEmbedder(
-        model="text-embedding-3-small", api_key="sk-fake", base_url=fake.base_url
+        model="text-embedding-3-small", api_key="sk-fake", base_url=openai_server.base_url
     )
     try:
         async with MemoryStore(tmp_path / "api-chroma", embedder) as store:
