@@ -19,7 +19,14 @@ from memora.longterm import MemoryStore
 from memora.longterm.embeddings import LocalUSE
 from memora.shortterm.tokens import LocalTokenCounter
 from memora.storage import Database
-from tests.support.engines import ChromaServer, Postgres
+from tests.support.engines import (
+    ChromaServer,
+    Postgres,
+    engine_root,
+    fresh_database,
+    start_chroma,
+    start_postgres,
+)
 from tests.support.fake_openai import FakeOpenAI
 from tests.support.fake_telegram import FakeTelegram
 from tests.support.fakes import FakeLLM
@@ -29,8 +36,6 @@ from tests.support.harness import Harness, Harnesses
 @pytest.fixture(autouse=True)
 def _clean_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """Tests never see the developer's own keys or config."""
-    import os
-
     for name in list(os.environ):
         if name.startswith("MEMORA_") or name in {
             "OPENAI_API_KEY",
@@ -144,8 +149,6 @@ async def mem_engine(
 # -- real shared engines (PostgreSQL, Chroma server), started once per session ------------------
 @pytest.fixture(scope="session")
 def engines_root() -> Iterator[Path]:
-    from tests.support.engines import engine_root
-
     with engine_root() as root:
         yield root
 
@@ -153,8 +156,6 @@ def engines_root() -> Iterator[Path]:
 @pytest.fixture(scope="session")
 def postgres(engines_root: Path) -> Iterator[Postgres]:
     """A PostgreSQL 16 server from the pgserver wheel; the run fails if it cannot start."""
-    from tests.support.engines import start_postgres
-
     server = start_postgres(engines_root)
     yield server
     server.stop()
@@ -163,16 +164,12 @@ def postgres(engines_root: Path) -> Iterator[Postgres]:
 @pytest.fixture
 def postgres_url(postgres: Postgres) -> str:
     """A fresh, empty database of its own for this test."""
-    from tests.support.engines import fresh_database
-
     return fresh_database(postgres)
 
 
 @pytest.fixture(scope="session")
 def chroma_server(engines_root: Path) -> Iterator[ChromaServer]:
     """`chroma run` from the chromadb wheel on a free port; the run fails if it cannot start."""
-    from tests.support.engines import start_chroma
-
     server = start_chroma(engines_root)
     yield server
     server.stop()

@@ -19,6 +19,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import asyncpg
+
 from tests.support.fake_openai import FakeOpenAI
 from tests.support.fake_telegram import FakeTelegram
 from tests.support.paths import ROOT
@@ -221,7 +223,6 @@ class WebhookBot(BotProcess):
 
 def query(url: str, sql: str, *args: Any) -> list[Any]:
     """Rows from the shared PostgreSQL, from this (sync) test."""
-    import asyncpg
 
     async def run() -> list[Any]:
         conn = await asyncpg.connect(url)

@@ -15,6 +15,7 @@ see each other's rows and need no clean-up.
 
 from __future__ import annotations
 
+import asyncio
 import concurrent.futures
 import contextlib
 import itertools
@@ -31,6 +32,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
+
+import asyncpg
 
 START_TIMEOUT_S = 60.0
 
@@ -58,7 +61,8 @@ def start_postgres(root: Path) -> Postgres:
         with warnings.catch_warnings():
             # platformdirs warns that XDG_RUNTIME_DIR is unset (CI, root): harmless here.
             warnings.simplefilter("ignore")
-            import pgserver
+            import pgserver  # lazily: its import warns (caught here), and only a run that needs
+            # PostgreSQL pays for it
 
             server = pgserver.get_server(root / "pgdata", cleanup_mode="delete")
     except Exception as exc:  # pragma: no cover - the failure path is the point
@@ -74,7 +78,7 @@ def start_postgres(root: Path) -> Postgres:
         # Replicas under test each hold up to 50 connections (memora.storage.postgres pool sizes).
         "ALTER SYSTEM SET max_connections = 400",
     )
-    from pgserver._commands import pg_ctl
+    from pgserver._commands import pg_ctl  # lazily, with pgserver above
 
     # max_connections needs a restart; pg_ctl restart keeps the socket options it started with.
     pg_ctl(["-w", "restart"], pgdata=server.pgdata, user=server.system_user)
@@ -83,9 +87,6 @@ def start_postgres(root: Path) -> Postgres:
 
 def _sql(url: str, *statements: str) -> None:
     """Run statements on their own connection, from sync code or from inside a running loop."""
-    import asyncio
-
-    import asyncpg
 
     async def run() -> None:
         conn = await asyncpg.connect(url)
