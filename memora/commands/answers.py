@@ -9,7 +9,7 @@ from __future__ import annotations
 from memora.engine import Engine
 from memora.i18n import N_, _, ngettext
 from memora.privacy.confirmations import FORGETME, read_answer
-from memora.storage.pending_asks import PendingAsk, PendingAsks
+from memora.storage.pending_asks import PendingAsk
 from memora.types import ChatRef, UserRef
 from memora.views import ButtonAnswer, Reply
 
@@ -47,7 +47,7 @@ async def press_ask(engine: Engine, chat: ChatRef, user: UserRef, data: str) -> 
     if answer is None:
         return ButtonAnswer(_(FORGED), alert=True)
     token, yes = answer
-    asks = PendingAsks(engine.db.connection)
+    asks = engine.db.asks
     pending = await asks.get(token)
     if pending is None:
         return ButtonAnswer(_(CLOSED), alert=True)

@@ -31,7 +31,7 @@ async def _reset(engine: Engine, ctx: CommandContext) -> Reply:
 @command("forgetme", "delete everything stored about you (asks first)")
 async def _forgetme(engine: Engine, ctx: CommandContext) -> Reply:
     """Asks first: only a Yes from the caller, in this chat, in time, deletes (commands/answers)."""
-    buttons = await ask(engine.db.connection, ctx.chat, ctx.user, FORGETME, engine.clock())
+    buttons = await ask(engine.db.asks, ctx.chat, ctx.user, FORGETME, engine.clock())
     question = _(
         "Delete everything I stored about you? Your long-term memories, our private chat, your "
         "messages in groups, your learner profile, mistakes, vocabulary, review cards and "

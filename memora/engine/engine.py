@@ -28,7 +28,6 @@ from memora.longterm import MemoryStore
 from memora.reminders import Reminders, WeeklyReports
 from memora.shortterm.tokens import TokenCounter
 from memora.storage import Database
-from memora.storage.asked import AskedOnce
 from memora.usage import Metering
 
 
@@ -62,7 +61,7 @@ class Engine:
         self.learner = Learner(db)
         self.state = EngineState(config or EngineConfig(), clock, metering)
         self.reminders = Reminders(db, learner=self.learner, clock=clock)
-        self.followups = FollowUps(self.learner, store, AskedOnce(db.connection))
+        self.followups = FollowUps(self.learner, store, db.asked_once)
         self.weekly = WeeklyReports(db, self.reminders, by_default=self.config.weekly_by_default)
 
         self.people = People(db, self.learner, self.state)

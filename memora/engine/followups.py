@@ -14,7 +14,7 @@ from memora.learner.service import Learner
 from memora.longterm import MemoryStore
 from memora.longterm.timeline import newest_ended
 from memora.shortterm.instructions import framed
-from memora.storage.asked import AskedOnce
+from memora.storage.asked_once import AskedOnce
 
 __all__ = ["FOLLOW_UP_BLOCK", "FollowUp", "FollowUps", "goal_key"]
 

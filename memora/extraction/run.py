@@ -262,7 +262,7 @@ class TurnExtraction:
                 await self.people.tell(done, _(UNCLEAR))
                 return []
             ids = [m.id for m in chosen]
-            buttons = await ask(self.db.connection, done.chat, done.user, FORGET, self.clock(), ids)
+            buttons = await ask(self.db.asks, done.chat, done.user, FORGET, self.clock(), ids)
             question = Reply(forget_question(chosen, done.chat), buttons=buttons)
         await self.people.tell(done, question)
         return chosen

@@ -11,7 +11,6 @@ from datetime import datetime, timedelta
 
 from memora.clock import utcnow
 from memora.i18n import N_, _
-from memora.storage.connection import Connection
 from memora.storage.pending_asks import PendingAsk, PendingAsks
 from memora.types import ChatRef, UserRef
 from memora.views import Button
@@ -27,7 +26,7 @@ Buttons = tuple[tuple[Button, ...], ...]
 
 
 async def ask(
-    db: Connection,
+    asks: PendingAsks,
     chat: ChatRef,
     user: UserRef,
     kind: str,
@@ -37,7 +36,7 @@ async def ask(
     """Keep the question for `user` in `chat`; the Yes and No buttons that answer it."""
     token = secrets.token_urlsafe(12)
     pending = PendingAsk(token, user.id, chat.id, kind, tuple(memory_ids), utcnow(now + ASK_TTL))
-    await PendingAsks(db).add(pending, now)
+    await asks.add(pending, now)
     return (
         (
             Button(_(YES_LABEL), f"{ASK_BUTTON}{token}:{YES}"),

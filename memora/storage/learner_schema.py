@@ -100,7 +100,7 @@ CREATE TABLE learner_asked_once (
     PRIMARY KEY (user_id, key)
 )
 """
-"""Added by migration m017: what the tutor was told to ask about once (storage/asked.py)."""
+"""Added by migration m017: what the tutor was told to ask about once (storage/asked_once.py)."""
 
 USER_TABLES = (
     "learner_profile",

@@ -402,5 +402,5 @@ async def m016_pending_asks(db: aiosqlite.Connection) -> None:
 @migration
 async def m017_asked_once(db: aiosqlite.Connection) -> None:
     """What the tutor was told to ask a learner about once, so it is not asked again (a goal whose
-    day has passed; storage/asked.py). Learner data: erased with the learner."""
+    day has passed; storage/asked_once.py). Learner data: erased with the learner."""
     await script(db, ASKED_ONCE_SCHEMA)

@@ -32,12 +32,12 @@ class PendingAsk:
 class PendingAsks:
     """Reads and writes of pending_asks, over the store's connection."""
 
-    def __init__(self, db: Connection) -> None:
-        self.db = db
+    def __init__(self, connection: Connection) -> None:
+        self.connection = connection
 
     async def add(self, ask: PendingAsk, now: datetime) -> None:
         """Keep a new question; questions whose time ran out go (nothing they named is kept)."""
-        async with self.db.transaction() as db:
+        async with self.connection.transaction() as db:
             await db.execute("DELETE FROM pending_asks WHERE expires_at <= ?", (utcnow(now),))
             await db.execute(
                 "INSERT INTO pending_asks(token, user_id, chat_id, kind, memory_ids, expires_at) "
@@ -53,7 +53,7 @@ class PendingAsks:
             )
 
     async def get(self, token: str) -> PendingAsk | None:
-        row = await self.db.row(
+        row = await self.connection.row(
             "SELECT token, user_id, chat_id, kind, memory_ids, expires_at FROM pending_asks "
             "WHERE token=?",
             (token,),
@@ -62,7 +62,7 @@ class PendingAsks:
 
     async def take(self, token: str) -> bool:
         """Close the question; False if it was closed already (another tap got there first)."""
-        async with self.db.transaction() as db:
+        async with self.connection.transaction() as db:
             cur = await db.execute("DELETE FROM pending_asks WHERE token=?", (token,))
             return bool(cur.rowcount)
 

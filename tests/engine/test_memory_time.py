@@ -21,7 +21,6 @@ from memora.longterm.timeline import asks_about_past
 from memora.shortterm.instructions import MEMORY_BLOCK
 from memora.shortterm.tokens import LocalTokenCounter
 from memora.storage import Database
-from memora.storage.asked import AskedOnce
 from tests.support.fakes import Clock, FakeLLM
 
 ALICE = UserRef(1, "Alice")
@@ -266,7 +265,7 @@ async def test_a_passed_goal_is_asked_about_once_on_the_next_private_turn(
 
 
 async def test_asked_once_is_kept_per_learner_and_erased_with_them(db: Database) -> None:
-    asked = AskedOnce(db.connection)
+    asked = db.asked_once
     assert not await asked.asked(1, "goal:2026-03-14:IELTS 7")
     await asked.note(1, "goal:2026-03-14:IELTS 7")
     await asked.note(1, "goal:2026-03-14:IELTS 7")  # twice: still one record
