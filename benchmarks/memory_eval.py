@@ -325,7 +325,7 @@ async def ask_baseline(engine: Engine, transcript: str, message: str) -> Answer:
     counted = await engine.counter.count(instructions, messages)
     start = time.perf_counter()
     try:
-        done = await engine.llm.complete(instructions, messages)
+        done = await engine.turns.llm.complete(instructions, messages)
     except LLMError as exc:
         return Answer(f"(failed: {exc})", False, counted, 0, time.perf_counter() - start)
     return Answer(done.text, True, counted, done.usage.input_tokens, time.perf_counter() - start)
