@@ -97,7 +97,7 @@ async def chroma_bytes_per_memory(
             for start in range(half * memories, (half + 1) * memories, 100):
                 user = 1 + start // 100
                 items = [item(t) for t in facts[start : start + 100]]
-                await store.add_many(user, items)
+                await store.writer.add_many(user, items)
             kept.append(sum([await store.count(1 + u) for u in range(2 * memories // 100)]))
         sizes.append(dir_size(path))
     return (sizes[1] - sizes[0]) / max(kept[1] - kept[0], 1)
@@ -107,16 +107,20 @@ async def ram_per_cached_user(tmp: Path, embedder: LocalUSE, per_user: int) -> t
     """tracemalloc's growth when one user's memories load into the cache (a cold search, then
     the background load it starts), and how many memories the user has."""
     async with MemoryStore(tmp / "ram", embedder) as store:
-        await store.add_many(7, [NewMemory(t) for t in learner_facts(per_user, seed=5)])
+        await store.writer.add_many(7, [NewMemory(t) for t in learner_facts(per_user, seed=5)])
         kept = await store.count(7)
         store._cache.clear()  # measure a cold load, as after a restart
-        await store.search(8, "warm up", top_k=3, min_score=0.0)  # another user: loads nothing
+        await store.searcher.search(
+            8, "warm up", top_k=3, min_score=0.0
+        )  # another user: loads nothing
         # Once per process, not per user: the stemmer's dictionary, which the engine loads at
         # start (app.open_engine, text.warm_in_background).
         warm_text()
         tracemalloc.start()
         base = tracemalloc.get_traced_memory()[0]
-        await store.search(7, "what exam is the learner preparing for?", top_k=3, min_score=0.0)
+        await store.searcher.search(
+            7, "what exam is the learner preparing for?", top_k=3, min_score=0.0
+        )
         await store.memories(7)  # the background load the search started, into the cache
         grown = tracemalloc.get_traced_memory()[0] - base
         tracemalloc.stop()

@@ -141,7 +141,7 @@ def first_learner(path: Path) -> list[NewMemory]:
 async def heavy_store(path: Path, folder: Path) -> MemoryStore:
     """A real store holding the first learner of a heavy-learners file as user 1."""
     store = await MemoryStore.create(folder, LocalUSE())
-    await store.add_many(1, first_learner(path))
+    await store.writer.add_many(1, first_learner(path))
     return store
 
 

@@ -121,7 +121,7 @@ async def load(store: MemoryStore, path: Path, first_id: int, tally: Tally) -> l
     for n, user in enumerate(data["users"]):
         uid = first_id + n
         items = new_memories(user, sits)
-        results = await store.add_many(uid, items)
+        results = await store.writer.add_many(uid, items)
         held = {m["id"]: r.memory.id for m, r in zip(user["memories"], results, strict=True)}
         tally.written += len(items)
         tally.stored += await store.count(uid)

@@ -81,7 +81,7 @@ async def _say(
 ) -> None:
     """One learner message and its scripted extraction, written as the engine writes it:
     `replaces` names the text of a memory the call was shown (its id in that list, m1…)."""
-    existing = await store.similar(user_id, message, k=5)
+    existing = await store.searcher.similar(user_id, message, k=5)
     memories = []
     for item in items:
         shown = [m.text for m in existing]

@@ -8,7 +8,7 @@ One user gets --memories distinct learner facts (English, 繁體 and 简体, fro
 real embedded Chroma store with the local USE embedder (the store is built once and kept under
 the system temp dir; this run's writes go to a copy). Printed, median and p95, wall and CPU:
 
-* warm search: ``MemoryStore.search`` as the reply path calls it, each message new, half with
+* warm search: ``MemorySearch.search`` as the reply path calls it, each message new, half with
   the learner's previous message (issue 29's bound: p95 ≤ 10 ms at 10,000 memories);
 * first search after a restart: a new store object on the same files, the first search, and
   the baseline it avoids, loading the whole user before ranking (bound: ≤ 200 ms);
@@ -233,7 +233,7 @@ async def build(folder: Path, embedder: LocalUSE, n: int) -> None:
                 for k in range(first, min(n, first + 1000))
             ]  # fmt: skip
             await asyncio.to_thread(store.backend.upsert, entries)
-        await store.add_many(999, [NewMemory(t) for t in texts[:50]])
+        await store.writer.add_many(999, [NewMemory(t) for t in texts[:50]])
         print(f"built {n:,} memories in {time.perf_counter() - t0:.0f} s under {folder}")
 
 
@@ -246,12 +246,12 @@ async def restarts(folder: Path, embedder: LocalUSE, queries: list[str], n: int)
     for i in range(n):
         query = queries[i % len(queries)]
         async with MemoryStore(folder, embedder) as store:
-            first.append(await timed(store.search(USER, query, top_k=3, min_score=0.14)))
+            first.append(await timed(store.searcher.search(USER, query, top_k=3, min_score=0.14)))
             await store.memories(USER)  # the background load it started
         async with MemoryStore(folder, embedder) as store:
             t = start()
             await store.memories(USER)
-            await store.search(USER, query, top_k=3, min_score=0.14)
+            await store.searcher.search(USER, query, top_k=3, min_score=0.14)
             whole.append(since(t))
     report("first search after a restart (new store object)", first)
     report("  baseline: load the whole user, then rank", whole)
@@ -281,21 +281,21 @@ async def measure(n_memories: int, n_queries: int, n_restarts: int, keep: Path |
             searches = []
             for i, q in enumerate(queries):
                 context = PREVIOUS if i % 2 else None
-                search = store.search(USER, f"{q} ({i})", top_k=3, min_score=0.14,
+                search = store.searcher.search(USER, f"{q} ({i})", top_k=3, min_score=0.14,
                                       extra_context=context)  # fmt: skip
                 searches.append(await timed(search))
             report("warm search, every message new, half with the previous one", searches)
             used = {m.text for m in await store.memories(USER)}
             fresh = [t for t in learner_facts(2 * n_memories + 400) if t not in used]
-            adds = [await timed(store.add(USER, t, source="extracted")) for t in fresh[:50]]
+            adds = [await timed(store.writer.add(USER, t, source="extracted")) for t in fresh[:50]]
             report("add() of a new fact (text only, as /remember)", adds)
             worded = []
             for t in fresh[100:150]:
                 terms, situations = words_for(rng)
                 item = NewMemory(t, "extracted", terms=terms, situations=situations)
-                worded.append(await timed(store.add_many(USER, [item])))
+                worded.append(await timed(store.writer.add_many(USER, [item])))
             report("add() of a new fact with 6 terms + 6 situations", worded)
-            dups = [await timed(store.add(USER, t, source="extracted")) for t in fresh[:20]]
+            dups = [await timed(store.writer.add(USER, t, source="extracted")) for t in fresh[:20]]
             report("add() of a duplicate", dups)
             data = store._cache.get(USER)
             assert data is not None

@@ -74,4 +74,4 @@ class FollowUps:
         if follow_up.goal is not None:
             await self.asked.note(user_id, follow_up.goal, utcnow(now))
         elif follow_up.memory_id is not None and self.store is not None:
-            await self.store.mark_asked(user_id, follow_up.memory_id, utcnow(now))
+            await self.store.writer.mark(user_id, follow_up.memory_id, asked_at=utcnow(now))

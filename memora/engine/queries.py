@@ -136,7 +136,7 @@ class Queries:
         self, user_id: int, query: str, top_k: int = 10, *, origin_chat: int | None = None
     ) -> SearchResult:
         """The user's memories ranked for `query`, below the reply's score floor too."""
-        return await self.memory_store().search(
+        return await self.memory_store().searcher.search(
             user_id, query, top_k=top_k, min_score=0.0, origin_chat=origin_chat
         )
 
@@ -144,7 +144,7 @@ class Queries:
         self, chat: ChatRef, user: UserRef, text: str, *, message_id: int | None = None
     ) -> AddResult:
         """Save a memory the user asked for, and note it in their extraction log."""
-        result = await self.memory_store().add(
+        result = await self.memory_store().writer.add(
             user.id,
             text,
             source="manual",
@@ -168,12 +168,12 @@ class Queries:
 
     async def undo_memory(self, user_id: int, memory_id: str) -> Memory | None:
         """Restore the memory's previous text; None if it was never updated."""
-        return await self.memory_store().revert(user_id, memory_id)
+        return await self.memory_store().writer.revert(user_id, memory_id)
 
     async def pin_memory(self, user_id: int, memory_id: str, pinned: bool) -> Memory | None:
         """Pin a memory (always in the reply's context) or unpin it; None if it is gone."""
         at = utcnow(self.state.clock()) if pinned else None
-        return await self.memory_store().pin(user_id, memory_id, at)
+        return await self.memory_store().writer.mark(user_id, memory_id, pinned_at=at)
 
     async def reset_chat(self, chat_id: int) -> int:
         """Forget the chat's short-term memory; return how many messages went."""
@@ -187,7 +187,7 @@ class Queries:
         """The learner's new wording of their memory: stored and re-indexed as a new write is
         (a new vector, no old search terms), the old text kept in its history for an undo.
         Raises MemoryNotFound for a memory the user does not have."""
-        return await self.memory_store().supersede(
+        return await self.memory_store().writer.supersede(
             user_id, memory_id, text.strip(), reason="edited", now=self.state.clock()
         )
 

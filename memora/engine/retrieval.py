@@ -23,7 +23,7 @@ MAX_BUDGETED_MEMORIES = memory_policy.MAX_BUDGETED_MEMORIES
 def previous_message(pending: list[StoredMessage], user_id: int) -> str | None:
     """The learner's own previous message in this chat (not the bot's reply, not another group
     member's): the context a follow-up such as "那如果他們要去火車站呢" leans on. The store uses
-    it for follow-ups only (MemoryStore.search); the learner set measured it this way."""
+    it for follow-ups only (MemorySearch.search); the learner set measured it this way."""
     for message in reversed(pending):
         if message.role == "user" and message.user_id == user_id:
             return message.content

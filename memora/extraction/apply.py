@@ -46,7 +46,7 @@ async def apply(
     A valid `replaces` (an id m1, m2… of the list shown, not used twice) supersedes that memory;
     otherwise (another list's id, a bare number: logged), or if that memory is gone meanwhile,
     the item is added and the store drops duplicates. With `within` (a group's id), only that
-    group's memories are matched (MemoryStore.add_many).
+    group's memories are matched (MemoryWriter.add_many).
     """
     items: list[NewMemory] = []
     used: set[int] = set()
@@ -75,7 +75,7 @@ async def apply(
         )
     if not items:
         return []
-    return await store.add_many(user_id, items, now=now, within=within)
+    return await store.writer.add_many(user_id, items, now=now, within=within)
 
 
 async def apply_terms(
@@ -83,11 +83,11 @@ async def apply_terms(
 ) -> tuple[list[Memory], int]:
     """Store the backfilled terms; `needs_terms` is the list shown to the call (the same user's
     memories, so a number can only ever reach one of them). Returns the memories that got
-    terms and the embedding tokens (see :meth:`MemoryStore.add_terms` for what is skipped)."""
+    terms and the embedding tokens (see :meth:`MemoryWriter.add_terms` for what is skipped)."""
     updates = {
         needs_terms[n - 1].id: (needs_terms[n - 1].text, words)
         for n, words in outcome.terms_for.items()
     }
     if not updates:
         return [], 0
-    return await store.add_terms(user_id, updates)
+    return await store.writer.add_terms(user_id, updates)

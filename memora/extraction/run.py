@@ -137,7 +137,7 @@ class TurnExtraction:
         learner model's part to the call."""
         chat, user, text, turn_id = done.chat, done.user, done.text, done.turn_id
         try:
-            existing = await self.store.similar(user.id, text, k=5, origin_chat=origin)
+            existing = await self.store.searcher.similar(user.id, text, k=5, origin_chat=origin)
             # This user's memories without search terms (a /remember fact, an older memory):
             # the same call writes theirs. Only this user's: the call never sees another's.
             mine = await self.store.memories(

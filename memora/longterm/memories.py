@@ -111,7 +111,7 @@ class SearchWords:
 
 @dataclass(frozen=True)
 class NewMemory:
-    """A memory to add (see :meth:`memora.longterm.MemoryStore.add_many`).
+    """A memory to add (see :meth:`memora.longterm.writes.MemoryWriter.add_many`).
 
     `replaces` names a memory of the same user that this one updates or contradicts: it is then
     superseded (its text goes to its history) instead of a new memory being added.

@@ -9,8 +9,6 @@ ranked reads (:mod:`~memora.longterm.search`), with the embedder's calibrated nu
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -19,12 +17,7 @@ from memora.longterm.calibration import profile_for
 from memora.longterm.chroma import COLLECTION, ChromaBackend
 from memora.longterm.embeddings import Embedder, StoreEmbeddings
 from memora.longterm.memories import (
-    AddResult,
     Memory,
-    NewMemory,
-    SearchResult,
-    SearchWords,
-    Source,
     check_user,
 )
 from memora.longterm.search import MemorySearch
@@ -39,7 +32,10 @@ class MemoryStore:
     """Each user's long-term memories in one persistent Chroma collection.
 
     Every public method takes the user id first; there is no way to search or list without one.
-    Writes for one user are serialised by a per-user asyncio lock.
+    Callers reach the parts by name: ``writer`` adds, supersedes, reverts, fills in terms and
+    marks (:class:`~memora.longterm.writes.MemoryWriter`, serialised per user by an asyncio
+    lock); ``searcher`` ranks (:class:`~memora.longterm.search.MemorySearch`: ``search``,
+    ``similar``). The front opens and closes them, lists, counts and deletes.
     """
 
     def __init__(
@@ -55,7 +51,7 @@ class MemoryStore:
         self.embeddings = StoreEmbeddings(embedder)
         self._locks = UserLocks()
         self.writer = MemoryWriter(self.users, self.embeddings, self._locks, self.profile.dedupe)
-        self.reader = MemorySearch(self.backend, self.users, self.embeddings, self.profile)
+        self.searcher = MemorySearch(self.backend, self.users, self.embeddings, self.profile)
 
     # -- lifecycle ---------------------------------------------------------------------------
     @classmethod
@@ -96,84 +92,7 @@ class MemoryStore:
         """(blocking) All of the user's memories from Chroma, indexed."""
         return load_user(self.backend, user_id)
 
-    # -- writes ------------------------------------------------------------------------------
-    async def add(
-        self,
-        user_id: int,
-        text: str,
-        *,
-        source: Source,
-        category: str = "other",
-        chat_id: int | None = None,
-        message_id: int | None = None,
-        now: datetime | None = None,
-        within: int | None = None,
-    ) -> AddResult:
-        """Store one memory unless the user already has it (see :meth:`add_many`)."""
-        item = NewMemory(text, source, category, chat_id, message_id)
-        return (await self.add_many(user_id, [item], now=now, within=within))[0]
-
-    async def add_many(
-        self,
-        user_id: int,
-        items: Sequence[NewMemory],
-        *,
-        now: datetime | None = None,
-        within: int | None = None,
-    ) -> list[AddResult]:
-        """Store several memories with one embedding call and one Chroma write: an item whose
-        `replaces` names one of the user's memories supersedes it; any other item is compared
-        with the user's memories and the items before it (memora.longterm.writes): a duplicate
-        is not stored, the same fact with other numbers supersedes, anything else is added.
-        With `within` (a group's id), only that chat's memories are compared and replaced: a
-        write in a group never takes over a memory from elsewhere (a private one)."""
-        return await self.writer.add_many(user_id, items, now=now, within=within)
-
-    async def supersede(
-        self,
-        user_id: int,
-        memory_id: str,
-        new_text: str,
-        *,
-        reason: str = "updated",
-        category: str | None = None,
-        chat_id: int | None = None,
-        message_id: int | None = None,
-        now: datetime | None = None,
-    ) -> Memory:
-        """Replace a memory's text, keeping the old text in its history. Raises MemoryNotFound."""
-        return await self.writer.supersede(
-            user_id,
-            memory_id,
-            new_text,
-            reason=reason,
-            category=category,
-            chat_id=chat_id,
-            message_id=message_id,
-            now=now,
-        )
-
-    async def revert(
-        self, user_id: int, memory_id: str, *, now: datetime | None = None
-    ) -> Memory | None:
-        """Undo the last change (the text it replaced goes to the history, reason "reverted");
-        None if there is no such memory or nothing to undo."""
-        return await self.writer.revert(user_id, memory_id, now=now)
-
-    async def add_terms(
-        self, user_id: int, terms: Mapping[str, tuple[str, SearchWords]]
-    ) -> tuple[list[Memory], int]:
-        """Fill in missing search terms and situations (see MemoryWriter.add_terms)."""
-        return await self.writer.add_terms(user_id, terms)
-
-    async def pin(self, user_id: int, memory_id: str, at: str | None) -> Memory | None:
-        """Pin one of the user's memories (`at`: when), or unpin it (None); None if gone."""
-        return await self.writer.mark(user_id, memory_id, pinned_at=at)
-
-    async def mark_asked(self, user_id: int, memory_id: str, at: str) -> Memory | None:
-        """Note that the tutor was told to ask how an ended fact went (once)."""
-        return await self.writer.mark(user_id, memory_id, asked_at=at)
-
+    # -- deletes (the other writes are the writer's) ------------------------------------------
     async def delete(self, user_id: int, memory_id: str) -> bool:
         """Delete one of the user's memories; False if the user has no memory with that id."""
         check_user(user_id)
@@ -235,43 +154,3 @@ class MemoryStore:
         if cached is not None:
             return len(cached.entries)
         return await self.backend.call(self.backend.held, user_id)
-
-    async def search(
-        self,
-        user_id: int,
-        query: str,
-        *,
-        top_k: int,
-        min_score: float,
-        extra_context: str | None = None,
-        origin_chat: int | None = None,
-        floor: float | None = None,
-    ) -> SearchResult:
-        """The user's memories most relevant to the query, best first, score >= min_score.
-
-        With `extra_context` (the learner's previous message), the message is also ranked
-        together with it, for a follow-up ("那如果他們要去火車站呢"): what the message finds by
-        itself at `floor` (default `min_score`; give the no-result threshold when `min_score` is
-        lower) comes first, then what only the context finds (ranking.follow_up_rank), so a
-        change of topic keeps its own memories first. With `origin_chat`, only memories that
-        came from that chat are candidates (a group's replies use what the member said there).
-        """
-        check_user(user_id)
-        return await self.reader.search(
-            user_id,
-            query,
-            top_k=top_k,
-            min_score=min_score,
-            extra_context=extra_context,
-            origin_chat=origin_chat,
-            floor=floor,
-        )
-
-    async def similar(
-        self, user_id: int, text: str, k: int = 5, *, origin_chat: int | None = None
-    ) -> list[Memory]:
-        """The user's k memories closest to a text, best first, with no threshold: the memories
-        a new fact may repeat or update (context for the extractor); with `origin_chat`, only
-        those that came from that chat."""
-        check_user(user_id)
-        return await self.reader.similar(user_id, text, k, origin_chat=origin_chat)

@@ -4,7 +4,7 @@ With a memory budget (``memory_tokens``), every memory of the learner goes in wh
 when they do not, the best-ranked fill it until it is spent. Without one (``memory_tokens`` 0),
 the first ``top_k`` at or above ``min_score`` go in. With ``use_last_turn`` the learner's
 previous message is ranked together with the message, after what the message finds by itself
-(``MemoryStore.search``).
+(``MemorySearch.search``).
 
 Given the learner's ``today``, time decides too (memora.longterm.timeline): a fact that is over
 stays out, and the learner's pinned memories go in first, whatever the message; under a budget
@@ -101,7 +101,7 @@ async def retrieve(
     tokens the search spent. `previous` is the learner's previous message in the chat; with
     `today` (the learner's), facts that are over stay out and pins come first."""
     budget = policy.memory_tokens
-    found = await store.search(
+    found = await store.searcher.search(
         user_id,
         message,
         top_k=MAX_BUDGETED_MEMORIES if budget else policy.top_k,

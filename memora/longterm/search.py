@@ -21,7 +21,7 @@ import numpy.typing as npt
 from memora.longterm.calibration import EmbedderProfile
 from memora.longterm.chroma import ChromaBackend
 from memora.longterm.embeddings import StoreEmbeddings, Vectors
-from memora.longterm.memories import Memory, SearchHit, SearchResult
+from memora.longterm.memories import Memory, SearchHit, SearchResult, check_user
 from memora.longterm.ranking import (
     Hit,
     Scores,
@@ -90,7 +90,16 @@ class MemorySearch:
         origin_chat: int | None = None,
         floor: float | None = None,
     ) -> SearchResult:
-        """See :meth:`memora.longterm.memory_store.MemoryStore.search`."""
+        """The user's memories most relevant to the query, best first, score >= min_score.
+
+        With `extra_context` (the learner's previous message), the message is also ranked
+        together with it, for a follow-up ("那如果他們要去火車站呢"): what the message finds by
+        itself at `floor` (default `min_score`; give the no-result threshold when `min_score` is
+        lower) comes first, then what only the context finds (ranking.follow_up_rank), so a
+        change of topic keeps its own memories first. With `origin_chat`, only memories that
+        came from that chat are candidates (a group's replies use what the member said there).
+        """
+        check_user(user_id)
         query = " ".join(query.split())
         if not query or top_k <= 0:
             return SearchResult([], 0)
@@ -182,7 +191,10 @@ class MemorySearch:
     async def similar(
         self, user_id: int, text: str, k: int = 5, *, origin_chat: int | None = None
     ) -> list[Memory]:
-        """See :meth:`memora.longterm.memory_store.MemoryStore.similar`."""
+        """The user's k memories closest to a text, best first, with no threshold: the memories
+        a new fact may repeat or update (context for the extractor); with `origin_chat`, only
+        those that came from that chat."""
+        check_user(user_id)
         text = " ".join(text.split())
         data = await self.users.data(user_id)
         if origin_chat is not None:

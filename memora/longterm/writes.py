@@ -44,6 +44,7 @@ from memora.longterm.memories import (
     MemoryNotFound,
     NewMemory,
     SearchWords,
+    Source,
     check_user,
     clean_terms,
     clean_text,
@@ -183,6 +184,22 @@ class MemoryWriter:
         new_entry = Entry(memory, entry.seq, vectors[0])
         await self.users.write(user_id, [new_entry], data.with_entry(new_entry))
 
+    async def add(
+        self,
+        user_id: int,
+        text: str,
+        *,
+        source: Source,
+        category: str = "other",
+        chat_id: int | None = None,
+        message_id: int | None = None,
+        now: datetime | None = None,
+        within: int | None = None,
+    ) -> AddResult:
+        """Store one memory unless the user already has it (see :meth:`add_many`)."""
+        item = NewMemory(text, source, category, chat_id, message_id)
+        return (await self.add_many(user_id, [item], now=now, within=within))[0]
+
     async def add_many(
         self,
         user_id: int,
@@ -196,7 +213,9 @@ class MemoryWriter:
         An item whose `replaces` names one of the user's memories supersedes it. Any other item
         is compared with the user's memories (and the items before it, see
         :func:`~memora.longterm.dedupe.relation`): a duplicate is not stored; the same fact
-        with other numbers supersedes the older memory; anything else is added.
+        with other numbers supersedes the older memory; anything else is added. With `within`
+        (a group's id), only that chat's memories are compared and replaced: a write in a group
+        never takes over a memory from elsewhere (a private one).
         """
         check_user(user_id)
         if not items:

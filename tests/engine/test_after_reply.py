@@ -123,7 +123,7 @@ async def test_after_reply_work_never_takes_the_threads_a_reply_needs(
     extractor = FactExtractor()
     engine = Engine(db=db, llm=FakeLLM(), counter=counter, store=store, extraction_llm=extractor)
     try:
-        await store.add(ALICE.id, "Alice is a nurse in Kaohsiung.", source="manual")
+        await store.writer.add(ALICE.id, "Alice is a nurse in Kaohsiung.", source="manual")
         gated.gate.clear()
         others = [UserRef(100 + i, f"U{i}") for i in range(12)]  # more than the default pool
         for user in others:

@@ -47,7 +47,7 @@ def facts_json(what: str) -> str:
 async def run(
     llm: LLM, store: MemoryStore, user_id: int, message: str, *, reply: str = "OK"
 ) -> tuple[ExtractionOutcome, list[str]]:
-    existing = await store.similar(user_id, message, k=5)
+    existing = await store.searcher.similar(user_id, message, k=5)
     outcome = await extract(
         llm, user_message=message, assistant_reply=reply, existing=existing, now=NOW
     )
@@ -95,8 +95,8 @@ async def test_an_empty_result_stores_nothing(store: MemoryStore) -> None:
 
 
 async def test_prompt_grounds_time_and_numbers_existing_memories(store: MemoryStore) -> None:
-    await store.add(1, "The user lives in Taipei.", source="manual", category="personal")
-    await store.add(1, "My level is B1", source="manual", category="level")
+    await store.writer.add(1, "The user lives in Taipei.", source="manual", category="personal")
+    await store.writer.add(1, "My level is B1", source="manual", category="level")
     llm = FakeLLM()
     existing = await store.memories(1)
     await extract(
@@ -255,7 +255,7 @@ async def test_replaces_supersedes_with_history_and_revert_restores(store: Memor
         )
     )
     await run(llm, store, 3, "I'm B1 and I live in Taipei.")
-    existing = await store.similar(3, "I moved to Tainan and I'm B2 now", k=5)
+    existing = await store.searcher.similar(3, "I moved to Tainan and I'm B2 now", k=5)
     texts = [m.text for m in existing]
     taipei_no = f"m{1 + texts.index('The user lives in Taipei.')}"
     level_no = f"m{1 + texts.index(LEVEL_B1)}"
@@ -285,7 +285,7 @@ async def test_replaces_supersedes_with_history_and_revert_restores(store: Memor
     assert [r.text for r in memories[0].history] == ["The user's English level is B1."]
     assert memories[1].message_id == 21
 
-    restored = await store.revert(3, memories[1].id)
+    restored = await store.writer.revert(3, memories[1].id)
     assert restored is not None and restored.text == "The user lives in Taipei."
     assert [r.text for r in restored.history] == ["The user moved to Tainan."]
 
@@ -293,7 +293,7 @@ async def test_replaces_supersedes_with_history_and_revert_restores(store: Memor
 async def test_a_replaces_id_out_of_range_or_of_no_list_is_an_add(store: MemoryStore) -> None:
     """m7 and m0 name no memory shown; a bare 1 or t1 names none of <existing_memories> (the
     other list's number, read by a careless model): each is an add, the nurse is untouched."""
-    await store.add(4, "The user is a nurse.", source="manual", category="personal")
+    await store.writer.add(4, "The user is a nurse.", source="manual", category="personal")
     llm = FakeLLM()
     llm.parsed.append(found(mem("The user can only study on weekends.", "constraint", "m7")))
     llm.parsed.append(found(mem("The user enjoys American TV series.", "other", "m0")))
@@ -315,7 +315,7 @@ async def test_a_replaces_id_out_of_range_or_of_no_list_is_an_add(store: MemoryS
 
 
 async def test_replaces_only_reaches_the_callers_own_memories(store: MemoryStore) -> None:
-    other = (await store.add(99, "The user lives in Taipei.", source="manual")).memory
+    other = (await store.writer.add(99, "The user lives in Taipei.", source="manual")).memory
     llm = FakeLLM()
     llm.parsed.append(found(mem("The user moved to Tainan.", "personal", replaces="m1")))
     outcome = await extract(
@@ -422,8 +422,8 @@ async def test_extraction_through_a_server_that_refuses_json_schema(store: Memor
 async def test_replaces_pointing_at_an_unrelated_memory_does_not_overwrite_it(
     store: MemoryStore,
 ) -> None:
-    await store.add(23, "使用者的英文程度是 B1。", source="manual", category="level")
-    await store.add(23, "The user lives in Taipei.", source="manual", category="personal")
+    await store.writer.add(23, "使用者的英文程度是 B1。", source="manual", category="level")
+    await store.writer.add(23, "The user lives in Taipei.", source="manual", category="personal")
     existing = await store.memories(23)
     llm = FakeLLM()
     llm.parsed.append(
@@ -523,10 +523,12 @@ async def test_situations_ride_on_the_same_call_and_find_a_memory_the_message_ne
     assert stored.terms == ("peanut", "花生", "allergy", "過敏")
     assert stored.situations == ("ordering food", "點餐", "restaurant", "餐廳")  # deduped
     # The same fact with its terms only (user 34) is not found by that message: the situation is.
-    await store.add_many(34, [NewMemory("使用者對花生過敏", "extracted", terms=stored.terms)])
+    await store.writer.add_many(
+        34, [NewMemory("使用者對花生過敏", "extracted", terms=stored.terms)]
+    )
     ask = "How do I ask the waiter in a restaurant what is in a dish?"
-    with_situations = await store.search(33, ask, top_k=5, min_score=DEFAULT_MIN_SCORE)
-    terms_only = await store.search(34, ask, top_k=5, min_score=DEFAULT_MIN_SCORE)
+    with_situations = await store.searcher.search(33, ask, top_k=5, min_score=DEFAULT_MIN_SCORE)
+    terms_only = await store.searcher.search(34, ask, top_k=5, min_score=DEFAULT_MIN_SCORE)
     assert [h.memory.text for h in with_situations.hits] == ["使用者對花生過敏"]
     assert terms_only.hits == []
 
@@ -610,7 +612,7 @@ async def test_the_compact_form_shows_fewer_memories_and_only_those_can_be_repla
     facts = ["The user lives in Taipei.", "The user is a nurse.", "The user likes jazz.",
              "The user has a cat.", "The user studies at night."]  # fmt: skip
     for fact in facts:
-        await store.add(24, fact, source="manual", category="personal")
+        await store.writer.add(24, fact, source="manual", category="personal")
     existing = await store.memories(24)
     llm = FakeLLM()
     llm.parsed.append(found(mem("The user now studies in the morning.", "other", "m5")))

@@ -187,11 +187,11 @@ async def test_a_bounded_number_per_call_newest_first_until_all_have_terms(
 
 
 async def test_store_add_terms_only_fills_what_it_was_asked_for(store: MemoryStore) -> None:
-    one = (await store.add(51, "The user likes jazz.", source="manual")).memory
-    two = (await store.add(51, "The user lives in Tainan.", source="manual")).memory
-    other = (await store.add(52, "The user likes tea.", source="manual")).memory
-    await store.supersede(51, two.id, "The user lives in Tainan now.")
-    filled, tokens = await store.add_terms(
+    one = (await store.writer.add(51, "The user likes jazz.", source="manual")).memory
+    two = (await store.writer.add(51, "The user lives in Tainan.", source="manual")).memory
+    other = (await store.writer.add(52, "The user likes tea.", source="manual")).memory
+    await store.writer.supersede(51, two.id, "The user lives in Tainan now.")
+    filled, tokens = await store.writer.add_terms(
         51,
         {
             one.id: (one.text, SearchWords(("jazz", "爵士"))),
@@ -200,19 +200,21 @@ async def test_store_add_terms_only_fills_what_it_was_asked_for(store: MemorySto
         },
     )
     assert [m.id for m in filled] == [one.id] and tokens >= 0
-    again, _ = await store.add_terms(51, {one.id: (one.text, SearchWords(("other",)))})
+    again, _ = await store.writer.add_terms(51, {one.id: (one.text, SearchWords(("other",)))})
     assert again == []  # has terms now, and no situations were written
     # Situations fill a memory that has terms but none, and its terms stay.
-    (more,), _ = await store.add_terms(
+    (more,), _ = await store.writer.add_terms(
         51, {one.id: (one.text, SearchWords(("other",), ("concert", "音樂會")))}
     )
     assert more.terms == ("jazz", "爵士") and more.situations == ("concert", "音樂會")
-    assert (await store.add_terms(51, {one.id: (one.text, SearchWords(("x",), ("y",)))}))[0] == []
+    assert (await store.writer.add_terms(51, {one.id: (one.text, SearchWords(("x",), ("y",)))}))[
+        0
+    ] == []
     by_id = {m.id: m for m in await store.memories(51)}
     assert by_id[one.id].terms == ("jazz", "爵士") and by_id[two.id].terms == ()
     assert by_id[one.id].situations == ("concert", "音樂會")
     assert (await store.memories(52))[0].terms == ()
-    hits = await store.search(51, "我喜歡爵士樂", top_k=1, min_score=0.0)
+    hits = await store.searcher.search(51, "我喜歡爵士樂", top_k=1, min_score=0.0)
     assert hits.hits[0].memory.id == one.id
 
 
@@ -266,10 +268,10 @@ async def test_a_memory_stored_before_situations_gets_them_after_the_term_less_o
     after the memories that have no terms at all; its situations are filled in, its terms stay,
     and a message that only a situation names then finds it."""
     allergy = "使用者對花生過敏"
-    await store.add_many(MEI.id, [NewMemory(allergy, "extracted", terms=("peanut", "花生"))])
+    await store.writer.add_many(MEI.id, [NewMemory(allergy, "extracted", terms=("peanut", "花生"))])
     await engine.queries.remember(CHAT, MEI, SISTER)
     ask = "How do I ask the waiter in a restaurant what is in a dish?"
-    before = await store.search(MEI.id, ask, top_k=3, min_score=DEFAULT_MIN_SCORE)
+    before = await store.searcher.search(MEI.id, ask, top_k=3, min_score=DEFAULT_MIN_SCORE)
     assert allergy not in [h.memory.text for h in before.hits]
     fake.responder = terms_writer(
         {SISTER: SISTER_TERMS, allergy: ["allergy", "過敏"]},
@@ -282,7 +284,7 @@ async def test_a_memory_stored_before_situations_gets_them_after_the_term_less_o
     assert by_text[allergy].terms == ("peanut", "花生")  # kept: only the situations were missing
     assert by_text[allergy].situations == ("restaurant", "餐廳", "點餐")
     assert by_text[SISTER].terms == tuple(SISTER_TERMS)
-    after = await store.search(MEI.id, ask, top_k=3, min_score=DEFAULT_MIN_SCORE)
+    after = await store.searcher.search(MEI.id, ask, top_k=3, min_score=DEFAULT_MIN_SCORE)
     assert [h.memory.text for h in after.hits] == [allergy]
     await turn(engine, "Again.")
     assert needs_terms_listed(fake.requests_of("structured")[-1]) == {}

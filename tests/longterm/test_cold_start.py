@@ -41,12 +41,14 @@ class HeldLoad(MemoryStore):
 
 async def filled(path: Path, embedder: LocalUSE) -> None:
     async with MemoryStore(path, embedder) as store:
-        await store.add_many(USER, [NewMemory(t, chat_id=1 + i % 2) for i, t in enumerate(FACTS)])
-        await store.add_many(OTHER, [NewMemory(t) for t in FACTS[:3]])
+        await store.writer.add_many(
+            USER, [NewMemory(t, chat_id=1 + i % 2) for i, t in enumerate(FACTS)]
+        )
+        await store.writer.add_many(OTHER, [NewMemory(t) for t in FACTS[:3]])
 
 
 async def hits(store: MemoryStore, query: str, **kw: int) -> list[tuple[str, float]]:
-    found = await store.search(USER, query, top_k=3, min_score=0.0, **kw)
+    found = await store.searcher.search(USER, query, top_k=3, min_score=0.0, **kw)
     return [(h.memory.id, h.score) for h in found.hits]
 
 
@@ -90,27 +92,29 @@ async def test_a_large_user_is_first_ranked_among_its_nearest_memories_only(
     cold.release = threading.Event()
     await cold.open()
     try:
-        found = await cold.search(USER, QUERIES[0], top_k=5, min_score=0.0)
+        found = await cold.searcher.search(USER, QUERIES[0], top_k=5, min_score=0.0)
         assert cold._cache.get(USER) is None  # answered before anything was loaded
         assert 1 <= len(found.hits) <= 2  # two candidates for the one query vector
         assert all(h.memory.user_id == USER for h in found.hits)
         assert "IELTS" in found.hits[0].memory.text
-        with_context = await cold.search(  # a follow-up: its context is a second query vector
-            USER,
-            "and piano lessons for them?",
-            top_k=5,
-            min_score=0.0,
-            extra_context="we talked about my family",
+        with_context = (
+            await cold.searcher.search(  # a follow-up: its context is a second query vector
+                USER,
+                "and piano lessons for them?",
+                top_k=5,
+                min_score=0.0,
+                extra_context="we talked about my family",
+            )
         )
         assert 1 <= len(with_context.hits) <= 4  # two per query vector, the union ranked
         assert all(h.memory.user_id == USER for h in with_context.hits)
-        assert (await cold.search(99, QUERIES[0], top_k=3, min_score=0.0)).hits == []
+        assert (await cold.searcher.search(99, QUERIES[0], top_k=3, min_score=0.0)).hits == []
     finally:
         cold.release.set()
         await cold.close()
     async with MemoryStore(tmp_path, embedder) as store:  # a later search ranks them all
         await store.memories(USER)
-        found = await store.search(USER, QUERIES[0], top_k=5, min_score=0.0)
+        found = await store.searcher.search(USER, QUERIES[0], top_k=5, min_score=0.0)
         assert len(found.hits) == 5
 
 
@@ -146,12 +150,12 @@ async def test_a_small_users_first_search_waits_for_the_load_and_ranks_every_mem
     async with MemoryStore(tmp_path, embedder) as cold:  # a group's first search: its view
         assert await hits(cold, QUERIES[0], origin_chat=2) == want_chat
         assert await hits(cold, QUERIES[0], origin_chat=3) == []  # nothing said in that group
-        assert (await cold.search(99, QUERIES[0], top_k=3, min_score=0.0)).hits == []
+        assert (await cold.searcher.search(99, QUERIES[0], top_k=3, min_score=0.0)).hits == []
     # a load that fails leaves the search to Chroma's nearest neighbours, and is logged
     broken = FailingLoad(tmp_path, embedder)
     await broken.open()
     try:
-        found = await broken.search(USER, QUERIES[0], top_k=3, min_score=0.0)
+        found = await broken.searcher.search(USER, QUERIES[0], top_k=3, min_score=0.0)
         assert [h.memory.id for h in found.hits] == [want[QUERIES[0]][0][0]]  # one candidate
         assert broken._cache.get(USER) is None
         broken.failing = False

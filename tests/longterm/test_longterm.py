@@ -33,9 +33,9 @@ NOW = datetime(2026, 11, 15, 8, 30, tzinfo=UTC)
 
 
 async def test_same_fact_three_times_in_two_languages_is_one_memory(store: MemoryStore) -> None:
-    first = await store.add(1, "My level is B1", source="manual", category="level", now=NOW)
-    second = await store.add(1, "我的英文程度是B1", source="extracted", category="level")
-    third = await store.add(1, "The user's English level is B1.", source="extracted")
+    first = await store.writer.add(1, "My level is B1", source="manual", category="level", now=NOW)
+    second = await store.writer.add(1, "我的英文程度是B1", source="extracted", category="level")
+    third = await store.writer.add(1, "The user's English level is B1.", source="extracted")
     assert [first.action, second.action, third.action] == ["added", "duplicate", "duplicate"]
     assert second.memory == first.memory and third.memory == first.memory
     assert [m.text for m in await store.memories(1)] == ["My level is B1"]
@@ -44,15 +44,15 @@ async def test_same_fact_three_times_in_two_languages_is_one_memory(store: Memor
 async def test_exact_repeat_with_other_spacing_and_punctuation_is_a_duplicate(
     store: MemoryStore,
 ) -> None:
-    await store.add(1, "使用者偏好簡短的文法解釋。", source="extracted")
-    again = await store.add(1, "  使用者偏好簡短的 文法解釋 ", source="manual")
+    await store.writer.add(1, "使用者偏好簡短的文法解釋。", source="extracted")
+    again = await store.writer.add(1, "  使用者偏好簡短的 文法解釋 ", source="manual")
     assert again.action == "duplicate"
     assert await store.count(1) == 1
 
 
 async def test_a_different_level_is_not_a_duplicate_but_supersedes(store: MemoryStore) -> None:
-    b1 = await store.add(1, "My level is B1", source="manual", category="level", now=NOW)
-    b2 = await store.add(1, "My level is B2", source="manual", category="other")
+    b1 = await store.writer.add(1, "My level is B1", source="manual", category="level", now=NOW)
+    b2 = await store.writer.add(1, "My level is B2", source="manual", category="other")
     assert b2.action == "superseded"
     assert b2.previous == b1.memory
     assert b2.memory.id == b1.memory.id
@@ -96,7 +96,7 @@ def test_duplicate_guard_on_measured_pairs(embedder: LocalUSE) -> None:
 
 
 async def test_add_many_is_one_batch_that_dedupes_within_itself(store: MemoryStore) -> None:
-    results = await store.add_many(
+    results = await store.writer.add_many(
         7,
         [
             NewMemory("使用者想加強旅遊英文。", category="goal"),
@@ -115,7 +115,10 @@ async def test_add_many_is_one_batch_that_dedupes_within_itself(store: MemorySto
 
 async def test_concurrent_adds_of_one_fact_store_it_once(store: MemoryStore) -> None:
     results = await asyncio.gather(
-        *(store.add(3, "The user is preparing for IELTS.", source="extracted") for _ in range(4))
+        *(
+            store.writer.add(3, "The user is preparing for IELTS.", source="extracted")
+            for _ in range(4)
+        )
     )
     assert sorted(r.action for r in results) == ["added"] + ["duplicate"] * 3
     assert await store.count(3) == 1
@@ -125,9 +128,11 @@ async def test_concurrent_adds_of_one_fact_store_it_once(store: MemoryStore) -> 
 
 
 async def test_supersede_keeps_history_and_revert_restores(store: MemoryStore) -> None:
-    taipei = (await store.add(1, "The user lives in Taipei.", source="extracted", now=NOW)).memory
+    taipei = (
+        await store.writer.add(1, "The user lives in Taipei.", source="extracted", now=NOW)
+    ).memory
     later = datetime(2026, 12, 1, tzinfo=UTC)
-    moved = await store.supersede(
+    moved = await store.writer.supersede(
         1, taipei.id, "The user moved to Tainan.", reason="moved", chat_id=5, now=later
     )
     assert moved.id == taipei.id and moved.text == "The user moved to Tainan."
@@ -136,26 +141,26 @@ async def test_supersede_keeps_history_and_revert_restores(store: MemoryStore) -
     assert moved.chat_id == 5
     assert await store.get(1, taipei.id) == moved
 
-    restored = await store.revert(1, taipei.id)
+    restored = await store.writer.revert(1, taipei.id)
     assert restored is not None and restored.text == "The user lives in Taipei."
     # nothing is lost: the replaced text is in the history, and a second revert undoes the first
     assert [r.text for r in restored.history] == ["The user moved to Tainan."]
-    again = await store.revert(1, taipei.id)
+    again = await store.writer.revert(1, taipei.id)
     assert again is not None and again.text == "The user moved to Tainan."
-    hits = (await store.search(1, "Tainan", top_k=3, min_score=0.0)).hits
+    hits = (await store.searcher.search(1, "Tainan", top_k=3, min_score=0.0)).hits
     assert hits[0].memory.text == "The user moved to Tainan."
 
 
 async def test_revert_without_history_and_supersede_of_a_missing_memory(
     store: MemoryStore,
 ) -> None:
-    m = (await store.add(1, "The user is a nurse.", source="manual")).memory
-    assert await store.revert(1, m.id) is None
-    assert await store.revert(1, "no-such-id") is None
+    m = (await store.writer.add(1, "The user is a nurse.", source="manual")).memory
+    assert await store.writer.revert(1, m.id) is None
+    assert await store.writer.revert(1, "no-such-id") is None
     with pytest.raises(MemoryNotFound):
-        await store.supersede(1, "no-such-id", "x", reason="test")
+        await store.writer.supersede(1, "no-such-id", "x", reason="test")
     with pytest.raises(MemoryNotFound):  # another user's memory is "missing" for this user
-        await store.supersede(2, m.id, "The user is a doctor.", reason="test")
+        await store.writer.supersede(2, m.id, "The user is a doctor.", reason="test")
     assert (await store.get(1, m.id)) == m
 
 
@@ -170,17 +175,23 @@ async def test_list_is_oldest_first_and_search_ranks(store: MemoryStore) -> None
         "The user has a TOEIC exam in 2026-12.",
     ]
     for t in texts:
-        await store.add(9, t, source="extracted", now=NOW)  # same timestamp: order still kept
+        await store.writer.add(
+            9, t, source="extracted", now=NOW
+        )  # same timestamp: order still kept
     assert [m.text for m in await store.memories(9)] == texts
-    found = await store.search(9, "幫我安排適合我程度的旅遊英文練習", top_k=2, min_score=0.1)
+    found = await store.searcher.search(
+        9, "幫我安排適合我程度的旅遊英文練習", top_k=2, min_score=0.1
+    )
     assert found.hits and found.hits[0].memory.text == "使用者想加強旅遊英文。"
     assert len(found.hits) <= 2
     assert all(0.1 <= h.score <= 1.0 for h in found.hits)
     assert [h.score for h in found.hits] == sorted((h.score for h in found.hits), reverse=True)
     # an unrelated message finds nothing above a sensible floor
-    assert (await store.search(9, "What's the weather like?", top_k=3, min_score=0.2)).hits == []
-    assert (await store.search(9, "   ", top_k=3, min_score=0.0)).hits == []
-    similar = await store.similar(9, "I have a TOEIC exam", k=2)
+    assert (
+        await store.searcher.search(9, "What's the weather like?", top_k=3, min_score=0.2)
+    ).hits == []
+    assert (await store.searcher.search(9, "   ", top_k=3, min_score=0.0)).hits == []
+    similar = await store.searcher.similar(9, "I have a TOEIC exam", k=2)
     assert len(similar) == 2 and similar[0].text == "The user has a TOEIC exam in 2026-12."
 
 
@@ -194,11 +205,13 @@ FOLLOW_UP_MEMORIES = [
 
 async def test_a_follow_up_finds_what_the_previous_message_was_about(store: MemoryStore) -> None:
     for t in FOLLOW_UP_MEMORIES:
-        await store.add(4, t, source="extracted")
+        await store.writer.add(4, t, source="extracted")
     previous = "passenger ask me go airport, how say"
     question = "那如果他們要去火車站呢"  # "and if they want the train station?": no topic word
-    alone = await store.search(4, question, top_k=2, min_score=0.14)
-    helped = await store.search(4, question, top_k=2, min_score=0.14, extra_context=previous)
+    alone = await store.searcher.search(4, question, top_k=2, min_score=0.14)
+    helped = await store.searcher.search(
+        4, question, top_k=2, min_score=0.14, extra_context=previous
+    )
     assert alone.hits == []  # the message alone finds nothing at the threshold
     assert {h.memory.text for h in helped.hits} == set(FOLLOW_UP_MEMORIES[:2])
     assert all(h.score >= 0.14 for h in helped.hits)
@@ -208,12 +221,12 @@ async def test_the_previous_message_only_adds_after_what_a_follow_up_finds_itsel
     store: MemoryStore,
 ) -> None:
     for t in FOLLOW_UP_MEMORIES:
-        await store.add(4, t, source="extracted")
+        await store.writer.add(4, t, source="extracted")
     question = "and is satay sauce ok with my peanut allergy then?"  # names its own topic
     previous = "passenger ask me go airport, how say"
     # as the engine asks under a memory budget: every memory, the threshold as the floor
-    alone = await store.search(4, question, top_k=4, min_score=0.0, floor=0.14)
-    helped = await store.search(
+    alone = await store.searcher.search(4, question, top_k=4, min_score=0.0, floor=0.14)
+    helped = await store.searcher.search(
         4, question, top_k=4, min_score=0.0, floor=0.14, extra_context=previous
     )
     assert alone.hits[0].memory.text == "Is allergic to peanuts"
@@ -229,12 +242,14 @@ async def test_a_change_of_topic_keeps_its_own_memories_first(
     counting = CountingEmbedder(embedder)
     async with MemoryStore(tmp_path / "chroma", counting) as store:
         for t in FOLLOW_UP_MEMORIES:
-            await store.add(4, t, source="extracted")
+            await store.writer.add(4, t, source="extracted")
         counting.texts.clear()
         question = "Is satay sauce safe for me to eat?"  # a new topic, no pointer back
         previous = "passenger ask me go airport, how say"
-        alone = await store.search(4, question, top_k=4, min_score=0.0)
-        helped = await store.search(4, question, top_k=4, min_score=0.0, extra_context=previous)
+        alone = await store.searcher.search(4, question, top_k=4, min_score=0.0)
+        helped = await store.searcher.search(
+            4, question, top_k=4, min_score=0.0, extra_context=previous
+        )
         assert helped.hits == alone.hits
         assert counting.texts[0] == question  # once (then cached)
 
@@ -276,7 +291,7 @@ async def test_a_follow_up_s_context_is_skipped_only_where_it_cannot_change_the_
     message in one call."""
     counting = CountingEmbedder(embedder, local=local)
     async with MemoryStore(tmp_path / "chroma", counting) as store:
-        await store.add_many(4, [NewMemory(t) for t in FOLLOW_UP_MEMORIES + MORE_MEMORIES])
+        await store.writer.add_many(4, [NewMemory(t) for t in FOLLOW_UP_MEMORIES + MORE_MEMORIES])
         data = await store._data(4)
         previous = "passenger ask me go airport, how say"
         skipped = used = 0
@@ -291,15 +306,15 @@ async def test_a_follow_up_s_context_is_skipped_only_where_it_cannot_change_the_
                 joined = f"{previous}\n{question}"
                 store.embeddings.recent.clear()  # every message new: nothing from the vector cache
                 counting.calls.clear()
-                got = await store.search(
+                got = await store.searcher.search(
                     4, question, top_k=top_k, min_score=min_score, floor=floor,
                     extra_context=previous,
                 )  # fmt: skip
                 embedded = list(counting.calls)
                 vectors, _ = await store.embeddings.queries([question, joined])
                 with one_blas_thread():
-                    message = store.reader.scores(data, question, vectors[0])
-                    together = store.reader.scores(data, joined, vectors[1])
+                    message = store.searcher.scores(data, question, vectors[0])
+                    together = store.searcher.scores(data, joined, vectors[1])
                 edge = min_score if floor is None else floor
                 want = follow_up_rank(message, together, edge, top_k, min_score)
                 assert [(h.memory.id, h.score) for h in got.hits] == [
@@ -315,11 +330,13 @@ async def test_a_follow_up_s_context_is_skipped_only_where_it_cannot_change_the_
                     skipped += 1
         assert local <= (skipped >= 3 and used >= 3)  # a local model takes both paths here
         # fewer memories than top_k: the context can always matter, so it comes in one call
-        await store.add_many(5, [NewMemory(t) for t in FOLLOW_UP_MEMORIES[:2]])
+        await store.writer.add_many(5, [NewMemory(t) for t in FOLLOW_UP_MEMORIES[:2]])
         await store.memories(5)  # cached: a warm search
         counting.calls.clear()
         question = "那如果他們要去火車站呢"
-        small = await store.search(5, question, top_k=3, min_score=0.14, extra_context=previous)
+        small = await store.searcher.search(
+            5, question, top_k=3, min_score=0.14, extra_context=previous
+        )
         assert counting.calls == [[question, f"{previous}\n{question}"]]
         assert {h.memory.text for h in small.hits} == set(FOLLOW_UP_MEMORIES[:2])
 
@@ -329,53 +346,55 @@ async def test_a_message_is_embedded_once_for_the_reply_and_its_extraction(
 ) -> None:
     counting = CountingEmbedder(embedder)
     async with MemoryStore(tmp_path / "chroma", counting) as store:
-        await store.add(4, "The user is a nurse in Kaohsiung.", source="manual")
+        await store.writer.add(4, "The user is a nurse in Kaohsiung.", source="manual")
         message = "I  work night shifts at the hospital."
-        found = await store.search(4, message, top_k=1, min_score=0.0)
+        found = await store.searcher.search(4, message, top_k=1, min_score=0.0)
         counting.texts.clear()
         # the extraction's look-up of the same message (it was just searched with)
-        assert [m.text for m in await store.similar(4, message, k=1)] == [found.hits[0].memory.text]
-        again = await store.search(4, message, top_k=1, min_score=0.0)
+        assert [m.text for m in await store.searcher.similar(4, message, k=1)] == [
+            found.hits[0].memory.text
+        ]
+        again = await store.searcher.search(4, message, top_k=1, min_score=0.0)
         assert counting.texts == [] and again.embedding_tokens == 0
         assert again.hits == found.hits  # the same vector, the same ranking
         await store.delete_user(4)  # a forgotten user's messages are not kept even in memory
-        await store.add(4, "The user is a teacher.", source="manual")
+        await store.writer.add(4, "The user is a teacher.", source="manual")
         counting.texts.clear()
-        await store.similar(4, message, k=1)
+        await store.searcher.similar(4, message, k=1)
         assert counting.texts == [message.replace("  ", " ")]
 
 
 async def test_user_id_is_required_and_must_be_an_int(store: MemoryStore) -> None:
     with pytest.raises(TypeError):
-        await store.search("1", "x", top_k=1, min_score=0.0)  # type: ignore[arg-type]
+        await store.searcher.search("1", "x", top_k=1, min_score=0.0)  # type: ignore[arg-type]
     with pytest.raises(TypeError):
         await store.memories(None)  # type: ignore[arg-type]
     with pytest.raises(ValueError):
-        await store.add(1, "   ", source="manual")
+        await store.writer.add(1, "   ", source="manual")
 
 
 # -- deletion and persistence --------------------------------------------------------------------
 
 
 async def test_delete_user_is_complete_and_leaves_others_intact(store: MemoryStore) -> None:
-    await store.add_many(
+    await store.writer.add_many(
         1, [NewMemory("My level is B1"), NewMemory("使用者住在台北。"), NewMemory("I like cats")]
     )
-    await store.add_many(2, [NewMemory("My level is B1"), NewMemory("The user is a nurse.")])
+    await store.writer.add_many(2, [NewMemory("My level is B1"), NewMemory("The user is a nurse.")])
     assert await store.delete_user(1) == 3
     assert await store.count(1) == 0
     assert await store.memories(1) == []
-    assert (await store.search(1, "My level is B1", top_k=5, min_score=0.0)).hits == []
-    assert await store.similar(1, "My level is B1") == []
+    assert (await store.searcher.search(1, "My level is B1", top_k=5, min_score=0.0)).hits == []
+    assert await store.searcher.similar(1, "My level is B1") == []
     assert await store.count(2) == 2
-    hits = (await store.search(2, "level B1", top_k=5, min_score=0.0)).hits
+    hits = (await store.searcher.search(2, "level B1", top_k=5, min_score=0.0)).hits
     assert hits and all(h.memory.user_id == 2 for h in hits)
     assert await store.delete_user(1) == 0
 
 
 async def test_delete_one_memory(store: MemoryStore) -> None:
-    a = (await store.add(1, "The user is a nurse.", source="manual")).memory
-    b = (await store.add(1, "使用者住在台北。", source="manual")).memory
+    a = (await store.writer.add(1, "The user is a nurse.", source="manual")).memory
+    b = (await store.writer.add(1, "使用者住在台北。", source="manual")).memory
     assert await store.delete(2, a.id) is False  # not that user's
     assert await store.delete(1, a.id) is True
     assert await store.delete(1, a.id) is False
@@ -385,7 +404,7 @@ async def test_delete_one_memory(store: MemoryStore) -> None:
 async def test_memories_survive_reopening_the_store(tmp_path: Path, embedder: LocalUSE) -> None:
     path = tmp_path / "chroma"
     first = await MemoryStore.create(path, embedder)
-    added = await first.add(
+    added = await first.writer.add(
         42,
         "使用者想加強旅遊英文。",
         source="extracted",
@@ -393,8 +412,8 @@ async def test_memories_survive_reopening_the_store(tmp_path: Path, embedder: Lo
         chat_id=-100,
         message_id=7,
     )
-    await first.add(42, "The user lives in Taipei.", source="manual", category="personal")
-    moved = await first.supersede(
+    await first.writer.add(42, "The user lives in Taipei.", source="manual", category="personal")
+    moved = await first.writer.supersede(
         42, (await first.memories(42))[1].id, "The user moved to Tainan.", reason="moved"
     )
     await first.close()
@@ -405,7 +424,9 @@ async def test_memories_survive_reopening_the_store(tmp_path: Path, embedder: Lo
         assert memories[0] == added.memory
         assert memories[1] == moved
         assert memories[1].history[0].text == "The user lives in Taipei."
-        hits = (await second.search(42, "travel English practice", top_k=1, min_score=0.0)).hits
+        hits = (
+            await second.searcher.search(42, "travel English practice", top_k=1, min_score=0.0)
+        ).hits
         assert hits[0].memory.id == added.memory.id
 
 
@@ -417,19 +438,19 @@ async def test_a_write_after_a_reload_appends_to_the_loaded_matrix(
     wrote is found like any other, in this process and the next."""
     path = tmp_path / "chroma"
     async with MemoryStore(path, embedder) as first:
-        await first.add_many(42, [NewMemory(t) for t in FACTS[:4]])
+        await first.writer.add_many(42, [NewMemory(t) for t in FACTS[:4]])
     async with MemoryStore(path, embedder) as second:
         loaded = await second._data(42)
         (chunk,) = loaded.matrix.chunks()
         # each memory's vector is its row of that matrix: the vectors are held once, in order
         for row, e in zip(chunk, loaded.entries, strict=True):
             assert np.shares_memory(e.vector, chunk) and np.array_equal(e.vector, row)
-        added = await second.add(42, "The user plays badminton on Sundays.", source="manual")
+        added = await second.writer.add(42, "The user plays badminton on Sundays.", source="manual")
         assert added.action == "added"
         after = await second._data(42)
         assert np.shares_memory(after.matrix.chunks()[0], chunk)  # the row went behind it
         assert len(loaded.entries) == 4 and len(after.entries) == 5  # the old one unchanged
-        hits = (await second.search(42, "badminton", top_k=1, min_score=0.0)).hits
+        hits = (await second.searcher.search(42, "badminton", top_k=1, min_score=0.0)).hits
         assert hits[0].memory.id == added.memory.id
     async with MemoryStore(path, embedder) as third:
         reloaded = await third._data(42)
@@ -448,7 +469,7 @@ async def test_an_other_embedder_cannot_open_the_memories(
             return Embedded(np.ones((len(texts), 512), dtype=np.float32) / np.sqrt(512))
 
     async with MemoryStore(tmp_path / "chroma", embedder) as s:
-        await s.add(1, "The user is a nurse.", source="manual")
+        await s.writer.add(1, "The user is a nurse.", source="manual")
     with pytest.raises(StoreError, match="use-multilingual-v3"):
         await MemoryStore.create(tmp_path / "chroma", Other())
     async with MemoryStore(tmp_path / "chroma", embedder) as s:  # still opens with the right one
@@ -460,12 +481,12 @@ async def test_a_small_cache_evicts_users_without_losing_anything(
 ) -> None:
     async with MemoryStore(tmp_path / "chroma", embedder, max_cached_users=1) as s:
         for uid in (1, 2, 3):
-            await s.add(uid, f"The user's English level is B{uid}.", source="manual")
+            await s.writer.add(uid, f"The user's English level is B{uid}.", source="manual")
         for uid in (1, 2, 3, 1):
             assert [m.text for m in await s.memories(uid)] == [
                 f"The user's English level is B{uid}."
             ]
-            hits = (await s.search(uid, "English level", top_k=5, min_score=0.0)).hits
+            hits = (await s.searcher.search(uid, "English level", top_k=5, min_score=0.0)).hits
             assert [h.memory.user_id for h in hits] == [uid]
 
 
@@ -519,7 +540,7 @@ def test_users_never_see_or_touch_each_others_memories(
 
     async def scenario(ids: list[int], facts: list[list[str]], query: str) -> None:
         for uid, texts in zip(ids, facts, strict=True):
-            await store.add_many(uid, [NewMemory(t) for t in texts])
+            await store.writer.add_many(uid, [NewMemory(t) for t in texts])
         own = {uid: await store.memories(uid) for uid in ids}
         for uid, texts in zip(ids, facts, strict=True):
             mine = own[uid]
@@ -527,16 +548,16 @@ def test_users_never_see_or_touch_each_others_memories(
             assert {m.text for m in mine} <= set(texts)
             assert await store.count(uid) == len(mine)
             mine_ids = {m.id for m in mine}
-            hits = (await store.search(uid, query, top_k=10, min_score=0.0)).hits
+            hits = (await store.searcher.search(uid, query, top_k=10, min_score=0.0)).hits
             assert {h.memory.id for h in hits} <= mine_ids
-            assert {m.id for m in await store.similar(uid, query, k=10)} <= mine_ids
+            assert {m.id for m in await store.searcher.similar(uid, query, k=10)} <= mine_ids
             for other in ids:
                 if other == uid:
                     continue
                 for m in own[other]:
                     assert await store.get(uid, m.id) is None
                     assert await store.delete(uid, m.id) is False
-                    assert await store.revert(uid, m.id) is None
+                    assert await store.writer.revert(uid, m.id) is None
         victim, survivor = ids[0], ids[1]
         before = await store.memories(survivor)
         assert await store.delete(victim, own[victim][0].id) is True
@@ -591,9 +612,11 @@ async def test_search_terms_make_a_cross_lingual_message_match_lexically(
         for user, with_terms in ((1, terms), (2, ())):
             items = [NewMemory(t, category="other") for t in others]
             items.append(NewMemory(text, category="personal", terms=with_terms))
-            await s.add_many(user, items, now=NOW)
+            await s.writer.add_many(user, items, now=NOW)
         query = "any tips for walking my dog in the rain?"
-        found = {u: (await s.search(u, query, top_k=4, min_score=0.0)).hits for u in (1, 2)}
+        found = {
+            u: (await s.searcher.search(u, query, top_k=4, min_score=0.0)).hits for u in (1, 2)
+        }
         assert found[1][0].memory.text == text
         score = {
             u: next(h.score for h in hits if h.memory.text == text) for u, hits in found.items()
@@ -603,11 +626,11 @@ async def test_search_terms_make_a_cross_lingual_message_match_lexically(
         (dog,) = [m for m in await s.memories(1) if m.text == text]
         assert dog.terms == terms
         assert all(m.terms == () for m in await s.memories(2))
-        hits = (await s.search(1, "Mochi", top_k=1, min_score=0.0)).hits
+        hits = (await s.searcher.search(1, "Mochi", top_k=1, min_score=0.0)).hits
         assert hits[0].memory.id == dog.id and hits[0].score > 0.3  # a term no text holds
-        updated = await s.supersede(1, dog.id, "養了兩隻柴犬", reason="updated")
+        updated = await s.writer.supersede(1, dog.id, "養了兩隻柴犬", reason="updated")
         assert updated.terms == ()  # the terms described the old text
-        restored = await s.revert(1, dog.id)
+        restored = await s.writer.revert(1, dog.id)
         assert restored is not None and restored.text == text and restored.terms == ()
 
 
@@ -623,9 +646,9 @@ async def test_inflections_and_traditional_simplified_meet_in_search(
         "使用者正在準備多益考試，目標 850 分。",
         "使用者喜歡看韓劇學口語。",
     ]
-    await store.add_many(12, [NewMemory(t) for t in texts], now=NOW)
+    await store.writer.add_many(12, [NewMemory(t) for t in texts], now=NOW)
     for query, expected in (("any tips for my painting?", 0), ("准备考试好累", 2)):
-        hits = (await store.search(12, query, top_k=4, min_score=0.0)).hits
+        hits = (await store.searcher.search(12, query, top_k=4, min_score=0.0)).hits
         assert hits[0].memory.text == texts[expected]
         vecs = (await embedder.embed([texts[expected], query])).vectors
         cosine = float(np.dot(vecs[0], vecs[1]))

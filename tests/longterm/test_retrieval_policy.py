@@ -51,7 +51,7 @@ def test_without_a_budget_top_k_at_or_above_min_score() -> None:
 
 
 async def test_retrieve_through_the_store(store: MemoryStore) -> None:
-    results = await store.add_many(
+    results = await store.writer.add_many(
         7,
         [
             NewMemory(FACTS[0], category="constraint", terms=("peanut",)),
@@ -75,7 +75,7 @@ async def test_the_previous_message_adds_only_after_what_the_message_finds(
     store: MemoryStore,
 ) -> None:
     for text in FACTS:
-        await store.add(7, text, source="extracted")
+        await store.writer.add(7, text, source="extracted")
     policy = RetrievalPolicy(0, top_k=2, min_score=0.14)
     alone = await retrieve(store, policy, 7, "牠叫什麼名字？", None)
     helped = await retrieve(store, policy, 7, "牠叫什麼名字？", "我家的狗很可愛")

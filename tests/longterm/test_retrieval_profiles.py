@@ -64,7 +64,9 @@ async def test_an_uncalibrated_embedder_ranks_then_fills_the_budget(
     api_store: MemoryStore,
 ) -> None:
     assert api_store.profile == profile_for("text-embedding-3-small")
-    results = await api_store.add_many(1, [*map(_new, FACTS), _new("the user LIKES green apples")])
+    results = await api_store.writer.add_many(
+        1, [*map(_new, FACTS), _new("the user LIKES green apples")]
+    )
     # no cosine threshold borrowed from USE: the paraphrase stays, the same text does not
     assert [r.action for r in results] == ["added"] * 4 + ["duplicate"]
     assert await api_store.count(1) == 4

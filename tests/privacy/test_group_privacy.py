@@ -27,8 +27,8 @@ GROUP_FACT = "May is preparing for the TOEIC exam with this group"
 
 @pytest.fixture
 async def remembered(mem_engine: Engine, store: MemoryStore) -> AsyncIterator[Engine]:
-    await store.add(MAY.id, SECRET_FACT, source="manual", chat_id=PRIVATE.id)
-    await store.add(MAY.id, GROUP_FACT, source="manual", chat_id=GROUP.id)
+    await store.writer.add(MAY.id, SECRET_FACT, source="manual", chat_id=PRIVATE.id)
+    await store.writer.add(MAY.id, GROUP_FACT, source="manual", chat_id=GROUP.id)
     yield mem_engine
 
 
@@ -86,9 +86,9 @@ async def test_a_groups_export_holds_that_groups_data_only(
 async def test_a_write_in_a_group_never_takes_over_a_private_memory(store: MemoryStore) -> None:
     """The same fact with another number supersedes the older memory, but a group's write is
     matched against that group's memories only: the private one stays, text and chat."""
-    private = await store.add(MAY.id, "Salary is 50000 a month.", source="manual", chat_id=1)
+    private = await store.writer.add(MAY.id, "Salary is 50000 a month.", source="manual", chat_id=1)
     newer = NewMemory("Salary is 60000 a month.", "extracted", "personal", GROUP.id, None)
-    (scoped,) = await store.add_many(
+    (scoped,) = await store.writer.add_many(
         MAY.id, [replace(newer, replaces=private.memory.id)], within=GROUP.id
     )
     assert scoped.action == "added" and scoped.memory.history == ()
@@ -96,7 +96,7 @@ async def test_a_write_in_a_group_never_takes_over_a_private_memory(store: Memor
     assert (kept.text, kept.chat_id, kept.history) == ("Salary is 50000 a month.", 1, ())
     # Unscoped (a private chat's write), the same fact updates the memory it names.
     wider = replace(newer, text="Salary is 70000 a month.", chat_id=1)
-    (wide,) = await store.add_many(MAY.id, [replace(wider, replaces=private.memory.id)])
+    (wide,) = await store.writer.add_many(MAY.id, [replace(wider, replaces=private.memory.id)])
     assert wide.action == "superseded" and wide.memory.id == private.memory.id
 
 
@@ -107,7 +107,7 @@ async def test_an_earlier_private_text_is_never_shown_or_restored_in_a_group(
     group, or under group_memories = "all"): its earlier text is the private chat's."""
     private = {m.text: m for m in await store.memories(MAY.id)}[SECRET_FACT]
     taipei = NewMemory("May works as a nurse in Taipei", "extracted", "personal", GROUP.id, None)
-    (took,) = await store.add_many(MAY.id, [replace(taipei, replaces=private.id)])
+    (took,) = await store.writer.add_many(MAY.id, [replace(taipei, replaces=private.id)])
     assert took.action == "superseded" and took.memory.id == private.id
     assert took.memory.history[-1].chat_id == PRIVATE.id  # where the old text came from
     ctx = CommandContext(GROUP, MAY, "")

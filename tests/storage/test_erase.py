@@ -142,8 +142,8 @@ async def test_a_store_that_persisted_every_write_is_switched_to_chromas_default
     store = await MemoryStore.create(path, embedder)
     try:
         assert _threshold(store) == CHROMA_HNSW["sync_threshold"] == 1000
-        await store.add(7, f"The user's cat is called {MARKER}.", source="manual")
-        await store.add(8, "The user lives in Taichung.", source="manual")
+        await store.writer.add(7, f"The user's cat is called {MARKER}.", source="manual")
+        await store.writer.add(8, "The user lives in Taichung.", source="manual")
         assert files_holding(path, MARKER)
         assert await store.delete_user(7) == 1
         assert files_holding(path, MARKER) == []
@@ -175,14 +175,14 @@ async def test_forget_flushes_chromas_log_while_other_learners_search(
     store = await MemoryStore.create(path, embedder)
     try:
         for topic in ("trains", "hotels", "cooking"):
-            await store.add(8, f"The user wants words about {topic}.", source="manual")
-        cat = await store.add(7, f"The user's cat is called {MARKER}.", source="manual")
-        await store.add(7, "The user lives in Taichung.", source="manual")
+            await store.writer.add(8, f"The user wants words about {topic}.", source="manual")
+        cat = await store.writer.add(7, f"The user's cat is called {MARKER}.", source="manual")
+        await store.writer.add(7, "The user lives in Taichung.", source="manual")
         assert _log_rows(path) >= 5, "the writes wait in Chroma's log"
         assert files_holding(path, MARKER)
         store._cache.clear()  # the searches below read through Chroma while it is reopened
         searches = [
-            store.search(8, f"words about {q}", top_k=3, min_score=0.0)
+            store.searcher.search(8, f"words about {q}", top_k=3, min_score=0.0)
             for q in ("trains", "hotels", "cooking")
         ]
         deleted, *found = await asyncio.gather(store.delete(7, cat.memory.id), *searches)
@@ -196,7 +196,7 @@ async def test_forget_flushes_chromas_log_while_other_learners_search(
         assert _log_rows(path) <= 1  # only the delete, which carries no document
         assert _threshold(store) == 1000
         assert await store.delete(7, cat.memory.id) is False
-        await store.add(7, "The user studies every night.", source="manual")
+        await store.writer.add(7, "The user studies every night.", source="manual")
     finally:
         await store.close()
     async with MemoryStore(path, embedder) as again:  # a restart replays what the log holds
@@ -250,11 +250,11 @@ async def test_chromas_index_files_hold_no_uninitialised_memory(
     path = tmp_path / "chroma"
     store = await MemoryStore.create(path, embedder)
     try:
-        await store.add(8, "The user lives in Taichung.", source="manual")
+        await store.writer.add(8, "The user lives in Taichung.", source="manual")
         assert hnsw_indexes(path), "the first write creates Chroma's index"
         assert _holding_bytes(path, perturbed_malloc) == []
-        cat = await store.add(7, f"The user's cat is called {MARKER}.", source="manual")
-        await store.add(7, "The user studies every night.", source="manual")
+        cat = await store.writer.add(7, f"The user's cat is called {MARKER}.", source="manual")
+        await store.writer.add(7, "The user studies every night.", source="manual")
         assert await store.delete(7, cat.memory.id) is True
         assert files_holding(path, MARKER) == []
         assert _holding_bytes(path, perturbed_malloc) == []
@@ -317,10 +317,10 @@ async def test_a_deleted_memorys_vector_leaves_every_file(
     store = await MemoryStore.create(path, embedder)
     try:
         for topic in ("trains", "hotels", "cooking", "museums"):
-            await store.add(8, f"The user wants words about {topic}.", source="manual")
-        cat = await store.add(7, f"The user's cat is called {MARKER}.", source="manual")
-        job = await store.add(7, "The user works as a nurse in Kaohsiung.", source="manual")
-        night = await store.add(7, "The user studies every night.", source="manual")
+            await store.writer.add(8, f"The user wants words about {topic}.", source="manual")
+        cat = await store.writer.add(7, f"The user's cat is called {MARKER}.", source="manual")
+        job = await store.writer.add(7, "The user works as a nurse in Kaohsiung.", source="manual")
+        night = await store.writer.add(7, "The user studies every night.", source="manual")
         ids = [cat.memory.id, job.memory.id, night.memory.id]
         deleted = _vectors(store, ids)
         kept = _vectors(store, [m.id for m in await store.memories(8)])
@@ -332,14 +332,16 @@ async def test_a_deleted_memorys_vector_leaves_every_file(
         assert [files_holding_vector(path, v) for v in deleted] == [[], [], []]
         # A write takes one deleted slot and relinks its neighbours, the other deleted slots
         # among them: at a threshold of 1 it persists them at once.
-        await store.add(8, "The user wants words about banks.", source="manual")
+        await store.writer.add(8, "The user wants words about banks.", source="manual")
         assert [files_holding_vector(path, v) for v in deleted] == [[], [], []]
-        hotels = await store.add(8, "The user wants words about hotels at night.", source="manual")
+        hotels = await store.writer.add(
+            8, "The user wants words about hotels at night.", source="manual"
+        )
         assert await store.delete(8, hotels.memory.id) is True  # persists every dirty slot
         assert [files_holding_vector(path, v) for v in deleted] == [[], [], []]
         assert all(files_holding_vector(path, v) for v in kept)
         store._cache.clear()  # the next search asks Chroma's index (_nearest_sync)
-        found = await store.search(8, "words about museums", top_k=1, min_score=0.0)
+        found = await store.searcher.search(8, "words about museums", top_k=1, min_score=0.0)
         assert [h.memory.text for h in found.hits] == ["The user wants words about museums."]
     finally:
         await store.close()

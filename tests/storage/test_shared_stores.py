@@ -101,7 +101,7 @@ async def two_replicas(
 
 
 async def texts(store: MemoryStore, user: int, query: str) -> list[str]:
-    found = await store.search(user, query, top_k=10, min_score=0.0)
+    found = await store.searcher.search(user, query, top_k=10, min_score=0.0)
     return [h.memory.text for h in found.hits]
 
 
@@ -110,17 +110,17 @@ async def test_a_replica_sees_what_another_replica_wrote_for_the_same_user(
 ) -> None:
     a, b = two_replicas
     mei, other = next(_users), next(_users)
-    await a.add(mei, "Mei is preparing for the TOEIC exam in March.", source="manual")
+    await a.writer.add(mei, "Mei is preparing for the TOEIC exam in March.", source="manual")
     assert await texts(b, mei, "when is my exam?") == [
         "Mei is preparing for the TOEIC exam in March."
     ]  # b has now cached Mei
-    await a.add(mei, "Mei's goal is a TOEIC score of 850.", source="manual")
+    await a.writer.add(mei, "Mei's goal is a TOEIC score of 850.", source="manual")
     assert "Mei's goal is a TOEIC score of 850." in await texts(b, mei, "TOEIC score goal")
     assert await b.count(mei) == 2
     first = (await a.memories(mei))[0]
     assert await b.delete(mei, first.id)
     assert [m.text for m in await a.memories(mei)] == ["Mei's goal is a TOEIC score of 850."]
-    await b.add(other, "Other learner likes football.", source="manual")
+    await b.writer.add(other, "Other learner likes football.", source="manual")
     assert await a.delete_user(mei) == 1
     assert await b.memories(mei) == []  # forgotten everywhere, from b's cache too
     assert await texts(a, other, "football") == ["Other learner likes football."]
@@ -135,7 +135,7 @@ async def test_the_composition_uses_the_chroma_server_when_configured(
     user = next(_users)
     async with open_engine(load_settings(), llm=FakeLLM()) as engine:
         assert engine.store is not None and engine.store.url == chroma_server.url
-        await engine.store.add(user, "Lin studies English on the train.", source="manual")
+        await engine.store.writer.add(user, "Lin studies English on the train.", source="manual")
     assert not (tmp_path / "data" / "chroma").exists()
     async with MemoryStore(tmp_path / "x", engine.store.embedder, url=chroma_server.url) as s:
         assert [m.text for m in await s.memories(user)] == ["Lin studies English on the train."]
