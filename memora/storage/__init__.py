@@ -1,6 +1,8 @@
-"""Short-term memory and the durable queues' tables: SQLite by default, PostgreSQL when a URL is
-given. `Database` is the store; rows.py holds the values it reads and writes; the schema is in
-migrations.py (and learner_schema.py)."""
+"""Every SQL statement of Memora: short-term memory, the durable queues, the learner model's
+tables and the schedules, on SQLite by default, PostgreSQL when a URL is given. `Database` is the
+store, a facade of named query parts over one connection; rows.py holds the values they read and
+write; the schema is in migrations.py (and learner_schema.py, whose tables learner_profile.py,
+learner_entries.py and learner_cards.py read and write)."""
 
 from memora.storage.database import Database
 from memora.storage.rows import (
