@@ -25,6 +25,7 @@ from memora.extraction.prompts import (
     MAX_ASKS,
     MAX_BACKFILL,
     TERMS_FOR_INSTRUCTIONS,
+    ExtractionInput,
     build_extraction_input,
     fixed_instructions,
 )
@@ -54,6 +55,7 @@ __all__ = [
     "Answered",
     "Category",
     "ExtractedMemory",
+    "ExtractionInput",
     "ExtractionOutcome",
     "ExtractionResult",
     "LearnerExtractionResult",

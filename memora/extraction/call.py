@@ -6,12 +6,13 @@ from __future__ import annotations
 import functools
 import logging
 from collections.abc import Mapping, Sequence
-from datetime import datetime
+from dataclasses import replace
 
 from memora.extraction.prompts import (
     FORMS,
     MAX_ASKS,
     MAX_BACKFILL,
+    ExtractionInput,
     build_extraction_input,
     fixed_instructions,
 )
@@ -68,13 +69,8 @@ def needing_terms(
 
 async def extract(
     llm: LLM,
+    turn: ExtractionInput,
     *,
-    user_message: str,
-    assistant_reply: str,
-    existing: Sequence[Memory],
-    now: datetime,
-    profile_lines: Sequence[str] | None = None,
-    needs_terms: Sequence[Memory] = (),
     form: Form = "full",
     mode: ModeAsk | None = None,
     learner: str | None = None,
@@ -84,9 +80,9 @@ async def extract(
     With `mode` (a lesson mode's turn, and the learner part asked for) the answer is the mode's
     wider schema, and the call is told what the turn was (see ModeAsk).
 
-    With `profile_lines` (the learner model is on) the same call is asked for the wider
-    :class:`LearnerExtractionResult`: profile fields, mistakes and vocabulary too. With
-    `needs_terms` (see :func:`needing_terms`) it is also asked for those memories' terms.
+    With the turn's `profile_lines` (the learner model is on) the same call is asked for the
+    wider :class:`LearnerExtractionResult`: profile fields, mistakes and vocabulary too. With
+    its `needs_terms` (see :func:`needing_terms`) it is also asked for those memories' terms.
 
     A server that refuses the full form as longer than its context (`context_length_exceeded`,
     llama.cpp's answer at `--n_ctx 2048`), or whose context cuts an answer short (the seam says
@@ -98,51 +94,27 @@ async def extract(
     model's tokenizer.
 
     `learner`: the learner's provider identifier, sent with the call (memora.llm.identity)."""
-    call = functools.partial(
-        _extract_in,
-        llm,
-        user_message=user_message,
-        assistant_reply=assistant_reply,
-        now=now,
-        profile_lines=profile_lines,
-        mode=mode if profile_lines is not None else None,
-        call=CallInfo("extraction", learner),
-    )
-    outcome = await call(form, existing, needs_terms)
+    mode = mode if turn.profile_lines is not None else None
+    call = CallInfo("extraction", learner)
+    outcome = await _extract_in(llm, turn, form, mode, call)
     if form == "full" and outcome.code == CONTEXT_EXCEEDED:
         log.warning("the extraction call is longer than the model's context: compact from now on")
-        outcome = await call("compact", existing, needs_terms)
+        outcome = await _extract_in(llm, turn, "compact", mode, call)
     return outcome
 
 
 async def _extract_in(
-    llm: LLM,
-    form: Form,
-    existing: Sequence[Memory],
-    needs_terms: Sequence[Memory],
-    *,
-    user_message: str,
-    assistant_reply: str,
-    now: datetime,
-    profile_lines: Sequence[str] | None,
-    mode: ModeAsk | None = None,
-    call: CallInfo,
+    llm: LLM, turn: ExtractionInput, form: Form, mode: ModeAsk | None, call: CallInfo
 ) -> ExtractionOutcome:
     """One extraction in one form (see `extract`), showing as many memories as it allows."""
     shape = FORMS[form]
-    existing, needs_terms = existing[: shape.existing], needs_terms[: shape.needs_terms]
+    existing, needs_terms = turn.existing[: shape.existing], turn.needs_terms[: shape.needs_terms]
     content = build_extraction_input(
-        user_message=user_message,
-        assistant_reply=assistant_reply,
-        existing=existing,
-        now=now,
-        profile_lines=profile_lines,
-        needs_terms=needs_terms,
-        form=form,
+        replace(turn, existing=existing, needs_terms=needs_terms), form
     )
     schema: type[ExtractionResult] = ExtractionResult
-    instructions = fixed_instructions(form, learner=profile_lines is not None)  # first: cached
-    if profile_lines is not None:
+    instructions = fixed_instructions(form, learner=turn.profile_lines is not None)  # first: cached
+    if turn.profile_lines is not None:
         schema = LearnerExtractionResult
     if mode is not None:
         schema = mode.schema

@@ -185,44 +185,50 @@ def _until(memory: Memory) -> str:
     return f" (until {memory.until})" if memory.until else ""
 
 
-def build_extraction_input(
-    *,
-    user_message: str,
-    assistant_reply: str,
-    existing: Sequence[Memory],
-    now: datetime,
-    profile_lines: Sequence[str] | None = None,
-    needs_terms: Sequence[Memory] = (),
-    form: Form = "full",
-) -> str:
-    """The one input message of the extraction call (the instructions are separate).
+@dataclass(frozen=True)
+class ExtractionInput:
+    """What one turn shows the extraction call: the user's message, the assistant's reply to
+    it, the user's memories the message may repeat or update (`existing`), when it was said,
+    what the learner's profile says now (`profile_lines`; None: the learner part is not asked
+    for) and the user's memories that have no search terms yet (`needs_terms`: the call is
+    asked for theirs too, TERMS_FOR_INSTRUCTIONS, so they need no call of their own)."""
 
-    `needs_terms`: memories of the same user that have no search terms yet; the call is asked
-    for theirs too (TERMS_FOR_INSTRUCTIONS), so they need no call of their own. The compact
-    `form` shows fewer of both and shorter texts (see FORMS); the caller trims the lists."""
+    user_message: str
+    assistant_reply: str
+    existing: Sequence[Memory]
+    now: datetime
+    profile_lines: Sequence[str] | None = None
+    needs_terms: Sequence[Memory] = ()
+
+
+def build_extraction_input(turn: ExtractionInput, form: Form = "full") -> str:
+    """The one input message of the extraction call (the instructions are separate). The
+    compact `form` shows fewer memories and shorter texts (see FORMS); the caller trims the
+    lists."""
     shape = FORMS[form]
-    when = as_utc(now)
-    if existing:
+    when = as_utc(turn.now)
+    if turn.existing:
         listed = "\n".join(
             f"{EXISTING_ID}{i}. [{m.category}] {' '.join(m.text.split())}{_until(m)}"
-            for i, m in enumerate(existing, 1)
+            for i, m in enumerate(turn.existing, 1)
         )
     else:
         listed = "(none)"
-    reply = " ".join(assistant_reply.split())
+    reply = " ".join(turn.assistant_reply.split())
     if len(reply) > shape.reply_chars:
         reply = reply[: shape.reply_chars] + " …"
-    message = user_message.strip()
+    message = turn.user_message.strip()
     if len(message) > shape.message_chars:
         message = message[: shape.message_chars] + " …"
     profile = ""
-    if profile_lines is not None:  # the learner part is asked for: what the profile says now
-        shown = "\n".join(profile_lines) or "(empty)"
+    if turn.profile_lines is not None:  # the learner part is asked for: the profile now
+        shown = "\n".join(turn.profile_lines) or "(empty)"
         profile = f"The learner's profile now:\n<profile>\n{shown}\n</profile>\n\n"
     backfill = ""
-    if needs_terms:
+    if turn.needs_terms:
         bare = "\n".join(
-            f"{NEEDS_TERMS_ID}{i}. {' '.join(m.text.split())}" for i, m in enumerate(needs_terms, 1)
+            f"{NEEDS_TERMS_ID}{i}. {' '.join(m.text.split())}"
+            for i, m in enumerate(turn.needs_terms, 1)
         )
         backfill = (
             "Stored memories without search terms or situations, with ids t1, t2, … (for "

@@ -15,6 +15,7 @@ from typing import Literal, Protocol
 from memora.clock import utcnow
 from memora.extraction.apply import apply, apply_terms
 from memora.extraction.call import extract, needing_terms
+from memora.extraction.prompts import ExtractionInput
 from memora.extraction.schema import (
     ExtractionOutcome,
     LearnerExtractionResult,
@@ -150,18 +151,16 @@ class TurnExtraction:
             why = "\n".join([f"store: {exc}", *await self.lessons.settle_mode(done, None)])
             await self._log_extraction(user, chat, "failed", "", why, 0)
             return
+        profile = (
+            await self.people.profile_lines(user, teaching_only=origin is not None)
+            if learner_enabled
+            else None
+        )
         outcome = await extract(
             self.llm,
-            user_message=text,
-            assistant_reply=done.reply,
-            existing=existing,
-            now=now,
-            profile_lines=(
-                await self.people.profile_lines(user, teaching_only=origin is not None)
-                if learner_enabled
-                else None
+            ExtractionInput(
+                text, done.reply, existing, now, profile_lines=profile, needs_terms=needs
             ),
-            needs_terms=needs,
             form=self.form,
             mode=self.lessons.mode_ask(done.mode),
             learner=await self.people.provider_id(user),

@@ -13,6 +13,7 @@ from memora.extraction import (
     COMPACT_INSTRUCTIONS,
     COMPACT_LEARNER_INSTRUCTIONS,
     EXTRACTION_INSTRUCTIONS,
+    ExtractionInput,
     ExtractionOutcome,
     ExtractionResult,
     Rejection,
@@ -48,9 +49,7 @@ async def run(
     llm: LLM, store: MemoryStore, user_id: int, message: str, *, reply: str = "OK"
 ) -> tuple[ExtractionOutcome, list[str]]:
     existing = await store.searcher.similar(user_id, message, k=5)
-    outcome = await extract(
-        llm, user_message=message, assistant_reply=reply, existing=existing, now=NOW
-    )
+    outcome = await extract(llm, ExtractionInput(message, reply, existing, NOW))
     results = await apply(store, user_id, outcome, existing, chat_id=10, message_id=20, now=NOW)
     return outcome, [r.action for r in results]
 
@@ -101,10 +100,9 @@ async def test_prompt_grounds_time_and_numbers_existing_memories(store: MemorySt
     existing = await store.memories(1)
     await extract(
         llm,
-        user_message="I have an IELTS exam next month.",
-        assistant_reply="Good luck! Let's practise speaking.",
-        existing=existing,
-        now=NOW,
+        ExtractionInput(
+            "I have an IELTS exam next month.", "Good luck! Let's practise speaking.", existing, NOW
+        ),
     )
     prompt = llm.calls[-1].messages[-1].content
     assert "2026-11-15" in prompt and "2026-11" in prompt  # the date "next month" is relative to
@@ -121,16 +119,16 @@ async def test_prompt_grounds_time_and_numbers_existing_memories(store: MemorySt
 async def test_model_failures_never_raise(store: MemoryStore) -> None:
     llm = FakeLLM()
     llm.parsed.append(outage())
-    failed = await extract(llm, user_message="hi", assistant_reply="", existing=[], now=NOW)
+    failed = await extract(llm, ExtractionInput("hi", "", [], NOW))
     assert failed.error and "503" in failed.error and failed.memories == []
 
     llm.parsed.extend(['{"memories": [{"category": "level"}]}'] * 2)  # no text, twice
-    invalid = await extract(llm, user_message="hi", assistant_reply="", existing=[], now=NOW)
+    invalid = await extract(llm, ExtractionInput("hi", "", [], NOW))
     assert invalid.error and "unusable answer" in invalid.error and invalid.memories == []
     assert llm.count("parse") == 3  # the outage, then one answer and one retry
 
     llm.parsed.append(RuntimeError("SDK surprise"))
-    weird = await extract(llm, user_message="hi", assistant_reply="", existing=[], now=NOW)
+    weird = await extract(llm, ExtractionInput("hi", "", [], NOW))
     assert weird.error and "SDK surprise" in weird.error
 
     results = await apply(store, 1, failed, [], chat_id=1, message_id=1)
@@ -146,7 +144,7 @@ async def test_a_refusal_keeps_the_raw_text() -> None:
                 text="I can't help with that.", usage=Usage(5, 6), problem="the model refused"
             )
 
-    outcome = await extract(Refusing(), user_message="hi", assistant_reply="", existing=[], now=NOW)
+    outcome = await extract(Refusing(), ExtractionInput("hi", "", [], NOW))
     assert outcome.error and outcome.raw == "I can't help with that."
     assert outcome.usage.total_tokens == 11
 
@@ -266,11 +264,7 @@ async def test_replaces_supersedes_with_history_and_revert_restores(store: Memor
         )
     )
     outcome = await extract(
-        llm,
-        user_message="I moved to Tainan and I'm B2 now",
-        assistant_reply="Congratulations!",
-        existing=existing,
-        now=NOW,
+        llm, ExtractionInput("I moved to Tainan and I'm B2 now", "Congratulations!", existing, NOW)
     )
     results = await apply(store, 3, outcome, existing, chat_id=10, message_id=21, now=NOW)
     assert [r.action for r in results] == ["superseded", "superseded"]
@@ -318,9 +312,7 @@ async def test_replaces_only_reaches_the_callers_own_memories(store: MemoryStore
     other = (await store.writer.add(99, "The user lives in Taipei.", source="manual")).memory
     llm = FakeLLM()
     llm.parsed.append(found(mem("The user moved to Tainan.", "personal", replaces="m1")))
-    outcome = await extract(
-        llm, user_message="I moved to Tainan", assistant_reply="", existing=[other], now=NOW
-    )
+    outcome = await extract(llm, ExtractionInput("I moved to Tainan", "", [other], NOW))
     # a list from another user (a caller bug) cannot make user 4 overwrite user 99's memory
     results = await apply(store, 4, outcome, [other], chat_id=1, message_id=2)
     assert [r.action for r in results] == ["added"]
@@ -348,8 +340,7 @@ async def test_blank_and_repeated_items_are_not_stored_twice(store: MemoryStore)
 async def test_near_shapes_are_read_as_meant() -> None:
     llm = FakeLLM()
     llm.parsed.append('["The user is a nurse.", {"text": "Likes jazz", "category": "hobby"}]')
-    outcome = await extract(llm, user_message="I'm a nurse, I like jazz", assistant_reply="",
-                            existing=[], now=NOW)  # fmt: skip
+    outcome = await extract(llm, ExtractionInput("I'm a nurse, I like jazz", "", [], NOW))
     assert outcome.error is None and llm.count("parse") == 1
     assert [(m.text, m.category) for m in outcome.memories] == [
         ("The user is a nurse.", "other"),
@@ -372,7 +363,7 @@ async def test_broken_json_is_asked_for_again_once_with_the_error(store: MemoryS
 async def test_twice_broken_json_is_a_recorded_failure_that_keeps_no_secret() -> None:
     llm = FakeLLM()
     llm.parsed.extend(["not json at all", "my password is hunter22"])
-    outcome = await extract(llm, user_message="x", assistant_reply="", existing=[], now=NOW)
+    outcome = await extract(llm, ExtractionInput("x", "", [], NOW))
     assert outcome.error is not None and "unusable answer" in outcome.error
     assert outcome.memories == [] and "hunter22" not in outcome.raw
 
@@ -387,7 +378,7 @@ async def test_a_failed_second_ask_keeps_the_first_answer_and_both_reasons() -> 
             LLMError("the model service answered HTTP 400 (context_length_exceeded)"),
         ]
     )
-    outcome = await extract(llm, user_message="x", assistant_reply="", existing=[], now=NOW)
+    outcome = await extract(llm, ExtractionInput("x", "", [], NOW))
     assert outcome.error is not None
     assert "cut off" in outcome.error and "asking again failed" in outcome.error
     assert "context_length_exceeded" in outcome.error
@@ -432,8 +423,9 @@ async def test_replaces_pointing_at_an_unrelated_memory_does_not_overwrite_it(
             mem("The user moved to Tainan.", "personal", replaces="m2"),  # a real update
         )
     )
-    outcome = await extract(llm, user_message="I'm a nurse and I moved to Tainan",
-                            assistant_reply="", existing=existing, now=NOW)  # fmt: skip
+    outcome = await extract(
+        llm, ExtractionInput("I'm a nurse and I moved to Tainan", "", existing, NOW)
+    )
     results = await apply(store, 23, outcome, existing, chat_id=1, message_id=2)
     assert [r.action for r in results] == ["added", "superseded"]
     assert [m.text for m in await store.memories(23)] == [
@@ -542,9 +534,7 @@ async def test_situations_as_one_string_and_secrets_among_them() -> None:
         "situations": "sleep, 睡覺、A123456789",
     }
     llm.parsed.append(json.dumps(found(item)))
-    outcome = await extract(
-        llm, user_message="I work nights", assistant_reply="", existing=[], now=NOW
-    )
+    outcome = await extract(llm, ExtractionInput("I work nights", "", [], NOW))
     assert outcome.error is None
     assert outcome.memories[0].terms == ["night shift"]
     assert outcome.memories[0].situations == ["sleep", "睡覺"]
@@ -555,9 +545,7 @@ async def test_a_secret_among_the_terms_is_dropped_and_redacted() -> None:
     llm = FakeLLM()
     item = {**mem("The user works at a bank.", "personal"), "terms": ["bank", "A123456789"]}
     llm.parsed.append(found(item))
-    outcome = await extract(
-        llm, user_message="I work at a bank", assistant_reply="", existing=[], now=NOW
-    )
+    outcome = await extract(llm, ExtractionInput("I work at a bank", "", [], NOW))
     assert [m.terms for m in outcome.memories] == [["bank"]]
     assert ("A123456789", Rejection.SECRET) in outcome.rejected
     assert "A123456789" not in outcome.raw
@@ -568,9 +556,7 @@ async def test_terms_written_as_one_string_are_read_as_meant() -> None:
     llm = FakeLLM()
     item = {**mem("The user likes hiking.", "preference"), "terms": "hiking, 爬山、mountains"}
     llm.parsed.append(json.dumps(found(item)))
-    outcome = await extract(
-        llm, user_message="I like hiking", assistant_reply="", existing=[], now=NOW
-    )
+    outcome = await extract(llm, ExtractionInput("I like hiking", "", [], NOW))
     assert outcome.error is None
     assert outcome.memories[0].terms == ["hiking", "爬山", "mountains"]
 
@@ -595,9 +581,7 @@ async def test_backfill_terms_in_near_shapes_are_read_as_meant() -> None:
         "terms_for": [{"id": "t1", "terms": "violin, 小提琴", "situations": "concert, 音樂會"}]
     }
     llm.parsed.append(json.dumps(answer))
-    outcome = await extract(
-        llm, user_message="hi", assistant_reply="", existing=[], now=NOW, needs_terms=[bare]
-    )
+    outcome = await extract(llm, ExtractionInput("hi", "", [], NOW, needs_terms=[bare]))
     assert outcome.error is None and outcome.memories == []
     assert outcome.terms_for == {1: SearchWords(("violin", "小提琴"), ("concert", "音樂會"))}
     call = llm.calls[-1]
@@ -617,9 +601,10 @@ async def test_the_compact_form_shows_fewer_memories_and_only_those_can_be_repla
     llm = FakeLLM()
     llm.parsed.append(found(mem("The user now studies in the morning.", "other", "m5")))
     outcome = await extract(
-        llm, user_message="I study in the morning now", assistant_reply="", existing=existing,
-        now=NOW, form="compact", needs_terms=existing,
-    )  # fmt: skip
+        llm,
+        ExtractionInput("I study in the morning now", "", existing, NOW, needs_terms=existing),
+        form="compact",
+    )
     call = llm.calls[-1]
     assert call.instructions.startswith(COMPACT_INSTRUCTIONS)
     prompt = call.messages[-1].content
@@ -637,9 +622,7 @@ async def test_no_room_to_ask_again_falls_back_to_the_compact_form() -> None:
     llm = FakeLLM()
     too_long = LLMError("the model service answered HTTP 400", "context_length_exceeded")
     llm.parsed.extend(['{"memories": [{"text": "The us', too_long, facts_json("a nurse")])
-    outcome = await extract(
-        llm, user_message="I'm a nurse", assistant_reply="", existing=[], now=NOW
-    )
+    outcome = await extract(llm, ExtractionInput("I'm a nurse", "", [], NOW))
     assert outcome.error is None and outcome.form == "compact"
     assert [m.text for m in outcome.memories] == ["The user is a nurse."]
     assert llm.calls[-1].instructions.startswith(COMPACT_INSTRUCTIONS)

@@ -15,7 +15,7 @@ from pydantic import BaseModel
 from memora.commands import CommandContext, run_command
 from memora.config import LimitsConfig, ModelPrice, PricingConfig
 from memora.engine import Engine, EngineConfig
-from memora.extraction import ModeAsk, extract, fixed_instructions
+from memora.extraction import ExtractionInput, ModeAsk, extract, fixed_instructions
 from memora.llm import ChatMessage, OpenAILLM, ResponsesLLM, Usage
 from memora.longterm import Memory, MemoryStore
 from memora.modes import LESSONS, new_mode
@@ -296,12 +296,14 @@ async def test_the_extraction_begins_with_the_same_1024_tokens_for_every_learner
             for kind, mode in [(None, None), *lesson_asks().items()]:
                 outcome = await extract(
                     llm,
-                    user_message=message,
-                    assistant_reply="Nice to meet you!",
-                    existing=existing,
-                    now=NOW,
-                    profile_lines=profile,
-                    needs_terms=bare,
+                    ExtractionInput(
+                        message,
+                        "Nice to meet you!",
+                        existing,
+                        NOW,
+                        profile_lines=profile,
+                        needs_terms=bare,
+                    ),
                     mode=mode,
                 )
                 assert outcome.error is None, outcome.error

@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 import pytest
 
 from memora.engine import ChatRef, Engine, EngineConfig, UserRef
-from memora.extraction import COMPACT_INSTRUCTIONS, ExtractionResult, extract
+from memora.extraction import COMPACT_INSTRUCTIONS, ExtractionInput, ExtractionResult, extract
 from memora.llm import (
     CONTEXT_EXCEEDED,
     ChatCompletionsLLM,
@@ -229,19 +229,19 @@ async def test_an_ask_again_cut_by_the_context_is_asked_compact(fake: FakeOpenAI
     llm = ChatCompletionsLLM(
         model="smollm2", api_key="x", base_url=fake.base_url, max_output_tokens=120
     )
-    turn = {
-        "user_message": "I live in Taipei and I work as a software engineer.",
-        "assistant_reply": "Nice! Taipei is a great city.",
-        "existing": [],
-        "now": datetime(2026, 12, 1, 12, 0, tzinfo=UTC),
-    }
+    turn = ExtractionInput(
+        user_message="I live in Taipei and I work as a software engineer.",
+        assistant_reply="Nice! Taipei is a great city.",
+        existing=[],
+        now=datetime(2026, 12, 1, 12, 0, tzinfo=UTC),
+    )
     broken = "Sure! The memories are: the user lives in Taipei"  # no JSON at all
     fact = {"memories": [memory("The user lives in Taipei and works as a software engineer.")]}
     try:
         # The same call with no context limit: how long the ask again is.
         fake.queue_reply(broken, kind="structured")
         fake.queue_reply(fact, kind="structured")
-        measured = await extract(llm, **turn)  # type: ignore[arg-type]
+        measured = await extract(llm, turn)
         assert measured.error is None and measured.form == "full"
         again = input_tokens_of(fake.requests_of("structured")[-1])
 
@@ -250,7 +250,7 @@ async def test_an_ask_again_cut_by_the_context_is_asked_compact(fake: FakeOpenAI
         fake.queue_reply(broken, kind="structured")
         fake.queue_reply(fact, kind="structured")  # cut after 5 tokens
         fake.queue_reply(fact, kind="structured")  # the compact form's answer
-        outcome = await extract(llm, **turn)  # type: ignore[arg-type]
+        outcome = await extract(llm, turn)
         first, cut, compact = fake.requests_of("structured")[before:]
         assert input_tokens_of(cut) == again < fake.context_window
         assert (compact.instructions or "").startswith(COMPACT_INSTRUCTIONS)

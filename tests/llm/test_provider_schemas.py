@@ -12,7 +12,13 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from memora.extraction import ExtractionResult, LearnerExtractionResult, ModeAsk, extract
+from memora.extraction import (
+    ExtractionInput,
+    ExtractionResult,
+    LearnerExtractionResult,
+    ModeAsk,
+    extract,
+)
 from memora.llm import Api, OpenAILLM
 from memora.llm.structured import response_format, text_format
 from memora.modes import LESSONS
@@ -67,11 +73,13 @@ async def test_every_schema_the_product_sends_is_in_the_strict_subset(
         for profile, ask in shapes:
             outcome = await extract(
                 llm,
-                user_message="I goed to the market yesterday.",
-                assistant_reply="You went to the market!",
-                existing=[],
-                now=NOW,
-                profile_lines=profile,
+                ExtractionInput(
+                    "I goed to the market yesterday.",
+                    "You went to the market!",
+                    [],
+                    NOW,
+                    profile_lines=profile,
+                ),
                 mode=ask,
             )
             assert outcome.error is None
