@@ -36,7 +36,7 @@ from memora.config import DEFAULT_MEMORY_TOKENS
 from memora.longterm import MemoryStore
 from memora.longterm.embeddings import LocalUSE
 from memora.longterm.memories import NewMemory
-from memora.longterm.retrieval_policy import RetrievalPolicy, retrieve
+from memora.longterm.retrieval_policy import ReplyQuery, RetrievalPolicy, retrieve
 from memora.shortterm.tokens import o200k
 
 DATA = Path(__file__).resolve().parent / "data"
@@ -152,7 +152,9 @@ async def measure_file(store: MemoryStore, path: Path, first_id: int) -> dict[st
         policy = replace(policy, min_score=store.profile.min_score)
         for learner in learners:
             for msg in learner.messages:
-                found = await retrieve(store, policy, learner.user_id, msg.text, msg.previous)
+                found = await retrieve(
+                    store, policy, ReplyQuery(learner.user_id, msg.text, msg.previous)
+                )
                 ids = {h.memory.id for h in found.hits}
                 tally.tokens += sum(len(tok.encode("- " + h.memory.text)) + 1 for h in found.hits)
                 tally.turns += 1

@@ -39,7 +39,7 @@ from memora.config import DEFAULT_MEMORY_TOKENS
 from memora.extraction import ExtractedMemory, ExtractionOutcome, apply
 from memora.longterm import MemoryStore
 from memora.longterm.embeddings import LocalUSE
-from memora.longterm.retrieval_policy import RetrievalPolicy, context_lines
+from memora.longterm.retrieval_policy import ReplyQuery, RetrievalPolicy, context_lines
 
 DATA = Path(__file__).resolve().parent / "data" / "memory_time.json"
 FILLER_DATE = "2025-12-01"
@@ -114,7 +114,7 @@ async def run_case(
     policy = RetrievalPolicy(DEFAULT_MEMORY_TOKENS, min_score=store.profile.min_score)
     today: date | None = date.fromisoformat(ask["at"]) if timed else None
     lines, _tokens = await context_lines(
-        store, policy, user_id, ask["message"], None, origin_chat=None, today=today
+        store, policy, ReplyQuery(user_id, ask["message"], today=today)
     )
     block = "\n".join(lines.values()).casefold()
     holds = all(s.casefold() in block for s in case["must"])

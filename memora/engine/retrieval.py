@@ -66,15 +66,14 @@ class Retrieval:
         if self.store is None or self.state.config.top_k == 0:
             return {}, 0
         try:
-            return await memory_policy.context_lines(
-                self.store,
-                self.policy,
+            query = memory_policy.ReplyQuery(
                 user.id,
                 text,
                 previous_message(pending, user.id),
                 origin_chat=self.state.memory_origin(chat),
                 today=await self.people.today(user),
             )
+            return await memory_policy.context_lines(self.store, self.policy, query)
         except Exception:
             log.exception("memory retrieval failed for user %s; answering without it", user.id)
             return {}, 0

@@ -23,6 +23,7 @@ from memora.shortterm.tokens import o200k
 
 __all__ = [
     "MAX_BUDGETED_MEMORIES",
+    "ReplyQuery",
     "RetrievalPolicy",
     "context_lines",
     "describe",
@@ -46,6 +47,19 @@ class RetrievalPolicy:
     top_k: int = 3
     min_score: float = 0.0
     use_last_turn: bool = True
+
+
+@dataclass(frozen=True)
+class ReplyQuery:
+    """What a reply's memories are looked up for: the learner, their message, their previous
+    message in the chat (None: none), the chat the memories must come from (None: any of
+    theirs) and the learner's ``today`` (None: the rule before time, a benchmark's baseline)."""
+
+    user_id: int
+    message: str
+    previous: str | None = None
+    origin_chat: int | None = None
+    today: date | None = None
 
 
 def memory_cost(text: str) -> int:
@@ -87,33 +101,25 @@ def describe(policy: RetrievalPolicy) -> str:
     return f"the best {policy.top_k} at or above min_score {policy.min_score:.2f}"
 
 
-async def retrieve(
-    store: MemoryStore,
-    policy: RetrievalPolicy,
-    user_id: int,
-    message: str,
-    previous: str | None,
-    *,
-    origin_chat: int | None = None,
-    today: date | None = None,
-) -> SearchResult:
-    """The memories the reply to `message` puts in its context, best first, and the embedding
-    tokens the search spent. `previous` is the learner's previous message in the chat; with
-    `today` (the learner's), facts that are over stay out and pins come first."""
+async def retrieve(store: MemoryStore, policy: RetrievalPolicy, query: ReplyQuery) -> SearchResult:
+    """The memories the reply to the query's message puts in its context, best first, and the
+    embedding tokens the search spent; with `today`, facts that are over stay out and pins come
+    first."""
     budget = policy.memory_tokens
     found = await store.searcher.search(
-        user_id,
-        message,
+        query.user_id,
+        query.message,
         top_k=MAX_BUDGETED_MEMORIES if budget else policy.top_k,
         min_score=0.0 if budget else policy.min_score,
-        extra_context=previous if policy.use_last_turn else None,
-        origin_chat=origin_chat,
+        extra_context=query.previous if policy.use_last_turn else None,
+        origin_chat=query.origin_chat,
         floor=policy.min_score,
     )
-    if today is None:
+    if query.today is None:
         return SearchResult(used_in_reply(policy, found.hits), found.embedding_tokens)
-    mine = await store.memories(user_id, origin_chat=origin_chat)
-    return SearchResult(used_in_time(policy, found.hits, mine, today), found.embedding_tokens)
+    mine = await store.memories(query.user_id, origin_chat=query.origin_chat)
+    used = used_in_time(policy, found.hits, mine, query.today)
+    return SearchResult(used, found.embedding_tokens)
 
 
 def used_in_time(
@@ -143,26 +149,17 @@ def pins_that_fit(policy: RetrievalPolicy, memories: list[Memory]) -> int:
 
 
 async def context_lines(
-    store: MemoryStore,
-    policy: RetrievalPolicy,
-    user_id: int,
-    message: str,
-    previous: str | None,
-    *,
-    origin_chat: int | None = None,
-    today: date | None = None,
+    store: MemoryStore, policy: RetrievalPolicy, query: ReplyQuery
 ) -> tuple[dict[str, str], int]:
-    """The memory block's lines for the reply to `message` (:func:`retrieve`), by memory id,
-    and the embedding tokens spent; with `today`, a question about the past also gets what was
-    true before, with its dates (memora.longterm.timeline), on the line of the memory it
-    belongs to. Without `today`: the rule before time (a benchmark's baseline)."""
-    found = await retrieve(
-        store, policy, user_id, message, previous, origin_chat=origin_chat, today=today
-    )
+    """The memory block's lines for the reply to the query's message (:func:`retrieve`), by
+    memory id, and the embedding tokens spent; with `today`, a question about the past also gets
+    what was true before, with its dates (memora.longterm.timeline), on the line of the memory
+    it belongs to."""
+    found = await retrieve(store, policy, query)
     lines = {h.memory.id: f"- {h.memory.text}" for h in found.hits}
-    if today is not None and asks_about_past(message):
-        mine = await store.memories(user_id, origin_chat=origin_chat)
-        for memory_id, note in past_notes(mine, today, origin_chat).items():
+    if query.today is not None and asks_about_past(query.message):
+        mine = await store.memories(query.user_id, origin_chat=query.origin_chat)
+        for memory_id, note in past_notes(mine, query.today, query.origin_chat).items():
             current = lines.get(memory_id)
             lines[memory_id] = f"{current} (earlier: {note})" if current else f"- {note}"
     return lines, found.embedding_tokens

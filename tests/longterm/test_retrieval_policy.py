@@ -8,6 +8,7 @@ from __future__ import annotations
 from memora.longterm import MemoryStore, NewMemory
 from memora.longterm.memories import Memory, SearchHit
 from memora.longterm.retrieval_policy import (
+    ReplyQuery,
     RetrievalPolicy,
     describe,
     retrieve,
@@ -60,15 +61,16 @@ async def test_retrieve_through_the_store(store: MemoryStore) -> None:
         ],
     )
     assert [r.action for r in results] == ["added"] * 5 + ["duplicate"]
-    everything = await retrieve(store, RetrievalPolicy(500), 7, "Is satay sauce OK for me?", None)
+    satay = ReplyQuery(7, "Is satay sauce OK for me?")
+    everything = await retrieve(store, RetrievalPolicy(500), satay)
     assert len(everything.hits) == 5 and everything.embedding_tokens >= 0  # all fit
     assert everything.hits[0].memory.text == FACTS[0]  # best first: the allergy
-    tight = await retrieve(store, RetrievalPolicy(12), 7, "Is satay sauce OK for me?", None)
+    tight = await retrieve(store, RetrievalPolicy(12), satay)
     assert [h.memory.text for h in tight.hits] == [FACTS[0]]
     strict = RetrievalPolicy(0, top_k=3, min_score=0.99)
-    assert (await retrieve(store, strict, 7, "Is satay sauce OK for me?", None)).hits == []
+    assert (await retrieve(store, strict, satay)).hits == []
     # another user's memories never reach the context
-    assert (await retrieve(store, RetrievalPolicy(500), 8, "satay sauce", None)).hits == []
+    assert (await retrieve(store, RetrievalPolicy(500), ReplyQuery(8, "satay sauce"))).hits == []
 
 
 async def test_the_previous_message_adds_only_after_what_the_message_finds(
@@ -77,10 +79,11 @@ async def test_the_previous_message_adds_only_after_what_the_message_finds(
     for text in FACTS:
         await store.writer.add(7, text, source="extracted")
     policy = RetrievalPolicy(0, top_k=2, min_score=0.14)
-    alone = await retrieve(store, policy, 7, "牠叫什麼名字？", None)
-    helped = await retrieve(store, policy, 7, "牠叫什麼名字？", "我家的狗很可愛")
+    alone = await retrieve(store, policy, ReplyQuery(7, "牠叫什麼名字？"))
+    after_the_dog = ReplyQuery(7, "牠叫什麼名字？", "我家的狗很可愛")
+    helped = await retrieve(store, policy, after_the_dog)
     own = [h for h in alone.hits if h.score >= policy.min_score]
     assert helped.hits[: len(own)] == own
     assert any(h.memory.text == FACTS[1] for h in helped.hits)  # the dog, through the context
     off = RetrievalPolicy(0, top_k=2, min_score=0.14, use_last_turn=False)
-    assert (await retrieve(store, off, 7, "牠叫什麼名字？", "我家的狗很可愛")).hits == alone.hits
+    assert (await retrieve(store, off, after_the_dog)).hits == alone.hits

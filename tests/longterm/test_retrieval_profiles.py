@@ -15,7 +15,7 @@ from memora.longterm import MemoryStore, NewMemory
 from memora.longterm.calibration import DenseScale, profile_for
 from memora.longterm.dedupe import Relation, may_replace, relation
 from memora.longterm.embeddings import LocalUSE, OpenAIEmbedder
-from memora.longterm.retrieval_policy import RetrievalPolicy, retrieve
+from memora.longterm.retrieval_policy import ReplyQuery, RetrievalPolicy, retrieve
 from memora.shortterm.tokens import LocalTokenCounter
 from memora.storage import Database
 from tests.support.fake_openai import FakeOpenAI
@@ -71,12 +71,12 @@ async def test_an_uncalibrated_embedder_ranks_then_fills_the_budget(
     assert [r.action for r in results] == ["added"] * 4 + ["duplicate"]
     assert await api_store.count(1) == 4
     budget = RetrievalPolicy(memory_tokens=500, min_score=api_store.profile.min_score)
-    found = await retrieve(api_store, budget, 1, "Which fruit do I like?", None)
+    found = await retrieve(api_store, budget, ReplyQuery(1, "Which fruit do I like?"))
     assert len(found.hits) == 4 and found.embedding_tokens > 0  # every memory while they fit
     assert "apples" in found.hits[0].memory.text  # ranked
     # no score gate: without a budget the top_k best, whatever their score
     ranked = RetrievalPolicy(memory_tokens=0, top_k=2, min_score=api_store.profile.min_score)
-    assert len((await retrieve(api_store, ranked, 1, "zzz qqq", None)).hits) == 2
+    assert len((await retrieve(api_store, ranked, ReplyQuery(1, "zzz qqq"))).hits) == 2
 
 
 async def test_the_engine_takes_min_score_from_the_store_s_embedder(
