@@ -202,11 +202,6 @@ def classes() -> Iterator[tuple[str, ast.ClassDef]]:
                 yield f"{name}.{node.name}", node
 
 
-# Slices of issue 41 still in flight; each entry goes when its slice lands (they must end empty).
-COMPOSED_LATER: set[str] = set()
-CHAINED_LATER: set[str] = set()
-
-
 def test_parts_are_composed_not_inherited() -> None:
     """A class has at most two base classes (exceptions aside: their tree is `errors.py`'s)."""
     many = {
@@ -214,8 +209,7 @@ def test_parts_are_composed_not_inherited() -> None:
         for name, node in classes()
         if len(node.bases) > 2 and not name.startswith("memora.errors.")
     }
-    assert many - COMPOSED_LATER == set()
-    assert COMPOSED_LATER - many == set(), "landed: delete these from COMPOSED_LATER"
+    assert many == set()
 
 
 def test_no_class_inherits_behaviour_from_a_class_that_inherits_it_too() -> None:
@@ -237,8 +231,7 @@ def test_no_class_inherits_behaviour_from_a_class_that_inherits_it_too() -> None
         home[cls] for cls in bases if not schema(cls) and any(ours(parent) for parent in ours(cls))
     }
     chained = {".".join(module.split(".")[:2]) for module in chained}
-    assert chained - CHAINED_LATER == set(), chained
-    assert CHAINED_LATER - chained == set(), "landed: delete these from CHAINED_LATER"
+    assert chained == set()
 
 
 def test_longterm_imports_neither_the_learner_model_nor_extraction() -> None:
@@ -246,10 +239,8 @@ def test_longterm_imports_neither_the_learner_model_nor_extraction() -> None:
     for name, targets in graph().items():
         if name.startswith("memora.longterm"):
             banned = {t for t in targets if t.startswith(("memora.learner", "memora.extraction"))}
-            assert banned == set() or name in LONGTERM_LATER, (name, banned)
+            assert banned == set(), (name, banned)
 
-
-LONGTERM_LATER: set[str] = set()
 
 # A statement of SQL: the words that start one, followed by what only SQL puts after them.
 SQL = re.compile(
@@ -264,9 +255,6 @@ def test_the_sql_finder_finds_sql_and_not_prose() -> None:
     assert SQL.search("PRAGMA wal_checkpoint(TRUNCATE)")
     assert not SQL.search("Delete everything stored about you? Nothing can bring it back.")
     assert not SQL.search("update %s arrived again; it was handled or is queued")
-
-
-SQL_LATER: set[str] = set()
 
 
 def test_sql_is_written_only_in_storage() -> None:
@@ -286,8 +274,7 @@ def test_sql_is_written_only_in_storage() -> None:
             if isinstance(node, ast.Constant) and isinstance(node.value, str):
                 if id(node) not in docstrings and SQL.search(node.value):
                     writing.add(name)
-    assert writing - SQL_LATER == set()
-    assert SQL_LATER - writing == set(), "landed: delete these from SQL_LATER"
+    assert writing == set()
 
 
 def test_every_file_name_has_one_meaning() -> None:
@@ -306,10 +293,11 @@ def test_about_a_dozen_top_level_modules_in_the_core() -> None:
     """Each top-level module of memora/ is a concern the whole core shares; a feature is a
     package."""
     top = sorted(p.stem for p in (ROOT / "memora").glob("*.py") if p.stem != "__init__")
-    assert len(top) <= TOP_LEVEL_LATER, top
+    assert len(top) <= TOP_LEVEL_MODULES, top
 
 
-TOP_LEVEL_LATER = 12
+# app blocking check clock config errors i18n startup textnorm types usage views
+TOP_LEVEL_MODULES = 12
 
 
 def imports_of_tests(tree: ast.Module) -> Iterator[tuple[str, int]]:
