@@ -67,11 +67,11 @@ import uuid
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from types import TracebackType
+from http.server import BaseHTTPRequestHandler
 from typing import Any, Literal
 from urllib.parse import parse_qs
 
+from tests.support.local_server import LocalHTTPServer, LocalServer
 from tests.support.paths import DATA
 from tests.support.provider_rules import (
     Reasoning,
@@ -870,10 +870,7 @@ _STATUS_ERRORS: dict[int, tuple[str, str | None, str]] = {
 
 
 # -- the HTTP server -------------------------------------------------------------------------------
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    allow_reuse_address = True
-
+class _Server(LocalHTTPServer):
     def __init__(self, address: tuple[str, int], fake: FakeOpenAI) -> None:
         self.fake = fake
         super().__init__(address, _Handler)
@@ -889,16 +886,6 @@ class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     disable_nagle_algorithm = True  # else keep-alive answers wait ~40 ms for delayed ACKs
     server: _Server
-
-    def setup(self) -> None:
-        super().setup()
-        self.server.fake._track(self.connection, add=True)
-
-    def finish(self) -> None:
-        try:
-            super().finish()
-        finally:
-            self.server.fake._track(self.connection, add=False)
 
     def log_message(self, format: str, *args: Any) -> None:
         pass
@@ -996,13 +983,14 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.flush()
 
 
-class FakeOpenAI:
+class FakeOpenAI(LocalServer):
     """A fake OpenAI API on 127.0.0.1 (port 0 = a free one), served from a daemon thread.
 
     Thread-safe; usable from sync tests, async tests and subprocesses (pass `base_url`).
     """
 
     def __init__(self, host: str = "127.0.0.1", port: int = 0) -> None:
+        super().__init__()
         self.host = host
         self.port = port
         self.responder: Responder = default_responder
@@ -1036,56 +1024,18 @@ class FakeOpenAI:
         self._requests: list[FakeRequest] = []
         self._queue: deque[tuple[Kind | None, Answer]] = deque()
         self._failures: deque[_Failure] = deque()
-        self._server: _Server | None = None
-        self._thread: threading.Thread | None = None
         self._stopping = threading.Event()
-        self._connections: set[socket.socket] = set()
         self._epoch = 0  # bumped by reset(): answers still sleeping in `latency` are dropped
 
     # -- lifecycle -------------------------------------------------------------------------------
-    def start(self) -> FakeOpenAI:
-        if self._server is not None:
-            return self
+    def open_server(self) -> _Server:
         self._stopping.clear()
-        self._server = _Server((self.host, self.port), self)
-        self.port = self._server.server_address[1]
-        self._thread = threading.Thread(
-            target=self._server.serve_forever,
-            kwargs={"poll_interval": 0.05},
-            name=f"fake-openai:{self.port}",
-            daemon=True,
-        )
-        self._thread.start()
-        return self
+        server = _Server((self.host, self.port), self)
+        self.port = server.server_address[1]
+        return server
 
-    def stop(self) -> None:
-        server, self._server = self._server, None
-        if server is None:
-            return
+    def wake(self) -> None:
         self._stopping.set()  # wakes handlers sleeping in `latency`
-        server.shutdown()
-        server.server_close()
-        with self._lock:
-            conns = list(self._connections)
-        for conn in conns:  # unblock keep-alive handlers waiting for a next request
-            try:
-                conn.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
-        if self._thread is not None:
-            self._thread.join(timeout=2)
-            self._thread = None
-
-    def __enter__(self) -> FakeOpenAI:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
 
     @property
     def base_url(self) -> str:
@@ -1287,13 +1237,6 @@ class FakeOpenAI:
             return self._requests[-1]
 
     # -- internals -------------------------------------------------------------------------------
-    def _track(self, conn: socket.socket, *, add: bool) -> None:
-        with self._lock:
-            if add:
-                self._connections.add(conn)
-            else:
-                self._connections.discard(conn)
-
     def _error(
         self, status: int, message: str | None = None, code: str | None = None
     ) -> tuple[int, Any, dict[str, str]]:

@@ -42,16 +42,16 @@ import html.parser
 import json
 import math
 import re
-import socket
 import threading
 import time
 import urllib.parse
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from types import TracebackType
+from http.server import BaseHTTPRequestHandler
 from typing import Any, TypeVar
+
+from tests.support.local_server import LocalHTTPServer, LocalServer
 
 __all__ = ["ApiError", "FakeTelegram", "MarkupError", "WaitTimeout", "parse_html"]
 
@@ -221,37 +221,13 @@ def _parse_multipart(body: bytes, content_type: str) -> tuple[JSON, Files]:
 
 
 # -- HTTP plumbing ---------------------------------------------------------------------------------
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    allow_reuse_address = True
-
+class _Server(LocalHTTPServer):
     def __init__(self, fake: FakeTelegram) -> None:
         self.fake = fake
-        self.open_sockets: set[socket.socket] = set()
-        self.lock = threading.Lock()
         super().__init__(("127.0.0.1", 0), _Handler)
-
-    def process_request(self, request: Any, client_address: Any) -> None:
-        with self.lock:
-            self.open_sockets.add(request)
-        super().process_request(request, client_address)
-
-    def shutdown_request(self, request: Any) -> None:
-        with self.lock:
-            self.open_sockets.discard(request)
-        super().shutdown_request(request)
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         """A client that went away (a cancelled long poll, a killed bot) is not an error."""
-
-    def drop_connections(self) -> None:
-        with self.lock:
-            sockets = list(self.open_sockets)
-        for sock in sockets:
-            try:
-                sock.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -315,7 +291,7 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 # -- the fake --------------------------------------------------------------------------------------
-class FakeTelegram:
+class FakeTelegram(LocalServer):
     """In-process fake of api.telegram.org; see the module docstring."""
 
     DEFAULT_USER_ID = 1001
@@ -328,14 +304,13 @@ class FakeTelegram:
         *,
         limits: bool = False,
     ) -> None:
+        super().__init__()
         self.limits = limits
         self._buckets: dict[tuple[str, int | None], _Bucket] = {}
         self.token = token
         self.bot_username = bot_username
         self.bot_id = int(token.split(":", 1)[0])
         self._cond = threading.Condition(threading.RLock())
-        self._server: _Server | None = None
-        self._thread: threading.Thread | None = None
         self._stopping = False
         self._next_update_id = 1
         self._next_message_id: dict[int, int] = {}
@@ -344,39 +319,15 @@ class FakeTelegram:
         self._clear()
 
     # -- lifecycle ---------------------------------------------------------------------------------
-    def start(self) -> FakeTelegram:
+    def open_server(self) -> _Server:
         self._stopping = False
-        self._server = _Server(self)
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-        )
-        self._thread.start()
-        return self
+        return _Server(self)
 
-    def stop(self) -> None:
-        server, self._server = self._server, None
-        if server is None:
-            return
+    def wake(self) -> None:
         with self._cond:
             self._stopping = True
             self._cond.notify_all()
         self.release()
-        server.shutdown()
-        server.drop_connections()
-        server.server_close()
-        if self._thread is not None:
-            self._thread.join(5.0)
-
-    def __enter__(self) -> FakeTelegram:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
 
     @property
     def port(self) -> int:
@@ -886,37 +837,16 @@ class FakeTelegram:
                 entities.append({"type": "mention", "offset": offset, "length": _u16(mention[0])})
         return entities
 
-    def user_sends(
-        self,
-        text: str,
-        chat_id: int | None = None,
-        user_id: int = DEFAULT_USER_ID,
-        first_name: str = "Alice",
-        chat_type: str = "private",
-        chat_title: str | None = None,
-        reply_to_bot_message_id: int | None = None,
-        forward_origin: JSON | None = None,
-        language_code: str = "en",
-    ) -> JSON:
-        """Queue a text message from a user; returns the Update. ``chat_id`` defaults to the
-        user's id in a private chat and to DEFAULT_GROUP_ID otherwise. ``forward_origin``
-        (a MessageOrigin object) makes it a forwarded message; ``language_code`` is the user's
-        app language ("zh-TW", "zh-hans", ...)."""
+    def user_sends(self, text: str, forward_origin: JSON | None = None, **where: Any) -> JSON:
+        """Queue a text message from a user; returns the Update. ``forward_origin`` (a
+        MessageOrigin object) makes it a forwarded message; ``where`` says who sends it where
+        (see :meth:`_user_message`)."""
         body: JSON = {"text": text}
         if forward_origin is not None:
             body["forward_origin"] = forward_origin
         if entities := self.text_entities(text):
             body["entities"] = entities
-        return self._user_message(
-            body,
-            chat_id,
-            user_id,
-            first_name,
-            chat_type,
-            chat_title,
-            reply_to_bot_message_id,
-            language_code,
-        )
+        return self._user_message(body, **where)
 
     def add_user_file(
         self, content: bytes, filename: str | None = None, mime_type: str | None = None
@@ -975,6 +905,9 @@ class FakeTelegram:
         reply_to_bot_message_id: int | None = None,
         language_code: str = "en",
     ) -> JSON:
+        """Queue a message with this `body` from a user; returns the Update. ``chat_id``
+        defaults to the user's id in a private chat and to DEFAULT_GROUP_ID otherwise;
+        ``language_code`` is the user's app language ("zh-TW", "zh-hans", ...)."""
         user = self.make_user(user_id, first_name, language_code)
         if chat_type == "private":
             chat: JSON = {"id": user_id if chat_id is None else chat_id, "type": "private"}
