@@ -11,6 +11,7 @@ os.environ.setdefault("PTB_TIMEDELTA", "1")
 
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -119,6 +120,27 @@ async def engine(db: Database, llm: FakeLLM, counter: LocalTokenCounter) -> Asyn
     eng = Engine(db=db, llm=llm, counter=counter, config=EngineConfig(max_input_tokens=1000))
     yield eng
     await eng.drain()
+
+
+@pytest.fixture
+async def make_engine(counter: LocalTokenCounter) -> AsyncIterator[Callable[..., Engine]]:
+    """Builds an engine from Engine's keywords (the local token counter unless given) over the
+    clients a test made (a fake server's, say); at the end each engine is drained and the
+    clients it was given (models, transcriber, speaker) are closed."""
+    made: list[tuple[Engine, list[Any]]] = []
+
+    def make(**options: Any) -> Engine:
+        engine = Engine(**{"counter": counter, **options})
+        kinds = ("llm", "summary_llm", "extraction_llm", "transcriber", "speaker")
+        clients = list({id(c): c for k in kinds if (c := options.get(k)) is not None}.values())
+        made.append((engine, clients))
+        return engine
+
+    yield make
+    for engine, clients in made:
+        await engine.drain()
+        for client in clients:
+            await client.aclose()
 
 
 @pytest.fixture(scope="session")

@@ -6,7 +6,7 @@ embedder."""
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
+from collections.abc import Callable
 
 import pytest
 
@@ -18,7 +18,6 @@ from memora.longterm import MemoryStore
 from memora.longterm.lexical import BM25, tokenize
 from memora.longterm.memories import NewMemory, SearchWords, indexed_text
 from memora.longterm.ranking import DEFAULT_MIN_SCORE
-from memora.shortterm.tokens import LocalTokenCounter
 from memora.storage import Database
 from tests.support.fake_openai import FakeOpenAI, needs_terms_listed, terms_writer
 
@@ -34,20 +33,12 @@ QUERY = "我妹妹最近在日本好嗎？"  # shares no word with the English t
 
 
 @pytest.fixture
-async def engine(
-    fake: FakeOpenAI, sqlite_db: Database, store: MemoryStore
-) -> AsyncIterator[Engine]:
+def engine(
+    fake: FakeOpenAI, sqlite_db: Database, store: MemoryStore, make_engine: Callable[..., Engine]
+) -> Engine:
     llm = ResponsesLLM(model="gpt-test", api_key="x", base_url=fake.base_url)
-    eng = Engine(
-        db=sqlite_db,
-        llm=llm,
-        counter=LocalTokenCounter(),
-        store=store,
-        config=EngineConfig(max_input_tokens=2000),
-    )
-    yield eng
-    await eng.drain()
-    await llm.aclose()
+    config = EngineConfig(max_input_tokens=2000)
+    return make_engine(db=sqlite_db, llm=llm, store=store, config=config)
 
 
 async def turn(engine: Engine, text: str, user: UserRef = MEI, chat: ChatRef = CHAT) -> None:

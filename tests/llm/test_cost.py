@@ -4,7 +4,7 @@ the fake server's prompt cache that reports them the way OpenAI documents it."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import Callable
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Literal
@@ -20,7 +20,7 @@ from memora.llm import ChatMessage, OpenAILLM, ResponsesLLM, Usage
 from memora.longterm import Memory, MemoryStore
 from memora.modes import LESSONS, new_mode
 from memora.modes.practice import exercise
-from memora.shortterm.tokens import LocalTokenCounter, o200k
+from memora.shortterm.tokens import o200k
 from memora.storage import Database
 from memora.types import ChatRef, UserRef
 from memora.usage import KINDS, Call, Metering, UsageLedger, cost, render_report
@@ -199,19 +199,16 @@ def reasoning_model(req: FakeRequest) -> Answer:
 
 
 @pytest.fixture
-async def metered(fake: FakeOpenAI, db: Database, store: MemoryStore) -> AsyncIterator[Engine]:
-    llm = ResponsesLLM(model="gpt-5-mini", api_key="k", base_url=fake.base_url)
-    engine = Engine(
+def metered(
+    fake: FakeOpenAI, db: Database, store: MemoryStore, make_engine: Callable[..., Engine]
+) -> Engine:
+    return make_engine(
         db=db,
-        llm=llm,
-        counter=LocalTokenCounter(),
+        llm=ResponsesLLM(model="gpt-5-mini", api_key="k", base_url=fake.base_url),
         store=store,
         config=EngineConfig(max_recent_turns=1),
         metering=Metering(UsageLedger(db), LimitsConfig(), dict.fromkeys(KINDS, MODEL), PRICING),
     )
-    yield engine
-    await engine.drain()
-    await llm.aclose()
 
 
 async def test_a_turn_keeps_each_calls_cached_and_reasoning_tokens(

@@ -11,7 +11,7 @@ drive the real engine, the real SDK and a real Chroma store through them.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import Callable
 from datetime import UTC, datetime
 
 import pytest
@@ -41,27 +41,22 @@ def fake(fake: FakeOpenAI) -> FakeOpenAI:
 
 
 @pytest.fixture
-async def engine(
-    fake: FakeOpenAI, sqlite_db: Database, store: MemoryStore
-) -> AsyncIterator[Engine]:
+def engine(
+    fake: FakeOpenAI, sqlite_db: Database, store: MemoryStore, make_engine: Callable[..., Engine]
+) -> Engine:
     # As the app builds them: the reply client, and a background one for extraction.
     llm = ChatCompletionsLLM(model="smollm2", api_key="x", base_url=fake.base_url)
     background = ChatCompletionsLLM(
         model="smollm2", api_key="x", base_url=fake.base_url, max_retries=1
     )
-    eng = Engine(
+    return make_engine(
         db=sqlite_db,
         llm=llm,
         summary_llm=background,
         extraction_llm=background,
-        counter=LocalTokenCounter(),
         store=store,
         config=EngineConfig(max_input_tokens=1000, learner_enabled=False),
     )
-    yield eng
-    await eng.drain()
-    await llm.aclose()
-    await background.aclose()
 
 
 def memory(text: str, category: str = "personal") -> dict[str, object]:

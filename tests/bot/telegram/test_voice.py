@@ -7,7 +7,7 @@ from __future__ import annotations
 import datetime as dt
 import tempfile
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +28,6 @@ from memora.engine.voice import (
     VoiceLimits,
 )
 from memora.llm import OpenAIAudio, Transcript
-from memora.shortterm.tokens import LocalTokenCounter
 from memora.storage import Database
 from tests.support.fake_openai import VOICE_FIXTURE, FakeOpenAI, FakeReply, ogg_opus_seconds
 from tests.support.fake_telegram import FakeTelegram
@@ -47,21 +46,12 @@ def audio_client(server: FakeOpenAI, model: str = "gpt-4o-mini-transcribe") -> O
 
 
 @pytest.fixture
-async def voice_engine(
-    db: Database, llm: FakeLLM, fake: FakeOpenAI
-) -> AsyncIterator[Engine]:
+def voice_engine(
+    db: Database, llm: FakeLLM, fake: FakeOpenAI, make_engine: Callable[..., Engine]
+) -> Engine:
     audio = audio_client(fake)
-    eng = Engine(
-        db=db,
-        llm=llm,
-        counter=LocalTokenCounter(),
-        config=EngineConfig(max_input_tokens=2000),
-        transcriber=audio,
-        speaker=audio,
-    )
-    yield eng
-    await eng.drain()
-    await audio.aclose()
+    config = EngineConfig(max_input_tokens=2000)
+    return make_engine(db=db, llm=llm, config=config, transcriber=audio, speaker=audio)
 
 
 # -- the fixture is real audio ----------------------------------------------------------------
