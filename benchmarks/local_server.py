@@ -140,7 +140,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                 turns.append(figures)
             memories = [m.text for m in await engine.queries.memories(LEARNER.id)]
             summary = (await engine.queries.chat_state(CHAT.id)).summary
-            profile = await engine.learner.context_lines(LEARNER.id, engine.clock())
+            profile = await engine.learner.context_lines(LEARNER.id, engine.state.now())
     return {
         "base_url": settings.llm.base_url,
         "model": settings.llm.model,

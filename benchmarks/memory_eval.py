@@ -320,7 +320,7 @@ async def ask_engine(engine: Engine, chat: ChatRef, user: UserRef, message: str)
 
 
 async def ask_baseline(engine: Engine, transcript: str, message: str) -> Answer:
-    instructions = engine.config.instructions
+    instructions = engine.state.config.instructions
     messages = [ChatMessage("user", transcript), ChatMessage("user", message)]
     counted = await engine.counter.count(instructions, messages)
     start = time.perf_counter()

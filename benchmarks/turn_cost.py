@@ -185,7 +185,7 @@ async def converse(settings: Settings, turns: int) -> dict[str, Call]:
             reply = await engine.handle_turn(ChatRef(7), learner, LEARNER[n % len(LEARNER)])
             assert reply.ok, reply.text
             await engine.drain()
-        (spent,) = await UsageLedger(engine.db).report(engine.clock() - timedelta(days=1))
+        (spent,) = await UsageLedger(engine.db).report(engine.state.now() - timedelta(days=1))
     return {c.kind: c for c in spent.calls if c.kind in KINDS}
 
 

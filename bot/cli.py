@@ -58,8 +58,8 @@ def _app_url(settings: Settings, args: argparse.Namespace) -> int:
 
 async def _usage(settings: Settings, args: argparse.Namespace) -> int:
     async with open_engine(settings, needs_model=False) as engine:
-        assert engine.metering is not None  # open_engine always counts usage
-        print(await engine.metering.report(max(1, args.days), engine.clock()))
+        assert engine.state.metering is not None  # open_engine always counts usage
+        print(await engine.state.metering.report(max(1, args.days), engine.state.now()))
     return 0
 
 

@@ -201,7 +201,7 @@ async def chat_loop(
             if keyboard.waiting:  # the notice came while the prompt showed: draw it again
                 prompt()
 
-        engine.notify = notify
+        engine.state.notify = notify
         count = await engine.queries.message_count(chat_id)
         switch(await engine.language(user))
         print(banner(), file=out)
@@ -212,7 +212,10 @@ async def chat_loop(
                 count,
             )
             print(continuing.format(n=count), file=out)
-        elif engine.config.learner_enabled and await engine.lessons.learner_level(user.id) is None:
+        elif (
+            engine.state.config.learner_enabled
+            and await engine.lessons.learner_level(user.id) is None
+        ):
             print(_(PLACEMENT_OFFER), file=out)  # a first conversation, no level yet
         while True:
             switch(await engine.language(user))  # /language may have changed it

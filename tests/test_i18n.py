@@ -238,14 +238,14 @@ async def test_the_profile_language_comes_before_the_app_language(engine: Engine
 
 async def test_the_language_choice_is_exported_and_forgotten(engine: Engine) -> None:
     await engine.people.set_language(TAIPEI.id, "zh_Hans")
-    exported = await engine.learner.export(TAIPEI.id, engine.clock())
+    exported = await engine.learner.export(TAIPEI.id, engine.state.now())
     assert exported["profile"]["bot_language"]["value"] == "zh_Hans"
     assert "bot_language" not in "\n".join(
-        await engine.learner.context_lines(TAIPEI.id, engine.clock())
+        await engine.learner.context_lines(TAIPEI.id, engine.state.now())
     )
     gone = await forgetme(engine, PRIVATE, TAIPEI)
     assert gone.startswith("已删除我保存的所有关于你的数据")  # said before it was forgotten
-    exported = await engine.learner.export(TAIPEI.id, engine.clock())
+    exported = await engine.learner.export(TAIPEI.id, engine.state.now())
     assert "bot_language" not in exported["profile"]
     assert await engine.language(TAIPEI) == "zh_Hant"  # back to the app's language
 
@@ -256,7 +256,9 @@ async def test_engine_notices_are_in_the_learners_language(engine: Engine) -> No
         False,
         "我沒有收到任何文字。請寫點什麼，或輸入 /help 看看我能做什麼。",
     )
-    long = await engine.handle_turn(PRIVATE, TAIPEI, "x" * (engine.config.max_message_chars + 1))
+    long = await engine.handle_turn(
+        PRIVATE, TAIPEI, "x" * (engine.state.config.max_message_chars + 1)
+    )
     assert not long.ok and long.text.startswith("這則訊息太長了（")
 
 
@@ -400,8 +402,8 @@ async def test_the_weekly_report_is_in_traditional_chinese(db: Database) -> None
 
 
 async def test_usage_is_in_simplified_chinese_for_a_chinese_admin(clocked: Engine) -> None:
-    assert clocked.metering is not None
-    await clocked.metering.add(9, MONDAY_NOON, [Call("reply", "m1", 100, 20)], turns=1)
+    assert clocked.state.metering is not None
+    await clocked.state.metering.add(9, MONDAY_NOON, [Call("reply", "m1", 100, 20)], turns=1)
     admin = UserRef(7, "管理员", "zh-CN")
     report = await run_command(clocked, "usage", CommandContext(PRIVATE, admin, "", True))
     assert report.text.splitlines() == [
@@ -430,7 +432,7 @@ async def test_a_reminder_speaks_the_app_language_the_learner_last_used(db: Data
     """No /language and no explanation language: the reminder job, which has no message, speaks
     the language the learner's app named last (kept per user, gone with /forgetme)."""
     engine = Engine(db=db, llm=FakeLLM(), counter=LocalTokenCounter())
-    now = engine.clock()
+    now = engine.state.now()
     taiwan = UserRef(7, "Mei", "zh-TW")
     assert await engine.language(taiwan) == "zh_Hant"
     assert await engine.learner.language(7, now) == "zh_Hant"  # the job: no platform hint

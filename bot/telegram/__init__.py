@@ -114,7 +114,7 @@ async def _post_init(app: App) -> None:
         if isinstance(app.update_processor, PerChatUpdateProcessor):
             app.update_processor.on_done = lambda update: handled(inbox, update)
     state.deliverer = Deliverer(Outbox(db.connection), app.bot, holder=replicas.id)
-    state.need_engine().notify = _notices_to(state.deliverer)
+    state.need_engine().state.notify = _notices_to(state.deliverer)
     state.reminder_jobs = ReminderJobs(app, state.need_engine().reminders, state.deliverer)
     await state.reminder_jobs.restore()
     state.weekly_jobs = WeeklyJobs(app, state.need_engine().weekly, state.deliverer)

@@ -76,7 +76,7 @@ class LearnerApi:
 
     async def me(self, user: UserRef, lang: str) -> dict[str, Any]:
         """Everything the page shows the learner."""
-        engine, uid, now = self.engine, user.id, self.engine.clock()
+        engine, uid, now = self.engine, user.id, self.engine.state.now()
         memories = await engine.queries.memories(uid) if engine.has_memory else []
         sources = await engine.queries.memory_sources(uid, memories)
         profile = await engine.learner.profile(uid, now)
@@ -125,7 +125,7 @@ class LearnerApi:
         }
 
     async def progress_chart(self, user: UserRef) -> Response:
-        p = await self.engine.learner.progress(user.id, self.engine.clock())
+        p = await self.engine.learner.progress(user.id, self.engine.state.now())
         return Response(progress_view.chart(p), media_type="image/png")
 
     async def delete_memory(self, user: UserRef, memory_id: str) -> Response:
@@ -183,7 +183,7 @@ class LearnerApi:
         """/profile set <field> <value>, or /profile clear <field> when value is None."""
         arg = f"clear {field}" if value is None else f"set {field} {value}"
         reply = await profile_command(
-            self.engine.learner, user.id, arg, self.engine.clock(), user.name
+            self.engine.learner, user.id, arg, self.engine.state.now(), user.name
         )
         if not reply.ok:
             return error(400, reply.text)
@@ -215,8 +215,8 @@ class LearnerApi:
         """The operator's page: the /usage table and tokens and cost per day."""
         ctx = CommandContext(ChatRef(user.id), user, str(days), is_admin=True)
         table = await run_command(self.engine, "usage", ctx)
-        metering = self.engine.metering
-        daily = await metering.daily(days, self.engine.clock()) if metering else []
+        metering = self.engine.state.metering
+        daily = await metering.daily(days, self.engine.state.now()) if metering else []
         currency = metering.pricing.currency if metering else ""
         return JSONResponse(
             {

@@ -58,7 +58,7 @@ async def press_ask(engine: Engine, chat: ChatRef, user: UserRef, data: str) -> 
     async with engine.exclusive(chat.id, user.id):
         if not await asks.take(token):  # a second tap on the same question
             return ButtonAnswer(_(CLOSED), alert=True)
-        if pending.expired(engine.clock()):
+        if pending.expired(engine.state.now()):
             return ButtonAnswer(_(EXPIRED), alert=True, edit=Reply(_(EXPIRED)))
         if not yes:
             return ButtonAnswer(_(KEPT), edit=Reply(_(KEPT)))

@@ -22,4 +22,4 @@ async def press_button(engine: Engine, chat: ChatRef, user: UserRef, data: str) 
             return await press_scene(engine, chat, user, data.removeprefix(SCENE_BUTTON))
         if data.startswith(ASK_BUTTON):
             return await press_ask(engine, chat, user, data)
-        return await review_button(engine.learner, user.id, data, engine.clock())
+        return await review_button(engine.learner, user.id, data, engine.state.now())

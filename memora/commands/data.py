@@ -31,7 +31,7 @@ async def _reset(engine: Engine, ctx: CommandContext) -> Reply:
 @command("forgetme", "delete everything stored about you (asks first)")
 async def _forgetme(engine: Engine, ctx: CommandContext) -> Reply:
     """Asks first: only a Yes from the caller, in this chat, in time, deletes (commands/answers)."""
-    buttons = await ask(engine.db.asks, ctx.chat, ctx.user, FORGETME, engine.clock())
+    buttons = await ask(engine.db.asks, ctx.chat, ctx.user, FORGETME, engine.state.now())
     question = _(
         "Delete everything I stored about you? Your long-term memories, our private chat, your "
         "messages in groups, your learner profile, mistakes, vocabulary, review cards and "
@@ -85,6 +85,6 @@ async def _usage(engine: Engine, ctx: CommandContext) -> Reply:
     arg = ctx.arg.strip() or "7"
     if not arg.isdigit() or not 1 <= int(arg) <= 366:
         return Reply(_("Usage: /usage [days] — 1 to 366 days, 7 if left out."), ok=False)
-    if engine.metering is None:
+    if engine.state.metering is None:
         return Reply(_("Usage is not counted on this bot."), ok=False)
-    return Reply(await engine.metering.report(int(arg), engine.clock()))
+    return Reply(await engine.state.metering.report(int(arg), engine.state.now()))

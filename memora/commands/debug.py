@@ -23,7 +23,7 @@ async def _context(engine: Engine, ctx: CommandContext) -> Reply:
     if not row.last_context:
         shown = render_messages(_("Last request context"), [])
         return Reply(f"{await _mode_line(engine, ctx)}\n\n{shown}")
-    sent = [ChatMessage("system", engine.config.instructions), *row.last_context]
+    sent = [ChatMessage("system", engine.state.config.instructions), *row.last_context]
     if ctx.chat.is_group:
         speaker = await engine.queries.last_speaker(ctx.chat.id)
         if speaker is not None and speaker[0] != ctx.user.id:

@@ -25,9 +25,9 @@ from memora.views import Reply
 )
 async def _profile(engine: Engine, ctx: CommandContext) -> Reply:
     if engine.memory_origin(ctx.chat) is not None:
-        return await group_profile(engine.learner, ctx.user, ctx.arg, engine.clock())
+        return await group_profile(engine.learner, ctx.user, ctx.arg, engine.state.now())
     who = ctx.user.name if ctx.chat.is_group else ""
-    return await profile_command(engine.learner, ctx.user.id, ctx.arg, engine.clock(), who)
+    return await profile_command(engine.learner, ctx.user.id, ctx.arg, engine.state.now(), who)
 
 
 @command(
@@ -39,7 +39,7 @@ async def _profile(engine: Engine, ctx: CommandContext) -> Reply:
 )
 async def _review(engine: Engine, ctx: CommandContext) -> Reply:
     return await review_command(
-        engine.learner, ctx.user.id, ctx.arg, engine.clock(), group=ctx.chat.is_group
+        engine.learner, ctx.user.id, ctx.arg, engine.state.now(), group=ctx.chat.is_group
     )
 
 
@@ -51,7 +51,7 @@ async def _review(engine: Engine, ctx: CommandContext) -> Reply:
     personal=True,
 )
 async def _progress(engine: Engine, ctx: CommandContext) -> Reply:
-    return await progress_command(engine.learner, ctx.user.id, engine.clock())
+    return await progress_command(engine.learner, ctx.user.id, engine.state.now())
 
 
 def _entries(name: str, kind: str, help: str) -> None:

@@ -37,7 +37,7 @@ def lesson_refusal(engine: Engine, chat: ChatRef, name: str) -> Reply | None:
             _("/{name} runs in our private chat: send it to me there.").format(name=name),
             ok=False,
         )
-    if not engine.config.learner_enabled:
+    if not engine.state.config.learner_enabled:
         return Reply(_("The learner model is turned off on this bot."), ok=False)
     return None
 
@@ -107,7 +107,7 @@ SCENE_BUTTON = "scene:"  # a suggestion's button data: SCENE_BUTTON + the scene'
 
 async def learner_text(engine: Engine, ctx: CommandContext) -> str:
     """What the suggestions are ranked against: the goal, interests and long-term memories."""
-    profile = await engine.learner.profile(ctx.user.id, engine.clock())
+    profile = await engine.learner.profile(ctx.user.id, engine.state.now())
     parts = [profile.get("goal") or "", profile.get("interests") or ""]
     if engine.has_memory:
         parts += [m.text for m in await engine.queries.memories(ctx.user.id)]
@@ -211,7 +211,7 @@ async def _practice(engine: Engine, ctx: CommandContext) -> Reply:
     refused = lesson_refusal(engine, ctx.chat, "practice")
     if refused is not None:
         return refused
-    items = await build_items(engine.learner.cards, ctx.user.id, engine.clock())
+    items = await build_items(engine.learner.cards, ctx.user.id, engine.state.now())
     if not items:
         return Reply(
             _(

@@ -75,9 +75,9 @@ PROFILE_FACTS = N_(
 async def _profile_facts(engine: Engine, ctx: CommandContext) -> list[str]:
     """The caller's profile fields as /memories lists them (in a group under the default scope,
     only those a group reply uses: the rest stays in their private chats)."""
-    if not engine.config.learner_enabled:
+    if not engine.state.config.learner_enabled:
         return []
-    profile = await engine.learner.profile(ctx.user.id, engine.clock())
+    profile = await engine.learner.profile(ctx.user.id, engine.state.now())
     names = TEACHING_FIELDS if engine.memory_origin(ctx.chat) is not None else PROFILE_FIELDS
     return [
         f"• {name}: {profile.fields[name].value} ({profile.fields[name].source}, "

@@ -154,7 +154,7 @@ def help_text(lang: str | None = None) -> str:
 @command("start", "who I am and how to use me")
 async def _start(engine: Engine, ctx: CommandContext) -> Reply:
     """/help, and to a learner with no level yet, the placement test offered."""
-    if ctx.chat.is_group or not engine.config.learner_enabled:
+    if ctx.chat.is_group or not engine.state.config.learner_enabled:
         return Reply(help_text())
     if await engine.lessons.learner_level(ctx.user.id) is not None:
         return Reply(help_text())

@@ -17,7 +17,7 @@ from memora.engine.options import EngineConfig
 from memora.engine.people import People
 from memora.engine.queries import Queries
 from memora.engine.retrieval import Retrieval
-from memora.engine.state import EngineState, Notify
+from memora.engine.state import EngineState
 from memora.engine.turn import Turns
 from memora.engine.voice import Voice
 from memora.extraction import TurnExtraction
@@ -37,7 +37,8 @@ class Engine:
     Its parts: `turns` (the reply path), `retrieval` (what reaches the context), `after_reply`
     (usage, the fold, then memora.extraction's run of the turn), `lanes` (locks and the order of
     work), `lessons` (lesson modes), `people` (language, limits, profile), `queries` (what
-    commands read and change), `export`, `voice`.
+    commands read and change), `export`, `voice`; and `state` (config, clock, metering, notify),
+    which every part reads as it runs: `engine.state.config = …` reaches them all.
     """
 
     def __init__(
@@ -62,7 +63,9 @@ class Engine:
         self.state = EngineState(config or EngineConfig(), clock, metering)
         self.reminders = Reminders(db, learner=self.learner, clock=clock)
         self.followups = FollowUps(self.learner, store, db.asked_once)
-        self.weekly = WeeklyReports(db, self.reminders, by_default=self.config.weekly_by_default)
+        self.weekly = WeeklyReports(
+            db, self.reminders, by_default=self.state.config.weekly_by_default
+        )
 
         self.people = People(db, self.learner, self.state)
         self.lanes = Lanes(db)
@@ -135,37 +138,3 @@ class Engine:
     def has_memory(self) -> bool:
         """Whether this bot keeps long-term memories (a store is configured)."""
         return self.store is not None
-
-    # What every part reads as it runs (EngineState): changed here, changed for all of them.
-
-    @property
-    def config(self) -> EngineConfig:
-        return self.state.config
-
-    @config.setter
-    def config(self, config: EngineConfig) -> None:
-        self.state.config = config
-
-    @property
-    def clock(self) -> Callable[[], datetime]:
-        return self.state.clock
-
-    @clock.setter
-    def clock(self, clock: Callable[[], datetime]) -> None:
-        self.state.clock = clock
-
-    @property
-    def metering(self) -> Metering | None:
-        return self.state.metering
-
-    @metering.setter
-    def metering(self, metering: Metering | None) -> None:
-        self.state.metering = metering
-
-    @property
-    def notify(self) -> Notify | None:
-        return self.state.notify
-
-    @notify.setter
-    def notify(self, notify: Notify | None) -> None:
-        self.state.notify = notify

@@ -18,7 +18,7 @@ Notify = Callable[[ChatRef, UserRef, Reply], Awaitable[None]]
 
 @dataclass
 class EngineState:
-    """Read by every part when it runs, never copied: `Engine.config = …` reaches them all."""
+    """Read by every part when it runs, never copied: `engine.state.config = …` reaches them all."""
 
     config: EngineConfig
     clock: Callable[[], datetime]

@@ -227,8 +227,9 @@ async def test_a_notice_while_the_prompt_shows_draws_the_prompt_again(tmp_path: 
     with os.fdopen(read_end, encoding="utf-8") as stdin:
         talking = asyncio.create_task(chat_loop(engine, stdin=stdin, stdout=screen, language="en"))
         await screen.prompted.wait()
-        assert engine.notify is not None  # the terminal listens for the engine's notices
-        await engine.notify(ChatRef(0, "private"), UserRef(0), Reply("🗑 Forgotten, as you asked"))
+        notify = engine.state.notify
+        assert notify is not None  # the terminal listens for the engine's notices
+        await notify(ChatRef(0, "private"), UserRef(0), Reply("🗑 Forgotten, as you asked"))
         assert screen.getvalue().endswith("You: \nMemora: 🗑 Forgotten, as you asked\n\nYou: ")
         os.write(write_end, b"exit\n")
         await talking

@@ -120,7 +120,7 @@ async def test_over_budget_turn_folds_oldest_turns_synchronously(
     assert reply.stats.usage.summary_tokens > 0
     sent = llm.calls[-1].messages
     assert sent[0].content.startswith(SUMMARY_BLOCK)
-    assert await counter.count(engine.config.instructions, sent) <= 400
+    assert await counter.count(engine.state.config.instructions, sent) <= 400
     await engine.drain()
 
 

@@ -178,7 +178,7 @@ async def test_a_long_memory_block_folds_the_oldest_turn_instead_of_overflowing(
     # counted with the factor learned from the fake's usage at build time (see tokens.py)
     assert reply.stats.usage.counted_input <= budget
     assert reply.stats.usage.counted_input == math.ceil(
-        counter.raw_count(engine.config.instructions, sent) * factor_before
+        counter.raw_count(engine.state.config.instructions, sent) * factor_before
     )
     await engine.drain()
 
@@ -470,7 +470,7 @@ async def test_without_a_budget_the_best_top_k_above_min_score_are_sent(
     assert "統一獅" in str(llm.calls[-1].messages[0].content)
     shown = (await run_command(engine, "search", ctx(arg="我喜歡的棒球隊"))).text
     min_score = engine.retrieval.policy.min_score
-    assert f"the best {engine.config.top_k} at or above min_score {min_score:.2f}" in shown
+    assert f"the best {engine.state.config.top_k} at or above min_score {min_score:.2f}" in shown
     assert "✓" in shown.split("\n", 2)[2]
     await engine.drain()
 

@@ -185,7 +185,9 @@ async def test_a_pinned_memory_always_reaches_the_context_first(
     sqlite_db: Database, clock: Clock, store: MemoryStore, llm: FakeLLM
 ) -> None:
     engine = make_engine(sqlite_db, clock, store, llm)
-    engine.config = EngineConfig(max_input_tokens=4000, memory_tokens=14)  # one memory's worth
+    engine.state.config = EngineConfig(
+        max_input_tokens=4000, memory_tokens=14
+    )  # one memory's worth
     facts = (
         "The user is allergic to peanuts",
         "The user's daughter is called Mei",

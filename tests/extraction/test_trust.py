@@ -92,7 +92,7 @@ async def test_a_refused_profile_value_keeps_the_fact_as_a_memory(
     )
     await turn(mem_engine, LEVEL_MESSAGE)
     assert [m.text for m in await store.memories(ALICE.id)] == ["The user's English level is B1."]
-    profile = await mem_engine.learner.profile(ALICE.id, mem_engine.clock())
+    profile = await mem_engine.learner.profile(ALICE.id, mem_engine.state.now())
     assert profile.get("level") is None
     log = await mem_engine.queries.extraction_log(ALICE.id)
     assert log is not None and "not a CEFR level" in log.detail
@@ -125,7 +125,7 @@ def listen(engine: Engine, *, with_chat: bool = False) -> list[Any]:
         if question is not None:
             QUESTIONS.append(question)
 
-    engine.notify = notify
+    engine.state.notify = notify
     return notices
 
 
@@ -209,8 +209,8 @@ async def test_an_unanswered_question_expires_and_deletes_nothing(
     await remembered(mem_engine, llm, "Lives in Taipei.")
     naming(llm, "Taipei")
     await turn(mem_engine, "Please forget that I live in Taipei.")
-    later = mem_engine.clock() + timedelta(hours=1)
-    mem_engine.clock = lambda: later
+    later = mem_engine.state.now() + timedelta(hours=1)
+    mem_engine.state.clock = lambda: later
     expired = await answer(mem_engine, yes=True)
     assert expired.alert and expired.notice == answers.EXPIRED
     assert [m.text for m in await store.memories(ALICE.id)] == ["Lives in Taipei."]

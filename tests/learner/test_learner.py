@@ -369,7 +369,7 @@ async def test_the_profile_is_in_the_reply_context_counted_and_framed_as_data(
     # Her private chat carries the whole profile, and so does a group that widened the scope.
     await engine.handle_turn(ChatRef(ALICE, "private", "Alice"), alice, "How do I say 訂位?")
     assert "TOEIC 900" in llm.calls[-1].messages[0].content
-    engine.config = replace(engine.config, group_memories="all")
+    engine.state.config = replace(engine.state.config, group_memories="all")
     await engine.handle_turn(chat, alice, "And 改期?")
     assert "TOEIC 900" in llm.calls[-1].messages[0].content
     await engine.drain()

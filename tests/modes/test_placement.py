@@ -70,7 +70,7 @@ async def test_a_full_test_pitches_each_question_and_writes_the_level(
     assert NOTICES and "B2" in NOTICES[-1] and "Solid grammar" in NOTICES[-1]
     # Undoable like any profile change
     await command(engine, "profile", "undo")
-    assert (await engine.learner.profile(ALICE.id, engine.clock())).get("level") is None
+    assert (await engine.learner.profile(ALICE.id, engine.state.now())).get("level") is None
 
 
 async def test_the_ladder_follows_the_judgements(mem_engine: Engine, llm: FakeLLM) -> None:
@@ -103,7 +103,7 @@ async def test_bad_model_answers_never_break_the_test(mem_engine: Engine, llm: F
     llm.parsed.append(judged(False, estimate="Q7", reason=""))  # out of range: the ladder decides
     await answer(engine, "last answer")
     assert await engine.lessons.mode(CHAT.id) is None
-    level = (await engine.learner.profile(ALICE.id, engine.clock())).get("level")
+    level = (await engine.learner.profile(ALICE.id, engine.state.now())).get("level")
     assert level is not None and level in {"B2", "C1", "C2"}
     assert "From" in NOTICES[-1]  # the reason was written by code
 
@@ -116,7 +116,7 @@ async def test_no_judged_answer_leaves_the_profile_alone(mem_engine: Engine, llm
         llm.parsed.append(judged(None))
         await answer(engine, "?")
     assert await engine.lessons.mode(CHAT.id) is None
-    assert (await engine.learner.profile(ALICE.id, engine.clock())).get("level") is None
+    assert (await engine.learner.profile(ALICE.id, engine.state.now())).get("level") is None
     assert "unchanged" in NOTICES[-1]
 
 

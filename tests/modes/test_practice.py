@@ -37,7 +37,7 @@ async def listen(engine: Engine) -> None:
     async def notify(_chat: ChatRef, _user: UserRef, notice: Reply) -> None:
         NOTICES.append(notice.text)
 
-    engine.notify = notify
+    engine.state.notify = notify
 
 
 async def seed(engine: Engine, mistakes: int = 3, words: int = 3) -> None:
@@ -62,7 +62,7 @@ async def seed(engine: Engine, mistakes: int = 3, words: int = 3) -> None:
                 ("gloomy", "陰暗的", "A gloomy day."),
             ][:words]
         ],
-        now=engine.clock() - timedelta(days=2),
+        now=engine.state.now() - timedelta(days=2),
     )
 
 
@@ -101,7 +101,7 @@ async def test_five_items_due_first_and_each_answer_adds_the_next(
     after = {c.id: c for c in await engine.learner.cards.cards(ALICE.id)}
     for item in items:
         assert after[item["card"]].reps == before[item["card"]].reps + 1
-        assert after[item["card"]].due > engine.clock()
+        assert after[item["card"]].due > engine.state.now()
     assert await engine.lessons.mode(CHAT.id) is None
     assert NOTICES and "5 of 5" in NOTICES[-1]
 
@@ -147,7 +147,7 @@ async def test_stop_cancel_reset_groups_export_forgetme(engine: Engine, llm: Fak
 async def test_due_cards_come_first(engine: Engine, llm: FakeLLM) -> None:
     await seed(engine)  # six cards, all due
     cards = await engine.learner.cards.cards(ALICE.id)
-    await engine.learner.cards.grade(ALICE.id, cards[0].id, "easy", engine.clock())
+    await engine.learner.cards.grade(ALICE.id, cards[0].id, "easy", engine.state.now())
     await command(engine, "practice")
     mode = await engine.lessons.mode(CHAT.id)
     assert mode is not None
@@ -167,7 +167,7 @@ async def test_grades_move_the_card_as_review_would(mem_engine: Engine, llm: Fak
         (second, "again", {"memories": []}, "no idea"),  # none given: the code grade
     ]:
         card = await engine.learner.cards.card(ALICE.id, card_id)
-        expected = review.review(card.state, grade, engine.clock())
+        expected = review.review(card.state, grade, engine.state.now())
         llm.replies.append("Feedback")
         llm.parsed.append(parsed)
         await engine.handle_turn(CHAT, ALICE, answer)

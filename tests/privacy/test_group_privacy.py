@@ -49,7 +49,7 @@ async def test_a_group_reply_never_sees_the_members_private_facts(
 
 
 async def test_group_memories_all_widens_the_scope(remembered: Engine, llm: FakeLLM) -> None:
-    remembered.config = replace(remembered.config, group_memories="all")
+    remembered.state.config = replace(remembered.state.config, group_memories="all")
     await remembered.handle_turn(GROUP, MAY, "What is my job as a nurse?")
     assert SECRET_FACT in _sent(llm)
 

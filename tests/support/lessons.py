@@ -50,4 +50,4 @@ async def listen(engine: Engine) -> None:
     async def notify(_chat: ChatRef, _user: UserRef, notice: Reply) -> None:
         NOTICES.append(notice.text)
 
-    engine.notify = notify
+    engine.state.notify = notify

@@ -227,8 +227,8 @@ async def test_forgetme_asks_first_and_only_the_asker_in_time_in_that_chat_delet
     assert alert(await bot.tap(in_group, yes)) == answers.FORGED  # a private question, tapped there
     assert await cards() == 2
 
-    later = bot.engine.clock() + timedelta(minutes=31)
-    bot.engine.clock = lambda: later
+    later = bot.engine.state.now() + timedelta(minutes=31)
+    bot.engine.state.clock = lambda: later
     calls = await bot.tap(asked, yes)
     assert only(calls, "answerCallbackQuery").params["text"] == answers.EXPIRED
     assert only(calls, "editMessageText").params["text"] == answers.EXPIRED

@@ -225,7 +225,9 @@ async def test_a_pin_from_the_page_puts_the_memory_first_in_the_next_turns_conte
     assert [m["pinned"] for m in me["memories"] if m["id"] == tainan.id] == [True]
     assert (me["labels"]["pin"], me["labels"]["unpin"]) == ("釘選", "取消釘選")
     # pins over the memory budget: said as /pin says it, in the learner's language
-    mem_engine.config = replace(mem_engine.config, memory_tokens=14)  # one memory's worth
+    mem_engine.state.config = replace(
+        mem_engine.state.config, memory_tokens=14
+    )  # one memory's worth
     crowded = await web.put(f"/app/api/memories/{cat.id}/pin", headers=auth(ALICE, lang="zh-CN"))
     assert crowded.status_code == 200 and "只有最新的 1 条放得下" in crowded.json()["message"]
 
@@ -241,7 +243,7 @@ async def test_profile_entries_export_and_forget_me_are_the_cores_own(
     mem_engine: Engine, web: httpx.AsyncClient
 ) -> None:
     await _alice_remembers(mem_engine)
-    learner, now = mem_engine.learner, mem_engine.clock()
+    learner, now = mem_engine.learner, mem_engine.state.now()
     word = ExtractedWord(term="commute", meaning="travel to work", example="I commute by bus.")
     await learner.add_words(ALICE, [word], now=now)
     r = await web.put("/app/api/profile/level", headers=auth(ALICE), json={"value": "b2"})
@@ -279,9 +281,9 @@ async def test_the_usage_page_is_for_admins_only(
     mem_engine: Engine, web: httpx.AsyncClient
 ) -> None:
     price = PricingConfig(models={"gpt-x": ModelPrice(input=1.0, output=2.0)})
-    mem_engine.metering = Metering(UsageLedger(mem_engine.db), LimitsConfig(), {}, price)
-    now = mem_engine.clock()
-    await mem_engine.metering.add(ALICE, now, [Call("reply", "gpt-x", 1000, 500)], turns=1)
+    mem_engine.state.metering = Metering(UsageLedger(mem_engine.db), LimitsConfig(), {}, price)
+    now = mem_engine.state.now()
+    await mem_engine.state.metering.add(ALICE, now, [Call("reply", "gpt-x", 1000, 500)], turns=1)
     assert (await web.get("/app/api/usage", headers=auth(ALICE))).status_code == 403
     me = (await web.get("/app/api/me", headers=auth(ADMIN))).json()
     assert me["is_admin"] is True and me["labels"]["usage"] == "Usage"
