@@ -287,7 +287,9 @@ async def measure(n_memories: int, n_queries: int, n_restarts: int, keep: Path |
             report("warm search, every message new, half with the previous one", searches)
             used = {m.text for m in await store.memories(USER)}
             fresh = [t for t in learner_facts(2 * n_memories + 400) if t not in used]
-            adds = [await timed(store.writer.add(USER, t, source="extracted")) for t in fresh[:50]]
+            adds = [
+                await timed(store.writer.add(USER, NewMemory(t, "extracted"))) for t in fresh[:50]
+            ]
             report("add() of a new fact (text only, as /remember)", adds)
             worded = []
             for t in fresh[100:150]:
@@ -295,7 +297,9 @@ async def measure(n_memories: int, n_queries: int, n_restarts: int, keep: Path |
                 item = NewMemory(t, "extracted", terms=terms, situations=situations)
                 worded.append(await timed(store.writer.add_many(USER, [item])))
             report("add() of a new fact with 6 terms + 6 situations", worded)
-            dups = [await timed(store.writer.add(USER, t, source="extracted")) for t in fresh[:20]]
+            dups = [
+                await timed(store.writer.add(USER, NewMemory(t, "extracted"))) for t in fresh[:20]
+            ]
             report("add() of a duplicate", dups)
             data = store._cache.get(USER)
             assert data is not None

@@ -14,7 +14,14 @@ from memora.engine.lanes import Lanes
 from memora.engine.state import EngineState
 from memora.i18n import _, ngettext
 from memora.learner.service import Learner
-from memora.longterm import MAX_MEMORY_CHARS, AddResult, Memory, MemoryStore, SearchResult
+from memora.longterm import (
+    MAX_MEMORY_CHARS,
+    AddResult,
+    Memory,
+    MemoryStore,
+    NewMemory,
+    SearchResult,
+)
 from memora.longterm.dedupe import normalise_text
 from memora.privacy.secretfilter import looks_secret
 from memora.reminders import Reminders, WeeklyReports
@@ -144,13 +151,10 @@ class Queries:
         self, chat: ChatRef, user: UserRef, text: str, *, message_id: int | None = None
     ) -> AddResult:
         """Save a memory the user asked for, and note it in their extraction log."""
+        memory = NewMemory(text, "manual", "other", chat.id, message_id)
         result = await self.memory_store().writer.add(
             user.id,
-            text,
-            source="manual",
-            category="other",
-            chat_id=chat.id,
-            message_id=message_id,
+            memory,
             within=self.state.memory_origin(chat),  # a group's /remember never takes a private one
         )
         await self.db.turns.log_extraction_manual(user.id, chat.id, text)

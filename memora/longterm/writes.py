@@ -44,7 +44,6 @@ from memora.longterm.memories import (
     MemoryNotFound,
     NewMemory,
     SearchWords,
-    Source,
     check_user,
     clean_terms,
     clean_text,
@@ -187,17 +186,12 @@ class MemoryWriter:
     async def add(
         self,
         user_id: int,
-        text: str,
+        item: NewMemory,
         *,
-        source: Source,
-        category: str = "other",
-        chat_id: int | None = None,
-        message_id: int | None = None,
         now: datetime | None = None,
         within: int | None = None,
     ) -> AddResult:
         """Store one memory unless the user already has it (see :meth:`add_many`)."""
-        item = NewMemory(text, source, category, chat_id, message_id)
         return (await self.add_many(user_id, [item], now=now, within=within))[0]
 
     async def add_many(

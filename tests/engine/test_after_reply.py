@@ -13,7 +13,7 @@ from memora.blocking import BACKGROUND_THREAD, background, in_background, run_bl
 from memora.config import LLMConfig, Settings
 from memora.engine import ChatRef, Engine, UserRef
 from memora.llm import ChatMessage, Parsed
-from memora.longterm import MemoryStore
+from memora.longterm import MemoryStore, NewMemory
 from memora.longterm.embeddings import Embedded, Kind, LocalUSE
 from memora.shortterm.tokens import LocalTokenCounter
 from memora.storage import Database
@@ -123,7 +123,7 @@ async def test_after_reply_work_never_takes_the_threads_a_reply_needs(
     extractor = FactExtractor()
     engine = Engine(db=db, llm=FakeLLM(), counter=counter, store=store, extraction_llm=extractor)
     try:
-        await store.writer.add(ALICE.id, "Alice is a nurse in Kaohsiung.", source="manual")
+        await store.writer.add(ALICE.id, NewMemory("Alice is a nurse in Kaohsiung.", "manual"))
         gated.gate.clear()
         others = [UserRef(100 + i, f"U{i}") for i in range(12)]  # more than the default pool
         for user in others:

@@ -13,7 +13,7 @@ from pathlib import Path
 from memora.commands import CommandContext, run_command
 from memora.engine import ChatRef, Engine, EngineConfig, UserRef
 from memora.llm import ChatMessage, LLMError, Usage
-from memora.longterm import MemoryStore
+from memora.longterm import MemoryStore, NewMemory
 from memora.longterm.embeddings import Embedded, Kind, LocalUSE
 from memora.shortterm.instructions import MEMORY_BLOCK, SUMMARY_BLOCK, TUTOR_INSTRUCTIONS
 from memora.shortterm.tokens import LocalTokenCounter
@@ -125,14 +125,14 @@ async def test_remember_saves_directly_and_skips_extraction(
 
 async def test_memory_commands(mem_engine: Engine, store: MemoryStore) -> None:
     for text in ["I live in Taipei", "My English level is B1", "I love jazz music"]:
-        await store.writer.add(ALICE.id, text, source="manual", category="personal")
+        await store.writer.add(ALICE.id, NewMemory(text, "manual", category="personal"))
     listed = (await run_command(mem_engine, "memories", ctx())).text
     assert "1. I live in Taipei" in listed and "3. I love jazz music" in listed
     found = (await run_command(mem_engine, "search", ctx(arg="我住在哪裡？"))).text
     assert "I live in Taipei (learned " in found.splitlines()[2]
     assert (await run_command(mem_engine, "search", ctx())).text.startswith("Usage")
     # B1 → B2 supersedes, keeps the old text, and can be undone.
-    update = await store.writer.add(ALICE.id, "My English level is B2", source="manual")
+    update = await store.writer.add(ALICE.id, NewMemory("My English level is B2", "manual"))
     assert update.action == "superseded"
     listed = (await run_command(mem_engine, "memories", ctx())).text
     assert "My English level is B2" in listed and "was: My English level is B1" in listed
@@ -167,7 +167,7 @@ async def test_a_long_memory_block_folds_the_oldest_turn_instead_of_overflowing(
         await engine.handle_turn(CHAT, ALICE, text)
         await engine.drain()
     assert llm.count("complete", summary=True) == 0
-    await store.writer.add(ALICE.id, long_fact, source="manual", category="goal")
+    await store.writer.add(ALICE.id, NewMemory(long_fact, "manual", category="goal"))
     factor_before = counter.calibration.factor
     reply = await engine.handle_turn(CHAT, ALICE, question)
     assert reply.ok and reply.stats is not None
@@ -187,8 +187,9 @@ async def test_one_users_memories_never_reach_another_users_context(
     mem_engine: Engine, llm: FakeLLM, store: MemoryStore
 ) -> None:
     group = ChatRef(-7, "group", "class")
-    await store.writer.add(ALICE.id, "Alice is allergic to peanuts", source="manual")
-    await store.writer.add(BOB.id, "Bob wants to pass the TOEFL", source="manual", chat_id=group.id)
+    await store.writer.add(ALICE.id, NewMemory("Alice is allergic to peanuts", "manual"))
+    toefl = NewMemory("Bob wants to pass the TOEFL", "manual", chat_id=group.id)
+    await store.writer.add(BOB.id, toefl)
     await mem_engine.handle_turn(group, BOB, "Am I allergic to anything? peanuts?")
     sent = " ".join(m.content for m in llm.calls[-1].messages)
     assert "allergic to peanuts" not in sent.split("[Bob]")[0]
@@ -203,7 +204,7 @@ async def test_forgetme_deletes_everything_about_the_caller(
     llm.parsed.append(facts(("Alice lives in Tainan", "personal")))
     await mem_engine.handle_turn(CHAT, ALICE, "I live in Tainan")
     await mem_engine.drain()
-    await store.writer.add(BOB.id, "Bob likes tea", source="manual")
+    await store.writer.add(BOB.id, NewMemory("Bob likes tea", "manual"))
     text = await forgetme(mem_engine, CHAT, ALICE)
     assert "1 long-term memor" in text and "2 messages" in text
     assert await store.count(ALICE.id) == 0
@@ -347,9 +348,8 @@ async def test_context_in_a_group_hides_another_members_memories(
     mem_engine: Engine, store: MemoryStore
 ) -> None:
     group = ChatRef(-8, "group", "class")
-    await store.writer.add(
-        BOB.id, "Bob has a job interview at Google in March", source="manual", chat_id=group.id
-    )
+    interview = NewMemory("Bob has a job interview at Google in March", "manual", chat_id=group.id)
+    await store.writer.add(BOB.id, interview)
     await mem_engine.handle_turn(group, BOB, "Help me prepare for my Google interview")
     alice_view = (await run_command(mem_engine, "context", ctx(ALICE, chat=group))).text
     assert "Google in March" not in alice_view
@@ -399,7 +399,7 @@ async def test_a_memory_budget_sends_every_memory_that_fits_and_ranks_past_it(
     """An inference hop: "plan my weekend" never mentions the daughter, the budget sends it."""
     for text in ("The user has a 6-year-old daughter.", "The user's level is B1.",
                  "The user lives in Taichung."):  # fmt: skip
-        await store.writer.add(ALICE.id, text, source="manual")
+        await store.writer.add(ALICE.id, NewMemory(text, "manual"))
     # the default budget (DEFAULT_MEMORY_TOKENS) holds all three
     roomy = Engine(db=db, llm=llm, counter=LocalTokenCounter(), store=store,
                    config=EngineConfig())  # fmt: skip
@@ -437,7 +437,7 @@ async def test_past_the_memory_budget_the_best_ranked_fill_it(
              "The user is vegetarian.", "The user plays the guitar in a band.",
              "The user is preparing for the TOEIC exam.")  # fmt: skip
     for text in texts:
-        await store.writer.add(ALICE.id, text, source="manual")
+        await store.writer.add(ALICE.id, NewMemory(text, "manual"))
     engine = Engine(db=db, llm=llm, counter=LocalTokenCounter(), store=store,
                     config=EngineConfig(memory_tokens=40))  # fmt: skip
     message = "Can you help me plan my weekend in English?"
@@ -462,8 +462,8 @@ async def test_without_a_budget_the_best_top_k_above_min_score_are_sent(
     db: Database, llm: FakeLLM, store: MemoryStore
 ) -> None:
     """memory_tokens 0: the first top_k at or above min_score, as /search says and marks."""
-    await store.writer.add(ALICE.id, "喜歡看棒球，支持統一獅", source="manual")
-    await store.writer.add(ALICE.id, "在高雄的銀行上班", source="manual")
+    await store.writer.add(ALICE.id, NewMemory("喜歡看棒球，支持統一獅", "manual"))
+    await store.writer.add(ALICE.id, NewMemory("在高雄的銀行上班", "manual"))
     engine = Engine(db=db, llm=llm, counter=LocalTokenCounter(), store=store,
                     config=EngineConfig(memory_tokens=0))  # fmt: skip
     await engine.handle_turn(CHAT, ALICE, "我支持的球隊昨天贏了棒球比賽，我想用英文跟朋友分享")
@@ -522,7 +522,7 @@ async def test_a_follow_up_uses_the_learners_previous_message(
     """'那如果他們要去火車站呢' names no topic: the learner's previous message brings it."""
     for text in ("Drives a taxi in Kaohsiung and often has foreign passengers",
                  "Is allergic to peanuts"):  # fmt: skip
-        await store.writer.add(ALICE.id, text, source="manual")
+        await store.writer.add(ALICE.id, NewMemory(text, "manual"))
     follow_up = "那如果他們要去火車站呢"
     for chat, use_last_turn in ((ChatRef(5), True), (ChatRef(6), False)):
         config = EngineConfig(memory_tokens=0, use_last_turn=use_last_turn)

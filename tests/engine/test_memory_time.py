@@ -16,7 +16,7 @@ from memora.engine import ChatRef, Engine, EngineConfig, UserRef
 from memora.engine.followups import FOLLOW_UP_BLOCK
 from memora.extraction.apply import learner_date
 from memora.llm import ChatMessage
-from memora.longterm import MemoryStore
+from memora.longterm import MemoryStore, NewMemory
 from memora.longterm.timeline import asks_about_past
 from memora.shortterm.instructions import MEMORY_BLOCK
 from memora.shortterm.tokens import LocalTokenCounter
@@ -195,7 +195,7 @@ async def test_a_pinned_memory_always_reaches_the_context_first(
         "The user plays the saxophone",
     )
     for text in facts:
-        await store.writer.add(ALICE.id, text, source="manual", chat_id=CHAT.id)
+        await store.writer.add(ALICE.id, NewMemory(text, "manual", chat_id=CHAT.id))
     unrelated = "Give me three airport words"
     before = memory_block(await turn(engine, llm, unrelated))
     left_out = [n for n, text in enumerate(facts, 1) if text not in before]
@@ -228,7 +228,7 @@ async def test_a_pinned_memory_always_reaches_the_context_first(
     group = memory_block(await turn(engine, llm, "hi @bot, airport words?", GROUP))
     assert facts[first - 1] not in group
     said_there = "The user leads the class's weekly quiz"
-    await store.writer.add(ALICE.id, said_there, source="manual", chat_id=GROUP.id)
+    await store.writer.add(ALICE.id, NewMemory(said_there, "manual", chat_id=GROUP.id))
     assert (await run_command(engine, "pin", ctx("1", GROUP))).ok  # the group's own numbering
     group = memory_block(await turn(engine, llm, "hi @bot, airport words?", GROUP))
     assert group == f"- {said_there}"

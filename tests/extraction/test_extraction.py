@@ -94,8 +94,8 @@ async def test_an_empty_result_stores_nothing(store: MemoryStore) -> None:
 
 
 async def test_prompt_grounds_time_and_numbers_existing_memories(store: MemoryStore) -> None:
-    await store.writer.add(1, "The user lives in Taipei.", source="manual", category="personal")
-    await store.writer.add(1, "My level is B1", source="manual", category="level")
+    await store.writer.add(1, NewMemory("The user lives in Taipei.", "manual", category="personal"))
+    await store.writer.add(1, NewMemory("My level is B1", "manual", category="level"))
     llm = FakeLLM()
     existing = await store.memories(1)
     await extract(
@@ -287,7 +287,7 @@ async def test_replaces_supersedes_with_history_and_revert_restores(store: Memor
 async def test_a_replaces_id_out_of_range_or_of_no_list_is_an_add(store: MemoryStore) -> None:
     """m7 and m0 name no memory shown; a bare 1 or t1 names none of <existing_memories> (the
     other list's number, read by a careless model): each is an add, the nurse is untouched."""
-    await store.writer.add(4, "The user is a nurse.", source="manual", category="personal")
+    await store.writer.add(4, NewMemory("The user is a nurse.", "manual", category="personal"))
     llm = FakeLLM()
     llm.parsed.append(found(mem("The user can only study on weekends.", "constraint", "m7")))
     llm.parsed.append(found(mem("The user enjoys American TV series.", "other", "m0")))
@@ -309,7 +309,7 @@ async def test_a_replaces_id_out_of_range_or_of_no_list_is_an_add(store: MemoryS
 
 
 async def test_replaces_only_reaches_the_callers_own_memories(store: MemoryStore) -> None:
-    other = (await store.writer.add(99, "The user lives in Taipei.", source="manual")).memory
+    other = (await store.writer.add(99, NewMemory("The user lives in Taipei.", "manual"))).memory
     llm = FakeLLM()
     llm.parsed.append(found(mem("The user moved to Tainan.", "personal", replaces="m1")))
     outcome = await extract(llm, ExtractionInput("I moved to Tainan", "", [other], NOW))
@@ -413,8 +413,10 @@ async def test_extraction_through_a_server_that_refuses_json_schema(store: Memor
 async def test_replaces_pointing_at_an_unrelated_memory_does_not_overwrite_it(
     store: MemoryStore,
 ) -> None:
-    await store.writer.add(23, "使用者的英文程度是 B1。", source="manual", category="level")
-    await store.writer.add(23, "The user lives in Taipei.", source="manual", category="personal")
+    await store.writer.add(23, NewMemory("使用者的英文程度是 B1。", "manual", category="level"))
+    await store.writer.add(
+        23, NewMemory("The user lives in Taipei.", "manual", category="personal")
+    )
     existing = await store.memories(23)
     llm = FakeLLM()
     llm.parsed.append(
@@ -596,7 +598,7 @@ async def test_the_compact_form_shows_fewer_memories_and_only_those_can_be_repla
     facts = ["The user lives in Taipei.", "The user is a nurse.", "The user likes jazz.",
              "The user has a cat.", "The user studies at night."]  # fmt: skip
     for fact in facts:
-        await store.writer.add(24, fact, source="manual", category="personal")
+        await store.writer.add(24, NewMemory(fact, "manual", category="personal"))
     existing = await store.memories(24)
     llm = FakeLLM()
     llm.parsed.append(found(mem("The user now studies in the morning.", "other", "m5")))

@@ -178,9 +178,9 @@ async def test_a_bounded_number_per_call_newest_first_until_all_have_terms(
 
 
 async def test_store_add_terms_only_fills_what_it_was_asked_for(store: MemoryStore) -> None:
-    one = (await store.writer.add(51, "The user likes jazz.", source="manual")).memory
-    two = (await store.writer.add(51, "The user lives in Tainan.", source="manual")).memory
-    other = (await store.writer.add(52, "The user likes tea.", source="manual")).memory
+    one = (await store.writer.add(51, NewMemory("The user likes jazz.", "manual"))).memory
+    two = (await store.writer.add(51, NewMemory("The user lives in Tainan.", "manual"))).memory
+    other = (await store.writer.add(52, NewMemory("The user likes tea.", "manual"))).memory
     await store.writer.supersede(51, two.id, "The user lives in Tainan now.")
     filled, tokens = await store.writer.add_terms(
         51,

@@ -238,7 +238,7 @@ async def test_a_large_pool_gets_the_same_decisions_as_the_full_scan(
     async with MemoryStore(tmp_path / "chroma", embedder) as store:
         seeded = await store.writer.add_many(5, [NewMemory(t) for t in pool])
         await store.writer.add(
-            6, pool[0], source="manual"
+            6, NewMemory(pool[0], "manual")
         )  # another user's memory is never compared
         decided: dict[str, int] = {}
         for text in probes([r.memory.text for r in seeded], 60):
@@ -246,7 +246,7 @@ async def test_a_large_pool_gets_the_same_decisions_as_the_full_scan(
             assert data is not None
             vec = (await embedder.embed([embedding_text(text)], kind="passage")).vectors[0]
             want = full_scan(data, text, vec)
-            got = await store.writer.add(5, text, source="extracted")
+            got = await store.writer.add(5, NewMemory(text, "extracted"))
             target = got.memory.id if got.action != "added" else None
             assert (got.action, target) == want, text
             decided[got.action] = decided.get(got.action, 0) + 1

@@ -33,9 +33,11 @@ NOW = datetime(2026, 11, 15, 8, 30, tzinfo=UTC)
 
 
 async def test_same_fact_three_times_in_two_languages_is_one_memory(store: MemoryStore) -> None:
-    first = await store.writer.add(1, "My level is B1", source="manual", category="level", now=NOW)
-    second = await store.writer.add(1, "我的英文程度是B1", source="extracted", category="level")
-    third = await store.writer.add(1, "The user's English level is B1.", source="extracted")
+    first = await store.writer.add(
+        1, NewMemory("My level is B1", "manual", category="level"), now=NOW
+    )
+    second = await store.writer.add(1, NewMemory("我的英文程度是B1", "extracted", category="level"))
+    third = await store.writer.add(1, NewMemory("The user's English level is B1.", "extracted"))
     assert [first.action, second.action, third.action] == ["added", "duplicate", "duplicate"]
     assert second.memory == first.memory and third.memory == first.memory
     assert [m.text for m in await store.memories(1)] == ["My level is B1"]
@@ -44,15 +46,15 @@ async def test_same_fact_three_times_in_two_languages_is_one_memory(store: Memor
 async def test_exact_repeat_with_other_spacing_and_punctuation_is_a_duplicate(
     store: MemoryStore,
 ) -> None:
-    await store.writer.add(1, "使用者偏好簡短的文法解釋。", source="extracted")
-    again = await store.writer.add(1, "  使用者偏好簡短的 文法解釋 ", source="manual")
+    await store.writer.add(1, NewMemory("使用者偏好簡短的文法解釋。", "extracted"))
+    again = await store.writer.add(1, NewMemory("  使用者偏好簡短的 文法解釋 ", "manual"))
     assert again.action == "duplicate"
     assert await store.count(1) == 1
 
 
 async def test_a_different_level_is_not_a_duplicate_but_supersedes(store: MemoryStore) -> None:
-    b1 = await store.writer.add(1, "My level is B1", source="manual", category="level", now=NOW)
-    b2 = await store.writer.add(1, "My level is B2", source="manual", category="other")
+    b1 = await store.writer.add(1, NewMemory("My level is B1", "manual", category="level"), now=NOW)
+    b2 = await store.writer.add(1, NewMemory("My level is B2", "manual", category="other"))
     assert b2.action == "superseded"
     assert b2.previous == b1.memory
     assert b2.memory.id == b1.memory.id
@@ -116,7 +118,7 @@ async def test_add_many_is_one_batch_that_dedupes_within_itself(store: MemorySto
 async def test_concurrent_adds_of_one_fact_store_it_once(store: MemoryStore) -> None:
     results = await asyncio.gather(
         *(
-            store.writer.add(3, "The user is preparing for IELTS.", source="extracted")
+            store.writer.add(3, NewMemory("The user is preparing for IELTS.", "extracted"))
             for _ in range(4)
         )
     )
@@ -129,7 +131,7 @@ async def test_concurrent_adds_of_one_fact_store_it_once(store: MemoryStore) -> 
 
 async def test_supersede_keeps_history_and_revert_restores(store: MemoryStore) -> None:
     taipei = (
-        await store.writer.add(1, "The user lives in Taipei.", source="extracted", now=NOW)
+        await store.writer.add(1, NewMemory("The user lives in Taipei.", "extracted"), now=NOW)
     ).memory
     later = datetime(2026, 12, 1, tzinfo=UTC)
     moved = await store.writer.supersede(
@@ -154,7 +156,7 @@ async def test_supersede_keeps_history_and_revert_restores(store: MemoryStore) -
 async def test_revert_without_history_and_supersede_of_a_missing_memory(
     store: MemoryStore,
 ) -> None:
-    m = (await store.writer.add(1, "The user is a nurse.", source="manual")).memory
+    m = (await store.writer.add(1, NewMemory("The user is a nurse.", "manual"))).memory
     assert await store.writer.revert(1, m.id) is None
     assert await store.writer.revert(1, "no-such-id") is None
     with pytest.raises(MemoryNotFound):
@@ -176,7 +178,7 @@ async def test_list_is_oldest_first_and_search_ranks(store: MemoryStore) -> None
     ]
     for t in texts:
         await store.writer.add(
-            9, t, source="extracted", now=NOW
+            9, NewMemory(t, "extracted"), now=NOW
         )  # same timestamp: order still kept
     assert [m.text for m in await store.memories(9)] == texts
     found = await store.searcher.search(
@@ -205,7 +207,7 @@ FOLLOW_UP_MEMORIES = [
 
 async def test_a_follow_up_finds_what_the_previous_message_was_about(store: MemoryStore) -> None:
     for t in FOLLOW_UP_MEMORIES:
-        await store.writer.add(4, t, source="extracted")
+        await store.writer.add(4, NewMemory(t, "extracted"))
     previous = "passenger ask me go airport, how say"
     question = "那如果他們要去火車站呢"  # "and if they want the train station?": no topic word
     alone = await store.searcher.search(4, question, top_k=2, min_score=0.14)
@@ -221,7 +223,7 @@ async def test_the_previous_message_only_adds_after_what_a_follow_up_finds_itsel
     store: MemoryStore,
 ) -> None:
     for t in FOLLOW_UP_MEMORIES:
-        await store.writer.add(4, t, source="extracted")
+        await store.writer.add(4, NewMemory(t, "extracted"))
     question = "and is satay sauce ok with my peanut allergy then?"  # names its own topic
     previous = "passenger ask me go airport, how say"
     # as the engine asks under a memory budget: every memory, the threshold as the floor
@@ -242,7 +244,7 @@ async def test_a_change_of_topic_keeps_its_own_memories_first(
     counting = CountingEmbedder(embedder)
     async with MemoryStore(tmp_path / "chroma", counting) as store:
         for t in FOLLOW_UP_MEMORIES:
-            await store.writer.add(4, t, source="extracted")
+            await store.writer.add(4, NewMemory(t, "extracted"))
         counting.texts.clear()
         question = "Is satay sauce safe for me to eat?"  # a new topic, no pointer back
         previous = "passenger ask me go airport, how say"
@@ -346,7 +348,7 @@ async def test_a_message_is_embedded_once_for_the_reply_and_its_extraction(
 ) -> None:
     counting = CountingEmbedder(embedder)
     async with MemoryStore(tmp_path / "chroma", counting) as store:
-        await store.writer.add(4, "The user is a nurse in Kaohsiung.", source="manual")
+        await store.writer.add(4, NewMemory("The user is a nurse in Kaohsiung.", "manual"))
         message = "I  work night shifts at the hospital."
         found = await store.searcher.search(4, message, top_k=1, min_score=0.0)
         counting.texts.clear()
@@ -358,7 +360,7 @@ async def test_a_message_is_embedded_once_for_the_reply_and_its_extraction(
         assert counting.texts == [] and again.embedding_tokens == 0
         assert again.hits == found.hits  # the same vector, the same ranking
         await store.delete_user(4)  # a forgotten user's messages are not kept even in memory
-        await store.writer.add(4, "The user is a teacher.", source="manual")
+        await store.writer.add(4, NewMemory("The user is a teacher.", "manual"))
         counting.texts.clear()
         await store.searcher.similar(4, message, k=1)
         assert counting.texts == [message.replace("  ", " ")]
@@ -370,7 +372,7 @@ async def test_user_id_is_required_and_must_be_an_int(store: MemoryStore) -> Non
     with pytest.raises(TypeError):
         await store.memories(None)  # type: ignore[arg-type]
     with pytest.raises(ValueError):
-        await store.writer.add(1, "   ", source="manual")
+        await store.writer.add(1, NewMemory("   ", "manual"))
 
 
 # -- deletion and persistence --------------------------------------------------------------------
@@ -393,8 +395,8 @@ async def test_delete_user_is_complete_and_leaves_others_intact(store: MemorySto
 
 
 async def test_delete_one_memory(store: MemoryStore) -> None:
-    a = (await store.writer.add(1, "The user is a nurse.", source="manual")).memory
-    b = (await store.writer.add(1, "使用者住在台北。", source="manual")).memory
+    a = (await store.writer.add(1, NewMemory("The user is a nurse.", "manual"))).memory
+    b = (await store.writer.add(1, NewMemory("使用者住在台北。", "manual"))).memory
     assert await store.delete(2, a.id) is False  # not that user's
     assert await store.delete(1, a.id) is True
     assert await store.delete(1, a.id) is False
@@ -406,13 +408,13 @@ async def test_memories_survive_reopening_the_store(tmp_path: Path, embedder: Lo
     first = await MemoryStore.create(path, embedder)
     added = await first.writer.add(
         42,
-        "使用者想加強旅遊英文。",
-        source="extracted",
-        category="goal",
-        chat_id=-100,
-        message_id=7,
+        NewMemory(
+            "使用者想加強旅遊英文。", "extracted", category="goal", chat_id=-100, message_id=7
+        ),
     )
-    await first.writer.add(42, "The user lives in Taipei.", source="manual", category="personal")
+    await first.writer.add(
+        42, NewMemory("The user lives in Taipei.", "manual", category="personal")
+    )
     moved = await first.writer.supersede(
         42, (await first.memories(42))[1].id, "The user moved to Tainan.", reason="moved"
     )
@@ -445,7 +447,9 @@ async def test_a_write_after_a_reload_appends_to_the_loaded_matrix(
         # each memory's vector is its row of that matrix: the vectors are held once, in order
         for row, e in zip(chunk, loaded.entries, strict=True):
             assert np.shares_memory(e.vector, chunk) and np.array_equal(e.vector, row)
-        added = await second.writer.add(42, "The user plays badminton on Sundays.", source="manual")
+        added = await second.writer.add(
+            42, NewMemory("The user plays badminton on Sundays.", "manual")
+        )
         assert added.action == "added"
         after = await second._data(42)
         assert np.shares_memory(after.matrix.chunks()[0], chunk)  # the row went behind it
@@ -469,7 +473,7 @@ async def test_an_other_embedder_cannot_open_the_memories(
             return Embedded(np.ones((len(texts), 512), dtype=np.float32) / np.sqrt(512))
 
     async with MemoryStore(tmp_path / "chroma", embedder) as s:
-        await s.writer.add(1, "The user is a nurse.", source="manual")
+        await s.writer.add(1, NewMemory("The user is a nurse.", "manual"))
     with pytest.raises(StoreError, match="use-multilingual-v3"):
         await MemoryStore.create(tmp_path / "chroma", Other())
     async with MemoryStore(tmp_path / "chroma", embedder) as s:  # still opens with the right one
@@ -481,7 +485,7 @@ async def test_a_small_cache_evicts_users_without_losing_anything(
 ) -> None:
     async with MemoryStore(tmp_path / "chroma", embedder, max_cached_users=1) as s:
         for uid in (1, 2, 3):
-            await s.writer.add(uid, f"The user's English level is B{uid}.", source="manual")
+            await s.writer.add(uid, NewMemory(f"The user's English level is B{uid}.", "manual"))
         for uid in (1, 2, 3, 1):
             assert [m.text for m in await s.memories(uid)] == [
                 f"The user's English level is B{uid}."

@@ -77,7 +77,7 @@ async def test_the_previous_message_adds_only_after_what_the_message_finds(
     store: MemoryStore,
 ) -> None:
     for text in FACTS:
-        await store.writer.add(7, text, source="extracted")
+        await store.writer.add(7, NewMemory(text, "extracted"))
     policy = RetrievalPolicy(0, top_k=2, min_score=0.14)
     alone = await retrieve(store, policy, ReplyQuery(7, "牠叫什麼名字？"))
     after_the_dog = ReplyQuery(7, "牠叫什麼名字？", "我家的狗很可愛")

@@ -27,8 +27,8 @@ GROUP_FACT = "May is preparing for the TOEIC exam with this group"
 
 @pytest.fixture
 async def remembered(mem_engine: Engine, store: MemoryStore) -> AsyncIterator[Engine]:
-    await store.writer.add(MAY.id, SECRET_FACT, source="manual", chat_id=PRIVATE.id)
-    await store.writer.add(MAY.id, GROUP_FACT, source="manual", chat_id=GROUP.id)
+    await store.writer.add(MAY.id, NewMemory(SECRET_FACT, "manual", chat_id=PRIVATE.id))
+    await store.writer.add(MAY.id, NewMemory(GROUP_FACT, "manual", chat_id=GROUP.id))
     yield mem_engine
 
 
@@ -86,7 +86,9 @@ async def test_a_groups_export_holds_that_groups_data_only(
 async def test_a_write_in_a_group_never_takes_over_a_private_memory(store: MemoryStore) -> None:
     """The same fact with another number supersedes the older memory, but a group's write is
     matched against that group's memories only: the private one stays, text and chat."""
-    private = await store.writer.add(MAY.id, "Salary is 50000 a month.", source="manual", chat_id=1)
+    private = await store.writer.add(
+        MAY.id, NewMemory("Salary is 50000 a month.", "manual", chat_id=1)
+    )
     newer = NewMemory("Salary is 60000 a month.", "extracted", "personal", GROUP.id, None)
     (scoped,) = await store.writer.add_many(
         MAY.id, [replace(newer, replaces=private.memory.id)], within=GROUP.id

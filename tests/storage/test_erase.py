@@ -21,6 +21,7 @@ import pytest
 
 import memora.longterm.chroma as backend_module
 import memora.longterm.search as search_module
+from memora.longterm.memories import NewMemory
 from memora.longterm.memory_store import COLLECTION, MemoryStore
 from memora.storage.file_erasure import (
     CHROMA_FILE,
@@ -142,8 +143,8 @@ async def test_a_store_that_persisted_every_write_is_switched_to_chromas_default
     store = await MemoryStore.create(path, embedder)
     try:
         assert _threshold(store) == CHROMA_HNSW["sync_threshold"] == 1000
-        await store.writer.add(7, f"The user's cat is called {MARKER}.", source="manual")
-        await store.writer.add(8, "The user lives in Taichung.", source="manual")
+        await store.writer.add(7, NewMemory(f"The user's cat is called {MARKER}.", "manual"))
+        await store.writer.add(8, NewMemory("The user lives in Taichung.", "manual"))
         assert files_holding(path, MARKER)
         assert await store.delete_user(7) == 1
         assert files_holding(path, MARKER) == []
@@ -175,9 +176,9 @@ async def test_forget_flushes_chromas_log_while_other_learners_search(
     store = await MemoryStore.create(path, embedder)
     try:
         for topic in ("trains", "hotels", "cooking"):
-            await store.writer.add(8, f"The user wants words about {topic}.", source="manual")
-        cat = await store.writer.add(7, f"The user's cat is called {MARKER}.", source="manual")
-        await store.writer.add(7, "The user lives in Taichung.", source="manual")
+            await store.writer.add(8, NewMemory(f"The user wants words about {topic}.", "manual"))
+        cat = await store.writer.add(7, NewMemory(f"The user's cat is called {MARKER}.", "manual"))
+        await store.writer.add(7, NewMemory("The user lives in Taichung.", "manual"))
         assert _log_rows(path) >= 5, "the writes wait in Chroma's log"
         assert files_holding(path, MARKER)
         store._cache.clear()  # the searches below read through Chroma while it is reopened
@@ -196,7 +197,7 @@ async def test_forget_flushes_chromas_log_while_other_learners_search(
         assert _log_rows(path) <= 1  # only the delete, which carries no document
         assert _threshold(store) == 1000
         assert await store.delete(7, cat.memory.id) is False
-        await store.writer.add(7, "The user studies every night.", source="manual")
+        await store.writer.add(7, NewMemory("The user studies every night.", "manual"))
     finally:
         await store.close()
     async with MemoryStore(path, embedder) as again:  # a restart replays what the log holds
@@ -250,11 +251,11 @@ async def test_chromas_index_files_hold_no_uninitialised_memory(
     path = tmp_path / "chroma"
     store = await MemoryStore.create(path, embedder)
     try:
-        await store.writer.add(8, "The user lives in Taichung.", source="manual")
+        await store.writer.add(8, NewMemory("The user lives in Taichung.", "manual"))
         assert hnsw_indexes(path), "the first write creates Chroma's index"
         assert _holding_bytes(path, perturbed_malloc) == []
-        cat = await store.writer.add(7, f"The user's cat is called {MARKER}.", source="manual")
-        await store.writer.add(7, "The user studies every night.", source="manual")
+        cat = await store.writer.add(7, NewMemory(f"The user's cat is called {MARKER}.", "manual"))
+        await store.writer.add(7, NewMemory("The user studies every night.", "manual"))
         assert await store.delete(7, cat.memory.id) is True
         assert files_holding(path, MARKER) == []
         assert _holding_bytes(path, perturbed_malloc) == []
@@ -317,10 +318,12 @@ async def test_a_deleted_memorys_vector_leaves_every_file(
     store = await MemoryStore.create(path, embedder)
     try:
         for topic in ("trains", "hotels", "cooking", "museums"):
-            await store.writer.add(8, f"The user wants words about {topic}.", source="manual")
-        cat = await store.writer.add(7, f"The user's cat is called {MARKER}.", source="manual")
-        job = await store.writer.add(7, "The user works as a nurse in Kaohsiung.", source="manual")
-        night = await store.writer.add(7, "The user studies every night.", source="manual")
+            await store.writer.add(8, NewMemory(f"The user wants words about {topic}.", "manual"))
+        cat = await store.writer.add(7, NewMemory(f"The user's cat is called {MARKER}.", "manual"))
+        job = await store.writer.add(
+            7, NewMemory("The user works as a nurse in Kaohsiung.", "manual")
+        )
+        night = await store.writer.add(7, NewMemory("The user studies every night.", "manual"))
         ids = [cat.memory.id, job.memory.id, night.memory.id]
         deleted = _vectors(store, ids)
         kept = _vectors(store, [m.id for m in await store.memories(8)])
@@ -332,10 +335,10 @@ async def test_a_deleted_memorys_vector_leaves_every_file(
         assert [files_holding_vector(path, v) for v in deleted] == [[], [], []]
         # A write takes one deleted slot and relinks its neighbours, the other deleted slots
         # among them: at a threshold of 1 it persists them at once.
-        await store.writer.add(8, "The user wants words about banks.", source="manual")
+        await store.writer.add(8, NewMemory("The user wants words about banks.", "manual"))
         assert [files_holding_vector(path, v) for v in deleted] == [[], [], []]
         hotels = await store.writer.add(
-            8, "The user wants words about hotels at night.", source="manual"
+            8, NewMemory("The user wants words about hotels at night.", "manual")
         )
         assert await store.delete(8, hotels.memory.id) is True  # persists every dirty slot
         assert [files_holding_vector(path, v) for v in deleted] == [[], [], []]

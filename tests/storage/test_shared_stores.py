@@ -17,7 +17,7 @@ import pytest
 from memora.app import open_engine
 from memora.config import load_settings
 from memora.engine import ChatRef, UserRef
-from memora.longterm import MemoryStore
+from memora.longterm import MemoryStore, NewMemory
 from memora.longterm.embeddings import LocalUSE
 from tests.support.engines import ChromaServer
 from tests.support.fakes import FakeLLM
@@ -110,17 +110,17 @@ async def test_a_replica_sees_what_another_replica_wrote_for_the_same_user(
 ) -> None:
     a, b = two_replicas
     mei, other = next(_users), next(_users)
-    await a.writer.add(mei, "Mei is preparing for the TOEIC exam in March.", source="manual")
+    await a.writer.add(mei, NewMemory("Mei is preparing for the TOEIC exam in March.", "manual"))
     assert await texts(b, mei, "when is my exam?") == [
         "Mei is preparing for the TOEIC exam in March."
     ]  # b has now cached Mei
-    await a.writer.add(mei, "Mei's goal is a TOEIC score of 850.", source="manual")
+    await a.writer.add(mei, NewMemory("Mei's goal is a TOEIC score of 850.", "manual"))
     assert "Mei's goal is a TOEIC score of 850." in await texts(b, mei, "TOEIC score goal")
     assert await b.count(mei) == 2
     first = (await a.memories(mei))[0]
     assert await b.delete(mei, first.id)
     assert [m.text for m in await a.memories(mei)] == ["Mei's goal is a TOEIC score of 850."]
-    await b.writer.add(other, "Other learner likes football.", source="manual")
+    await b.writer.add(other, NewMemory("Other learner likes football.", "manual"))
     assert await a.delete_user(mei) == 1
     assert await b.memories(mei) == []  # forgotten everywhere, from b's cache too
     assert await texts(a, other, "football") == ["Other learner likes football."]
@@ -135,7 +135,9 @@ async def test_the_composition_uses_the_chroma_server_when_configured(
     user = next(_users)
     async with open_engine(load_settings(), llm=FakeLLM()) as engine:
         assert engine.store is not None and engine.store.url == chroma_server.url
-        await engine.store.writer.add(user, "Lin studies English on the train.", source="manual")
+        await engine.store.writer.add(
+            user, NewMemory("Lin studies English on the train.", "manual")
+        )
     assert not (tmp_path / "data" / "chroma").exists()
     async with MemoryStore(tmp_path / "x", engine.store.embedder, url=chroma_server.url) as s:
         assert [m.text for m in await s.memories(user)] == ["Lin studies English on the train."]
