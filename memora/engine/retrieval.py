@@ -5,6 +5,7 @@ message finds."""
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 
 from memora.engine.followups import FollowUp, FollowUps
 from memora.engine.people import People
@@ -30,20 +31,14 @@ def previous_message(pending: list[StoredMessage], user_id: int) -> str | None:
     return None
 
 
+@dataclass(eq=False)
 class Retrieval:
     """The memories a turn puts in its context, and the follow-up it asks once."""
 
-    def __init__(
-        self,
-        store: MemoryStore | None,
-        followups: FollowUps,
-        people: People,
-        state: EngineState,
-    ) -> None:
-        self.store = store
-        self.followups = followups
-        self.people = people
-        self.state = state
+    store: MemoryStore | None
+    followups: FollowUps
+    people: People
+    state: EngineState
 
     @property
     def policy(self) -> memory_policy.RetrievalPolicy:

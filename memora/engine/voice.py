@@ -61,20 +61,14 @@ class VoiceLimits:
         return None
 
 
+@dataclass(eq=False)
 class Voice:
     """The turn of a voice message, and the spoken reply."""
 
-    def __init__(
-        self,
-        transcriber: Transcriber | None,
-        speaker: Speaker | None,
-        people: People,
-        turns: Turns,
-    ) -> None:
-        self.transcriber = transcriber  # voice messages (None: turned off)
-        self.speaker = speaker  # spoken answers (None: turned off, the default)
-        self.people = people
-        self.turns = turns
+    transcriber: Transcriber | None  # voice messages (None: turned off)
+    speaker: Speaker | None  # spoken answers (None: turned off, the default)
+    people: People
+    turns: Turns
 
     @property
     def hears_voice(self) -> bool:

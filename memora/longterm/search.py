@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+from dataclasses import dataclass
 from typing import Any, cast
 
 import numpy as np
@@ -64,20 +65,14 @@ def where(user_id: int, origin_chat: int | None) -> dict[str, Any]:
     return {"$and": [{"user_id": user_id}, {"chat_id": origin_chat}]}
 
 
+@dataclass(eq=False)
 class MemorySearch:
     """Ranks one user's memories for a message (see the module docstring)."""
 
-    def __init__(
-        self,
-        backend: ChromaBackend,
-        users: CachedUsers,
-        embeddings: StoreEmbeddings,
-        profile: EmbedderProfile,
-    ) -> None:
-        self.backend = backend
-        self.users = users
-        self.embeddings = embeddings
-        self.profile = profile
+    backend: ChromaBackend
+    users: CachedUsers
+    embeddings: StoreEmbeddings
+    profile: EmbedderProfile
 
     async def search(
         self,
