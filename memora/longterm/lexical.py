@@ -238,19 +238,6 @@ class BM25:
         ids, tfs = posting
         return ids, tfs * (self.k1 + 1.0) / (tfs + self._len_norm[ids])
 
-    def term_coverage(self, term: str) -> Posting:
-        """One term's :meth:`coverage` on the documents that hold it: (their ids, ascending;
-        their coverage), equal to the bit to ``coverage((term,))[ids]``, every other document's
-        being 0. Costs what the term's posting holds, not one entry per document."""
-        sat = self._saturated_tf(term)
-        if sat is None:
-            return _EMPTY
-        ids, weight = sat
-        idf = self.idf(term)
-        # As coverage: 0.0 + idf * min(weight, 1), then divided by the total, 0.0 + idf.
-        values: Vector = (idf * np.minimum(weight, 1.0)) / idf
-        return ids, values
-
     def scores(self, query: Sequence[str]) -> Vector:
         """Plain BM25 score of every document for the query terms (repeats count again)."""
         out = np.zeros(self.n_docs, dtype=np.float64)
